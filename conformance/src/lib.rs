@@ -1,0 +1,1 @@
+//! Conformance between the model and the implementation (lockstep, trace checking, replay).

@@ -1,0 +1,1 @@
+//! The reference implementation: storage, replication and cluster drivers.

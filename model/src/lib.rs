@@ -1,0 +1,1 @@
+//! The stateright model of one Kafka partition.
