@@ -1,0 +1,59 @@
+package dev.highwater.kafka;
+
+import java.util.Arrays;
+
+/**
+ * Entry point of the interop jar: {@code java -cp ... dev.highwater.kafka.Main COMMAND [--option value]...}.
+ * Commands print JSON on stdout (or to {@code --out FILE}); errors go to stderr with a
+ * non-zero exit status.
+ */
+public final class Main {
+    private Main() {
+    }
+
+    private static final String USAGE = String.join("\n",
+        "usage: Main COMMAND [--option value]...",
+        "  write        --log-dir DIR [--topic T] [--partition N] [--recovery-point N] [--high-watermark N]",
+        "               [--index-interval-bytes N] [--out FILE]",
+        "      writes a partition through Kafka's UnifiedLog (several segments and leader epochs),",
+        "      writes the broker checkpoints with Kafka's OffsetCheckpointFile, leaves no clean-shutdown",
+        "      marker, and prints the log as Kafka's classes read it back (with records).",
+        "  recover      --log-dir DIR [--topic T] [--partition N] [--recovery-point N] [--records] [--out FILE]",
+        "      opens the partition with Kafka's log loader (unclean unless the clean-shutdown marker is",
+        "      present; recovery point from recovery-point-offset-checkpoint, else 0, unless given) and",
+        "      prints the batches it kept.",
+        "  checkpoints  --log-dir DIR [--out FILE]",
+        "      reads the broker checkpoints, every partition's leader-epoch-checkpoint and the",
+        "      clean-shutdown marker with Kafka's checkpoint classes.",
+        "  bench-append --dir DIR [--total-bytes N] [--record-bytes N] [--batch-bytes N]",
+        "      appends through UnifiedLog.appendAsLeader with no flush, prints the time, and halts",
+        "      without closing the log (an unclean stop).",
+        "  bench-recover --dir DIR",
+        "      times Kafka's log loader recovering DIR from offset 0 after an unclean stop.");
+
+    public static void main(String[] args) throws Exception {
+        if (args.length == 0) {
+            System.err.println(USAGE);
+            System.exit(2);
+        }
+        String[] rest = Arrays.copyOfRange(args, 1, args.length);
+        try {
+            switch (args[0]) {
+                case "write" -> WritePartition.run(rest);
+                case "recover" -> RecoverPartition.run(rest);
+                case "checkpoints" -> ReadCheckpoints.run(rest);
+                case "bench-append" -> Bench.append(rest);
+                case "bench-recover" -> Bench.recover(rest);
+                default -> {
+                    System.err.println("unknown command " + args[0] + "\n" + USAGE);
+                    System.exit(2);
+                }
+            }
+        } catch (IllegalArgumentException e) {
+            System.err.println(e.getMessage() + "\n" + USAGE);
+            System.exit(2);
+        }
+        // Kafka's scheduler threads are daemons, but end promptly and explicitly.
+        System.exit(0);
+    }
+}
