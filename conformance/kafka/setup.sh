@@ -36,5 +36,12 @@ fi
 
 echo "kafka interop: building $jar (mvn package; Maven fetches org.apache.kafka:kafka_2.13, kafka-storage, kafka-tools)"
 rm -rf "$here/target/lib"
-mvn -q -B -Dstyle.color=never -f "$here/pom.xml" package
+log="$(mktemp)"
+if ! mvn -q -B -f "$here/pom.xml" package >"$log" 2>&1; then
+    cat "$log" >&2
+    rm -f "$log"
+    echo "kafka interop: mvn package failed" >&2
+    exit 1
+fi
+rm -f "$log"
 echo "kafka interop: built $jar"

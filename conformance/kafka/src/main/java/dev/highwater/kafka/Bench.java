@@ -5,6 +5,7 @@ import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.compress.Compression;
 import org.apache.kafka.common.record.TimestampType;
 import org.apache.kafka.common.record.internal.MemoryRecords;
+import org.apache.kafka.common.record.internal.MutableRecordBatch;
 import org.apache.kafka.common.record.internal.RecordBatch;
 import org.apache.kafka.common.record.internal.SimpleRecord;
 import org.apache.kafka.server.util.KafkaScheduler;
@@ -68,7 +69,12 @@ final class Bench {
         UnifiedLog log = LogSupport.open(dir, config, 0L, 0L, false, scheduler);
         long start = System.nanoTime();
         for (long b = 0; b < batches; b++) {
-            log.appendAsLeader(pool[(int) (b % POOL)], 0);
+            MemoryRecords batch = pool[(int) (b % POOL)];
+            // Appending assigned offsets in place; a producer's batch starts at 0. Not in the CRC.
+            for (MutableRecordBatch header : batch.batches()) {
+                header.setLastOffset(perBatch - 1);
+            }
+            log.appendAsLeader(batch, 0);
         }
         long elapsed = System.nanoTime() - start;
 
