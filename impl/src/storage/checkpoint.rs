@@ -48,12 +48,16 @@ pub fn tmp_path(path: &Path) -> PathBuf {
 /// Fsyncs a directory, making creations, renames and deletions in it durable.
 pub fn sync_dir(dir: &Path) -> Result<()> {
     let d = fs::File::open(dir).map_err(|e| Error::io(dir, "open directory", e))?;
-    d.sync_all().map_err(|e| Error::io(dir, "fsync directory", e))
+    d.sync_all()
+        .map_err(|e| Error::io(dir, "fsync directory", e))
 }
+
+/// Entry lines: (line number, fields).
+type Entries = Vec<(usize, Vec<String>)>;
 
 /// Reads a checkpoint file's entry lines, checking the version and count.
 /// Returns `None` when the file does not exist.
-fn read_entries(path: &Path) -> Result<Option<Vec<(usize, Vec<String>)>>> {
+fn read_entries(path: &Path) -> Result<Option<Entries>> {
     let text = match fs::read(path) {
         Ok(b) => b,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
@@ -70,7 +74,9 @@ fn read_entries(path: &Path) -> Result<Option<Vec<(usize, Vec<String>)>>> {
     if version.trim() != VERSION.to_string() {
         return Err(bad(n, format!("unrecognised version {version:?}")));
     }
-    let (n, count) = lines.next().ok_or_else(|| bad(2, "missing entry count".into()))?;
+    let (n, count) = lines
+        .next()
+        .ok_or_else(|| bad(2, "missing entry count".into()))?;
     let count: usize = count
         .trim()
         .parse()
@@ -119,7 +125,10 @@ pub fn read_offsets(path: &Path) -> Result<Option<BTreeMap<TopicPartition, u64>>
             reason,
         };
         if f.len() != 3 {
-            return Err(bad(format!("expected `topic partition offset`, found {} fields", f.len())));
+            return Err(bad(format!(
+                "expected `topic partition offset`, found {} fields",
+                f.len()
+            )));
         }
         let partition: u32 = f[1]
             .parse()
@@ -162,7 +171,10 @@ pub fn read_epochs(path: &Path) -> Result<Option<Vec<EpochEntry>>> {
             reason,
         };
         if f.len() != 2 {
-            return Err(bad(format!("expected `epoch startOffset`, found {} fields", f.len())));
+            return Err(bad(format!(
+                "expected `epoch startOffset`, found {} fields",
+                f.len()
+            )));
         }
         let epoch: i32 = f[0]
             .parse()
@@ -233,7 +245,10 @@ mod tests {
         assert!(matches!(read_offsets(&p), Err(Error::Checkpoint { .. })));
         for bad in ["0\n1\n-1 0\n", "0\n1\n1\n", "0\n1\n1 x\n"] {
             fs::write(&p, bad).unwrap();
-            assert!(matches!(read_epochs(&p), Err(Error::Checkpoint { .. })), "{bad:?}");
+            assert!(
+                matches!(read_epochs(&p), Err(Error::Checkpoint { .. })),
+                "{bad:?}"
+            );
         }
     }
 

@@ -128,7 +128,9 @@ impl EpochCache {
 
     /// Drops entries starting at or after `end_offset` (after truncation).
     pub fn truncate_from_end(&mut self, end_offset: u64) -> bool {
-        let keep = self.entries.partition_point(|e| e.start_offset < end_offset);
+        let keep = self
+            .entries
+            .partition_point(|e| e.start_offset < end_offset);
         let changed = keep != self.entries.len();
         self.entries.truncate(keep);
         changed
@@ -198,7 +200,11 @@ mod tests {
         assert!(c.assign_in_memory(4, 15));
         // An entry that conflicts drops the later ones.
         assert!(c.assign_in_memory(2, 5));
-        let v: Vec<_> = c.entries().iter().map(|e| (e.epoch, e.start_offset)).collect();
+        let v: Vec<_> = c
+            .entries()
+            .iter()
+            .map(|e| (e.epoch, e.start_offset))
+            .collect();
         assert_eq!(v, vec![(1, 0), (2, 5)]);
         assert!(!c.assign_in_memory(-1, 50));
     }
@@ -210,7 +216,11 @@ mod tests {
         assert_eq!(c.latest_epoch(), Some(3));
         assert!(!c.truncate_from_end(25));
         assert!(c.truncate_from_start(12));
-        let v: Vec<_> = c.entries().iter().map(|e| (e.epoch, e.start_offset)).collect();
+        let v: Vec<_> = c
+            .entries()
+            .iter()
+            .map(|e| (e.epoch, e.start_offset))
+            .collect();
         assert_eq!(v, vec![(3, 12)]);
         assert!(!c.truncate_from_start(5));
     }

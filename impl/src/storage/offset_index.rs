@@ -56,7 +56,7 @@ impl OffsetIndex {
         log_size: u64,
         next_offset: Option<u64>,
     ) -> Result<OffsetIndex, String> {
-        if bytes.len() % ENTRY_SIZE != 0 {
+        if !bytes.len().is_multiple_of(ENTRY_SIZE) {
             return Err(format!(
                 "size {} is not a multiple of {ENTRY_SIZE}",
                 bytes.len()
@@ -208,8 +208,14 @@ mod tests {
         assert_eq!(b, [0, 0, 0, 5, 0, 0, 0, 100, 0, 0, 0, 9, 0, 0, 1, 44]);
         assert_eq!(OffsetIndex::parse(&b, 0, 10, 400, Some(12)).unwrap(), i);
         assert!(OffsetIndex::parse(&b[..7], 0, 10, 400, None).is_err());
-        assert!(OffsetIndex::parse(&b, 0, 10, 300, None).is_err(), "past log");
-        assert!(OffsetIndex::parse(&b, 0, 10, 400, Some(9)).is_err(), "past end");
+        assert!(
+            OffsetIndex::parse(&b, 0, 10, 300, None).is_err(),
+            "past log"
+        );
+        assert!(
+            OffsetIndex::parse(&b, 0, 10, 400, Some(9)).is_err(),
+            "past end"
+        );
         let mut swapped = b[8..].to_vec();
         swapped.extend_from_slice(&b[..8]);
         assert!(OffsetIndex::parse(&swapped, 0, 10, 400, None).is_err());

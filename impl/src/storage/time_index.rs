@@ -45,7 +45,7 @@ impl TimeIndex {
         max_entries: usize,
         next_offset: Option<u64>,
     ) -> Result<TimeIndex, String> {
-        if bytes.len() % ENTRY_SIZE != 0 {
+        if !bytes.len().is_multiple_of(ENTRY_SIZE) {
             return Err(format!(
                 "size {} is not a multiple of {ENTRY_SIZE}",
                 bytes.len()
@@ -177,7 +177,10 @@ mod tests {
         t.maybe_append(9, 4, false);
         let b = t.encode_from(0);
         assert_eq!(b.len(), 24);
-        assert_eq!(TimeIndex::parse(&b, 0, 10, Some(5)).unwrap().entries(), t.entries());
+        assert_eq!(
+            TimeIndex::parse(&b, 0, 10, Some(5)).unwrap().entries(),
+            t.entries()
+        );
         assert!(TimeIndex::parse(&b[..13], 0, 10, None).is_err());
         assert!(TimeIndex::parse(&b, 0, 10, Some(4)).is_err());
         let mut zeros = b.clone();

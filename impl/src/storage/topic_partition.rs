@@ -89,7 +89,15 @@ mod tests {
         let tp = TopicPartition::parse_dir_name("my-topic-12").unwrap();
         assert_eq!((tp.topic(), tp.partition()), ("my-topic", 12));
         assert_eq!(tp.dir_name(), "my-topic-12");
-        for bad in ["topic", "topic-", "-3", "t-x", "t-+1", "bad topic-0", "t-99999999999"] {
+        for bad in [
+            "topic",
+            "topic-",
+            "-3",
+            "t-x",
+            "t-+1",
+            "bad topic-0",
+            "t-99999999999",
+        ] {
             assert!(TopicPartition::parse_dir_name(bad).is_err(), "{bad}");
         }
     }

@@ -1,0 +1,84 @@
+//! Per-log configuration, named after Kafka's topic configs.
+
+use super::error::{Error, Result};
+
+/// Configuration of one partition log. Field names follow Kafka's topic
+/// configs (`segment.bytes` is `segment_bytes`, and so on).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogConfig {
+    /// `segment.bytes`: roll to a new segment before the active one would
+    /// grow past this. Default 1 GiB; at most `i32::MAX` because index
+    /// positions are 32-bit.
+    pub segment_bytes: u32,
+    /// `index.interval.bytes`: bytes between offset index entries.
+    /// Default 4096.
+    pub index_interval_bytes: u32,
+    /// `segment.index.bytes`: the largest an index may grow; a full index
+    /// rolls the segment. Default 10 MiB.
+    pub segment_index_bytes: u32,
+    /// `retention.bytes`: delete old segments while the log is larger than
+    /// this. `None` (Kafka's -1, the default) keeps any size.
+    pub retention_bytes: Option<u64>,
+    /// `retention.ms`: delete segments whose newest record is older than
+    /// this. Default 7 days; `None` (Kafka's -1) keeps any age.
+    pub retention_ms: Option<i64>,
+    /// Whether recovery may cut corrupt data below the recovery point
+    /// (data once acknowledged as flushed). Kafka does so silently; this
+    /// implementation refuses by default with
+    /// [`Error::CorruptBelowRecoveryPoint`], so the loss is a decision an
+    /// operator takes, not a surprise.
+    pub truncate_below_recovery_point: bool,
+}
+
+impl Default for LogConfig {
+    fn default() -> Self {
+        LogConfig {
+            segment_bytes: 1 << 30,
+            index_interval_bytes: 4096,
+            segment_index_bytes: 10 << 20,
+            retention_bytes: None,
+            retention_ms: Some(7 * 24 * 60 * 60 * 1000),
+            truncate_below_recovery_point: false,
+        }
+    }
+}
+
+impl LogConfig {
+    /// Checks ranges as Kafka's `LogConfig` does.
+    pub fn validate(&self) -> Result<()> {
+        if self.segment_bytes < 14 || self.segment_bytes > i32::MAX as u32 {
+            return Err(Error::InvalidConfig(format!(
+                "segment.bytes {} is outside [14, {}]",
+                self.segment_bytes,
+                i32::MAX
+            )));
+        }
+        if self.segment_index_bytes < 24 || self.segment_index_bytes > i32::MAX as u32 {
+            return Err(Error::InvalidConfig(format!(
+                "segment.index.bytes {} is outside [24, {}]",
+                self.segment_index_bytes,
+                i32::MAX
+            )));
+        }
+        if self.index_interval_bytes > i32::MAX as u32 {
+            return Err(Error::InvalidConfig(format!(
+                "index.interval.bytes {} is too large",
+                self.index_interval_bytes
+            )));
+        }
+        if matches!(self.retention_ms, Some(ms) if ms < 0) {
+            return Err(Error::InvalidConfig(
+                "retention.ms must be non-negative (None means unlimited)".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    pub(crate) fn max_index_entries(&self) -> usize {
+        self.segment_index_bytes as usize / super::offset_index::ENTRY_SIZE
+    }
+
+    pub(crate) fn max_time_index_entries(&self) -> usize {
+        self.segment_index_bytes as usize / super::time_index::ENTRY_SIZE
+    }
+}

@@ -1,0 +1,188 @@
+//! A broker log directory: partition directories plus the broker-level
+//! checkpoints kept beside them, keyed by topic and partition:
+//! `recovery-point-offset-checkpoint`, `replication-offset-checkpoint` (the
+//! high watermarks), `log-start-offset-checkpoint`, and the clean-shutdown
+//! marker `.kafka_cleanshutdown`.
+//!
+//! The marker is read and removed when the directory is opened, so that a
+//! crash at any later moment leads to recovery; [`LogDir::close`] writes it
+//! back after everything is flushed and checkpointed.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use super::checkpoint;
+use super::config::LogConfig;
+use super::error::{Error, Result};
+use super::log::Log;
+use super::recovery::{LoadParams, RecoveryReport};
+use super::topic_partition::TopicPartition;
+
+pub const RECOVERY_POINT_CHECKPOINT: &str = "recovery-point-offset-checkpoint";
+pub const REPLICATION_CHECKPOINT: &str = "replication-offset-checkpoint";
+pub const LOG_START_CHECKPOINT: &str = "log-start-offset-checkpoint";
+pub const CLEAN_SHUTDOWN_MARKER: &str = ".kafka_cleanshutdown";
+
+/// Offsets of one partition as the broker-level checkpoints hold them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct PartitionCheckpoints {
+    pub recovery_point: Option<u64>,
+    pub high_watermark: Option<u64>,
+    pub log_start_offset: Option<u64>,
+}
+
+/// A log directory and its checkpoint files.
+#[derive(Debug)]
+pub struct LogDir {
+    path: PathBuf,
+    clean_shutdown: bool,
+    recovery_points: BTreeMap<TopicPartition, u64>,
+    high_watermarks: BTreeMap<TopicPartition, u64>,
+    log_starts: BTreeMap<TopicPartition, u64>,
+}
+
+fn read_or_empty(path: &Path) -> Result<BTreeMap<TopicPartition, u64>> {
+    Ok(checkpoint::read_offsets(path)?.unwrap_or_default())
+}
+
+impl LogDir {
+    /// Opens (creating if needed) a log directory: reads the three offset
+    /// checkpoints (a missing file counts as empty; one that does not parse
+    /// is an error, since guessing could skip recovery) and consumes the
+    /// clean-shutdown marker.
+    pub fn open(path: &Path) -> Result<LogDir> {
+        fs::create_dir_all(path).map_err(|e| Error::io(path, "create log directory", e))?;
+        let marker = path.join(CLEAN_SHUTDOWN_MARKER);
+        let clean_shutdown = marker.exists();
+        let dir = LogDir {
+            path: path.to_path_buf(),
+            clean_shutdown,
+            recovery_points: read_or_empty(&path.join(RECOVERY_POINT_CHECKPOINT))?,
+            high_watermarks: read_or_empty(&path.join(REPLICATION_CHECKPOINT))?,
+            log_starts: read_or_empty(&path.join(LOG_START_CHECKPOINT))?,
+        };
+        if clean_shutdown {
+            fs::remove_file(&marker).map_err(|e| Error::io(&marker, "remove marker", e))?;
+            checkpoint::sync_dir(path)?;
+        }
+        Ok(dir)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+    /// Whether the directory held the clean-shutdown marker when opened.
+    pub fn had_clean_shutdown(&self) -> bool {
+        self.clean_shutdown
+    }
+
+    /// The checkpointed offsets of one partition.
+    pub fn checkpoints(&self, tp: &TopicPartition) -> PartitionCheckpoints {
+        PartitionCheckpoints {
+            recovery_point: self.recovery_points.get(tp).copied(),
+            high_watermark: self.high_watermarks.get(tp).copied(),
+            log_start_offset: self.log_starts.get(tp).copied(),
+        }
+    }
+
+    /// The partitions found as `<topic>-<partition>` directories.
+    pub fn partitions(&self) -> Result<Vec<TopicPartition>> {
+        let mut out = Vec::new();
+        let entries = fs::read_dir(&self.path).map_err(|e| Error::io(&self.path, "list", e))?;
+        for e in entries {
+            let e = e.map_err(|e| Error::io(&self.path, "list", e))?;
+            if !e.path().is_dir() {
+                continue;
+            }
+            if let Some(name) = e.file_name().to_str() {
+                out.push(TopicPartition::parse_dir_name(name)?);
+            }
+        }
+        out.sort();
+        Ok(out)
+    }
+
+    /// The load parameters of one partition: a partition missing from the
+    /// recovery-point checkpoint is recovered from its start.
+    pub fn load_params(&self, tp: &TopicPartition) -> LoadParams {
+        let c = self.checkpoints(tp);
+        LoadParams {
+            recovery_point: c.recovery_point.unwrap_or(0),
+            log_start_offset: c.log_start_offset.unwrap_or(0),
+            high_watermark: c.high_watermark.unwrap_or(0),
+            clean_shutdown: self.clean_shutdown,
+        }
+    }
+
+    /// Opens the log of `tp` in `<dir>/<topic>-<partition>/`.
+    pub fn open_log(
+        &self,
+        tp: &TopicPartition,
+        config: LogConfig,
+    ) -> Result<(Log, RecoveryReport)> {
+        Log::open(&self.path.join(tp.dir_name()), config, self.load_params(tp))
+    }
+
+    /// Records the offsets of `logs` and writes the three checkpoint files
+    /// (each atomically). Partitions not in `logs` keep their entries.
+    pub fn checkpoint<'a>(
+        &mut self,
+        logs: impl IntoIterator<Item = (&'a TopicPartition, &'a Log)>,
+    ) -> Result<()> {
+        for (tp, log) in logs {
+            self.recovery_points
+                .insert(tp.clone(), log.recovery_point());
+            self.high_watermarks
+                .insert(tp.clone(), log.high_watermark());
+            self.log_starts.insert(tp.clone(), log.log_start_offset());
+        }
+        checkpoint::write_offsets(
+            &self.path.join(RECOVERY_POINT_CHECKPOINT),
+            &self.recovery_points,
+        )?;
+        checkpoint::write_offsets(
+            &self.path.join(REPLICATION_CHECKPOINT),
+            &self.high_watermarks,
+        )?;
+        checkpoint::write_offsets(&self.path.join(LOG_START_CHECKPOINT), &self.log_starts)
+    }
+
+    /// Forgets a partition (after its directory was deleted).
+    pub fn remove(&mut self, tp: &TopicPartition) {
+        self.recovery_points.remove(tp);
+        self.high_watermarks.remove(tp);
+        self.log_starts.remove(tp);
+    }
+
+    /// Clean shutdown: flushes and closes every log, writes the checkpoints,
+    /// then the marker, so the next open skips recovery.
+    pub fn close(mut self, logs: Vec<(TopicPartition, Log)>) -> Result<()> {
+        let mut offsets = Vec::new();
+        for (tp, mut log) in logs {
+            log.flush(log.log_end_offset())?;
+            offsets.push((
+                tp.clone(),
+                log.recovery_point(),
+                log.high_watermark(),
+                log.log_start_offset(),
+            ));
+            log.close()?;
+        }
+        for (tp, rp, hw, lso) in offsets {
+            self.recovery_points.insert(tp.clone(), rp);
+            self.high_watermarks.insert(tp.clone(), hw);
+            self.log_starts.insert(tp, lso);
+        }
+        checkpoint::write_offsets(
+            &self.path.join(RECOVERY_POINT_CHECKPOINT),
+            &self.recovery_points,
+        )?;
+        checkpoint::write_offsets(
+            &self.path.join(REPLICATION_CHECKPOINT),
+            &self.high_watermarks,
+        )?;
+        checkpoint::write_offsets(&self.path.join(LOG_START_CHECKPOINT), &self.log_starts)?;
+        checkpoint::write_atomically(&self.path.join(CLEAN_SHUTDOWN_MARKER), b"")
+    }
+}

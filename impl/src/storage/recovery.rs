@@ -1,0 +1,818 @@
+//! Loading a partition directory, and recovery after an unclean shutdown
+//! (Kafka's `LogLoader` and `LogSegment.recover`).
+//!
+//! Rules, in order:
+//! 1. Stray files: `*.deleted` and `*.cleaned` (work in progress at a crash)
+//!    and checkpoint `*.tmp` files are deleted; an orphaned index (no `.log`)
+//!    is deleted; a `.swap` file (an interrupted compaction, which this
+//!    implementation never starts) or a segment file whose name is not 20
+//!    digits is an error.
+//! 2. Without the clean-shutdown marker, every segment from the one holding
+//!    the recovery point onwards is recovered: each batch is read and
+//!    checked (length, magic, CRC-32C, offsets contiguous from the segment's
+//!    base offset, relative offsets within 32 bits, leader epochs not
+//!    decreasing), the indexes and the leader epoch cache are rebuilt from
+//!    the batches. Segments below it are trusted, but their indexes are
+//!    validated and rebuilt (by recovering the segment) when missing or
+//!    invalid. With the marker, no segment is re-read unless its index is
+//!    missing or invalid, or the tail of the last one does not check.
+//! 3. A partial batch at the end of a segment is a torn tail; it is cut.
+//!    At the first invalid batch the segment is cut there and every later
+//!    segment is deleted.
+//! 4. Data below the recovery point (or anywhere, after a clean shutdown)
+//!    was acknowledged as flushed: if it has to be cut, loading fails with
+//!    [`Error::CorruptBelowRecoveryPoint`] before anything is changed,
+//!    unless [`LogConfig::truncate_below_recovery_point`] allows it.
+//! 5. The high watermark is clamped to the log end offset, the recovery
+//!    point likewise, and the log start offset is raised to the first
+//!    segment's base offset; a log start offset beyond the log end deletes
+//!    the log and starts afresh there, as Kafka does.
+//!
+//! Everything done is counted in a [`RecoveryReport`].
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::fs::{self, File};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+use super::batch::{check_batch, parse_length_prefix, BatchHeader, LOG_OVERHEAD};
+use super::checkpoint::{self, EpochEntry};
+use super::config::LogConfig;
+use super::epoch_cache::{self, EpochCache};
+use super::error::{BatchError, Error, Result};
+use super::offset_index::OffsetIndex;
+use super::segment::{self, SegState, Segment};
+use super::time_index::TimeIndex;
+use crate::sync::{write, Arc};
+
+/// Bytes read at a time while recovering.
+const CHUNK: usize = 1 << 20;
+
+/// What stopped a segment scan before the end of its file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ScanProblem {
+    /// A partial batch at the end of the file.
+    TornTail {
+        position: u64,
+        needed: u64,
+        available: u64,
+    },
+    /// A batch that does not check.
+    Corrupt { position: u64, error: BatchError },
+    /// A batch whose offsets or epoch do not follow the previous batch.
+    BadOffsets { position: u64, reason: String },
+}
+
+impl ScanProblem {
+    pub fn position(&self) -> u64 {
+        match self {
+            ScanProblem::TornTail { position, .. }
+            | ScanProblem::Corrupt { position, .. }
+            | ScanProblem::BadOffsets { position, .. } => *position,
+        }
+    }
+}
+
+impl fmt::Display for ScanProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ScanProblem::TornTail {
+                position,
+                needed,
+                available,
+            } => write!(
+                f,
+                "torn tail at byte {position}: batch needs {needed} bytes, {available} left"
+            ),
+            ScanProblem::Corrupt { position, error } => {
+                write!(f, "corrupt batch at byte {position}: {error}")
+            }
+            ScanProblem::BadOffsets { position, reason } => {
+                write!(f, "bad batch at byte {position}: {reason}")
+            }
+        }
+    }
+}
+
+/// The result of scanning one segment file.
+#[derive(Debug)]
+pub struct SegmentScan {
+    /// Bytes from the start of the file up to the end of the last valid batch.
+    pub valid_bytes: u64,
+    /// Bytes checked by this scan (from where it started).
+    pub bytes_checked: u64,
+    pub batches: u64,
+    /// The offset after the last valid batch.
+    pub next_offset: u64,
+    /// The first problem, if the scan stopped before the end of the file.
+    pub problem: Option<ScanProblem>,
+    /// Epoch start offsets seen: (epoch, first offset), epochs increasing.
+    pub epochs: Vec<(i32, u64)>,
+    pub(crate) state: SegState,
+}
+
+/// Reads a file sequentially in large chunks.
+struct ChunkReader<'a> {
+    file: &'a File,
+    path: &'a Path,
+    file_len: u64,
+    buf: Vec<u8>,
+    start: u64,
+}
+
+impl ChunkReader<'_> {
+    /// Bytes `[pos, pos + need)`; the caller checked they are in the file.
+    fn get(&mut self, pos: u64, need: usize) -> Result<&[u8]> {
+        let end = pos + need as u64;
+        if pos < self.start || end > self.start + self.buf.len() as u64 {
+            let want = need.max(CHUNK).min((self.file_len - pos) as usize);
+            self.buf.resize(want, 0);
+            self.file
+                .read_exact_at(&mut self.buf[..want], pos)
+                .map_err(|e| Error::io(self.path, "read", e))?;
+            self.start = pos;
+        }
+        let off = (pos - self.start) as usize;
+        Ok(&self.buf[off..off + need])
+    }
+}
+
+/// Scans a segment file from `start` (a batch boundary that `state`
+/// already accounts for), checking every batch and extending the indexes
+/// in `state`. `prev_epoch` is the leader epoch of the batch before
+/// `start`, if known. I/O errors are errors; invalid data is a
+/// [`ScanProblem`].
+pub(crate) fn scan_segment(
+    file: &File,
+    path: &Path,
+    base_offset: u64,
+    start: u64,
+    mut state: SegState,
+    config: &LogConfig,
+    mut prev_epoch: i32,
+) -> Result<SegmentScan> {
+    let file_len = file
+        .metadata()
+        .map_err(|e| Error::io(path, "stat segment", e))?
+        .len();
+    let mut reader = ChunkReader {
+        file,
+        path,
+        file_len,
+        buf: Vec::new(),
+        start: 0,
+    };
+    let mut pos = start;
+    let mut batches = 0;
+    let mut epochs = Vec::new();
+    let problem = loop {
+        if pos >= file_len {
+            break None;
+        }
+        let available = file_len - pos;
+        if available < LOG_OVERHEAD as u64 {
+            break Some(ScanProblem::TornTail {
+                position: pos,
+                needed: LOG_OVERHEAD as u64,
+                available,
+            });
+        }
+        let size = match parse_length_prefix(reader.get(pos, LOG_OVERHEAD)?) {
+            Ok((_, size)) => size,
+            Err(error) => {
+                break Some(ScanProblem::Corrupt {
+                    position: pos,
+                    error,
+                })
+            }
+        };
+        if size as u64 > available {
+            break Some(ScanProblem::TornTail {
+                position: pos,
+                needed: size as u64,
+                available,
+            });
+        }
+        let h = match check_batch(reader.get(pos, size)?) {
+            Ok(h) => h,
+            Err(error) => {
+                break Some(ScanProblem::Corrupt {
+                    position: pos,
+                    error,
+                })
+            }
+        };
+        // Offsets are contiguous from the segment's base offset. A scan
+        // that starts mid-file (at a validated index entry) takes the first
+        // batch's base offset as given.
+        let expected = match (batches, start) {
+            (0, 0) => Some(base_offset),
+            (0, _) => None,
+            _ => Some(state.next_offset),
+        };
+        if let Some(expected) = expected.filter(|&e| e != h.base_offset) {
+            break Some(ScanProblem::BadOffsets {
+                position: pos,
+                reason: format!(
+                    "base offset {} where {expected} was expected",
+                    h.base_offset
+                ),
+            });
+        }
+        if h.base_offset < base_offset {
+            break Some(ScanProblem::BadOffsets {
+                position: pos,
+                reason: format!(
+                    "base offset {} below the segment's {base_offset}",
+                    h.base_offset
+                ),
+            });
+        }
+        if h.last_offset() - base_offset > i32::MAX as u64 {
+            break Some(ScanProblem::BadOffsets {
+                position: pos,
+                reason: format!(
+                    "last offset {} overflows the segment based at {base_offset}",
+                    h.last_offset()
+                ),
+            });
+        }
+        let epoch = h.partition_leader_epoch;
+        if epoch >= 0 {
+            if epoch < prev_epoch {
+                break Some(ScanProblem::BadOffsets {
+                    position: pos,
+                    reason: format!("leader epoch {epoch} after epoch {prev_epoch}"),
+                });
+            }
+            if epoch > prev_epoch {
+                epochs.push((epoch, h.base_offset));
+            }
+            prev_epoch = epoch;
+        }
+        state.index_batch(&h, pos, config.index_interval_bytes);
+        batches += 1;
+        pos += size as u64;
+    };
+    Ok(SegmentScan {
+        valid_bytes: pos,
+        bytes_checked: pos - start,
+        batches,
+        next_offset: state.next_offset,
+        problem,
+        epochs,
+        state,
+    })
+}
+
+/// Offsets a log is loaded with, from the broker-level checkpoints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct LoadParams {
+    /// From `recovery-point-offset-checkpoint`: everything below it was
+    /// flushed.
+    pub recovery_point: u64,
+    /// From `log-start-offset-checkpoint`.
+    pub log_start_offset: u64,
+    /// From `replication-offset-checkpoint`.
+    pub high_watermark: u64,
+    /// Whether the log directory holds the clean-shutdown marker.
+    pub clean_shutdown: bool,
+}
+
+/// What loading a log found and did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RecoveryReport {
+    pub clean_shutdown: bool,
+    /// Base offsets of the segments re-read and checked.
+    pub segments_recovered: Vec<u64>,
+    /// Bytes re-read and found valid.
+    pub bytes_recovered: u64,
+    /// Bytes cut from the segment where invalid data was found.
+    pub bytes_truncated: u64,
+    /// Segment files deleted because they followed invalid data.
+    pub segments_removed: Vec<PathBuf>,
+    /// Bytes of log data in the deleted segments.
+    pub bytes_removed: u64,
+    /// Index files rebuilt from their logs.
+    pub indexes_rebuilt: Vec<PathBuf>,
+    /// The first invalid data found, with file and position.
+    pub problem: Option<String>,
+    /// Every repair made, one line each, for the caller to log.
+    pub repairs: Vec<String>,
+    pub log_start_offset: u64,
+    pub log_end_offset: u64,
+    pub recovery_point: u64,
+    pub high_watermark: u64,
+}
+
+impl fmt::Display for RecoveryReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "clean shutdown: {}; log start {}, log end {}, recovery point {}, high watermark {}",
+            self.clean_shutdown,
+            self.log_start_offset,
+            self.log_end_offset,
+            self.recovery_point,
+            self.high_watermark
+        )?;
+        writeln!(
+            f,
+            "recovered {} segment(s), {} bytes checked; truncated {} bytes; removed {} segment(s), {} bytes; rebuilt {} index file(s)",
+            self.segments_recovered.len(),
+            self.bytes_recovered,
+            self.bytes_truncated,
+            self.segments_removed.len(),
+            self.bytes_removed,
+            self.indexes_rebuilt.len()
+        )?;
+        if let Some(p) = &self.problem {
+            writeln!(f, "first problem: {p}")?;
+        }
+        for r in &self.repairs {
+            writeln!(f, "repair: {r}")?;
+        }
+        Ok(())
+    }
+}
+
+/// A loaded log, ready to be wrapped in a `Log`.
+pub(crate) struct Loaded {
+    pub(crate) segments: BTreeMap<u64, Arc<Segment>>,
+    pub(crate) epochs: EpochCache,
+    pub(crate) report: RecoveryReport,
+}
+
+fn remove_file(path: &Path, report: &mut RecoveryReport, why: &str) -> Result<()> {
+    fs::remove_file(path).map_err(|e| Error::io(path, "delete", e))?;
+    report
+        .repairs
+        .push(format!("deleted {} ({why})", path.display()));
+    Ok(())
+}
+
+/// Lists segment base offsets, cleaning stray files (rule 1).
+fn list_segments(dir: &Path, report: &mut RecoveryReport) -> Result<Vec<u64>> {
+    let mut logs = Vec::new();
+    let mut indexes = Vec::new();
+    let entries = fs::read_dir(dir).map_err(|e| Error::io(dir, "list directory", e))?;
+    for entry in entries {
+        let entry = entry.map_err(|e| Error::io(dir, "list directory", e))?;
+        let path = entry.path();
+        let Some(name) = path.file_name().and_then(|n| n.to_str()).map(str::to_owned) else {
+            return Err(Error::BadFileName {
+                path,
+                reason: "file name is not UTF-8".into(),
+            });
+        };
+        if !entry
+            .file_type()
+            .map_err(|e| Error::io(&path, "stat", e))?
+            .is_file()
+        {
+            continue;
+        }
+        if name.ends_with(".deleted") || name.ends_with(".cleaned") {
+            remove_file(
+                &path,
+                report,
+                "left over from an interrupted deletion or cleaning",
+            )?;
+            continue;
+        }
+        if name.ends_with(".tmp") {
+            remove_file(
+                &path,
+                report,
+                "left over from an interrupted checkpoint write",
+            )?;
+            continue;
+        }
+        if name.ends_with(".swap") {
+            return Err(Error::BadFileName {
+                path,
+                reason: "an interrupted compaction or split (.swap) is not supported".into(),
+            });
+        }
+        let Some((stem, suffix)) = name.rsplit_once('.') else {
+            continue;
+        };
+        let kind = match suffix {
+            segment::LOG_SUFFIX => 0,
+            segment::INDEX_SUFFIX | segment::TIME_INDEX_SUFFIX => 1,
+            _ => continue, // .snapshot, .txnindex, partition.metadata, ...
+        };
+        let base = segment::parse_base_offset(stem).ok_or_else(|| Error::BadFileName {
+            path: path.clone(),
+            reason: "a segment file must be named by its base offset in 20 digits".into(),
+        })?;
+        if kind == 0 {
+            logs.push(base);
+        } else {
+            indexes.push((base, path));
+        }
+    }
+    logs.sort_unstable();
+    for (base, path) in indexes {
+        if logs.binary_search(&base).is_err() {
+            remove_file(&path, report, "index without a log file")?;
+        }
+    }
+    Ok(logs)
+}
+
+/// Loads a trusted segment's indexes; `Err(reason)` means they must be
+/// rebuilt.
+fn load_trusted(
+    seg: &Segment,
+    next_base: Option<u64>,
+    config: &LogConfig,
+) -> Result<std::result::Result<(), String>> {
+    let size = seg.size();
+    let read_index = |p: &Path| -> Result<Option<Vec<u8>>> {
+        match fs::read(p) {
+            Ok(b) => Ok(Some(b)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(Error::io(p, "read index", e)),
+        }
+    };
+    let Some(idx) = read_index(&seg.index_path)? else {
+        return Ok(Err(format!("{} is missing", seg.index_path.display())));
+    };
+    let Some(tidx) = read_index(&seg.time_index_path)? else {
+        return Ok(Err(format!("{} is missing", seg.time_index_path.display())));
+    };
+    let oi = match OffsetIndex::parse(
+        &idx,
+        seg.base_offset,
+        config.max_index_entries(),
+        size,
+        next_base,
+    ) {
+        Ok(i) => i,
+        Err(e) => return Ok(Err(format!("{}: {e}", seg.index_path.display()))),
+    };
+    let ti = match TimeIndex::parse(
+        &tidx,
+        seg.base_offset,
+        config.max_time_index_entries(),
+        next_base,
+    ) {
+        Ok(i) => i,
+        Err(e) => return Ok(Err(format!("{}: {e}", seg.time_index_path.display()))),
+    };
+    // The last entry must name a batch that starts where it says and ends
+    // at the entry's offset: catches an index written ahead of its log.
+    if let Some(last) = oi.entries().last() {
+        let key = seg.base_offset + u64::from(last.relative_offset);
+        match seg.header_at(u64::from(last.position), size) {
+            Ok(h) if h.last_offset() == key => {}
+            Ok(h) => {
+                return Ok(Err(format!(
+                    "{}: last entry names offset {key} but the batch there ends at {}",
+                    seg.index_path.display(),
+                    h.last_offset()
+                )))
+            }
+            Err(e) => {
+                return Ok(Err(format!(
+                    "{}: last entry: {e}",
+                    seg.index_path.display()
+                )))
+            }
+        }
+    }
+    let (n, tn) = (oi.len(), ti.len());
+    {
+        let mut st = write(&seg.state);
+        let last_ts = ti.last_entry();
+        st.max_timestamp = last_ts.timestamp;
+        st.offset_of_max_timestamp = last_ts.offset;
+        st.bytes_since_last_index_entry =
+            size - oi.entries().last().map_or(0, |e| u64::from(e.position));
+        st.offset_index = oi;
+        st.time_index = ti;
+        if let Some(next) = next_base {
+            st.next_offset = next;
+        }
+    }
+    seg.set_indexes_on_disk(n, tn);
+    Ok(Ok(()))
+}
+
+/// Loads (and if need be recovers) the log in `dir`.
+pub(crate) fn load(dir: &Path, config: &LogConfig, params: &LoadParams) -> Result<Loaded> {
+    let mut report = RecoveryReport {
+        clean_shutdown: params.clean_shutdown,
+        ..RecoveryReport::default()
+    };
+    let bases = list_segments(dir, &mut report)?;
+
+    // The epoch checkpoint: rebuilt from the batches when missing or bad.
+    let epoch_path = dir.join(epoch_cache::FILE_NAME);
+    let (mut epochs, rebuild_epochs, original_epochs) = match checkpoint::read_epochs(&epoch_path) {
+        Ok(Some(e)) => (EpochCache::new(dir, e.clone()), false, e),
+        Ok(None) => {
+            if !bases.is_empty() {
+                report.repairs.push(format!(
+                    "{} is missing; rebuilt from the batches",
+                    epoch_path.display()
+                ));
+            }
+            (
+                EpochCache::new(dir, Vec::new()),
+                !bases.is_empty(),
+                Vec::new(),
+            )
+        }
+        Err(Error::Checkpoint { line, reason, .. }) => {
+            report.repairs.push(format!(
+                "{} does not parse (line {line}: {reason}); rebuilt from the batches",
+                epoch_path.display()
+            ));
+            (EpochCache::new(dir, Vec::new()), true, Vec::new())
+        }
+        Err(e) => return Err(e),
+    };
+
+    // Data below this offset was acknowledged as flushed.
+    let flushed_below = if params.clean_shutdown {
+        u64::MAX
+    } else {
+        params.recovery_point
+    };
+    let mut segments: BTreeMap<u64, Arc<Segment>> = BTreeMap::new();
+    let mut prev_next: Option<u64> = None;
+    let mut prev_epoch = -1;
+    let mut cut_at: Option<usize> = None;
+
+    for (i, &base) in bases.iter().enumerate() {
+        let next_base = bases.get(i + 1).copied();
+        let seg = Segment::open(dir, base, SegState::new(base, config))?;
+        let is_last = next_base.is_none();
+        let unflushed =
+            !params.clean_shutdown && next_base.is_none_or(|n| n > params.recovery_point);
+        if let Some(p) = prev_next {
+            if p != base {
+                // A gap or overlap between segments: everything from here
+                // on is suspect.
+                let problem = ScanProblem::BadOffsets {
+                    position: 0,
+                    reason: format!(
+                        "segment base offset {base} does not follow the previous segment's end {p}"
+                    ),
+                };
+                handle_problem(&seg, &problem, p, flushed_below, config, &mut report)?;
+                cut_at = Some(i);
+                drop(seg);
+                break;
+            }
+        }
+
+        let mut recover_from: Option<(u64, SegState, &str)> = None;
+        if unflushed {
+            recover_from = Some((0, SegState::new(base, config), "unflushed"));
+        } else {
+            match load_trusted(&seg, next_base, config)? {
+                Ok(()) if is_last => {
+                    // Clean shutdown: find the log end by checking the tail
+                    // from the last index entry.
+                    let st =
+                        std::mem::replace(&mut *write(&seg.state), SegState::new(base, config));
+                    let start = st
+                        .offset_index
+                        .entries()
+                        .last()
+                        .map_or(0, |e| u64::from(e.position));
+                    let n = (st.offset_index.len(), st.time_index.len());
+                    let scan =
+                        scan_segment(&seg_file(&seg)?, &seg.log_path, base, start, st, config, -1)?;
+                    if scan.problem.is_none() {
+                        *write(&seg.state) = scan.state;
+                        seg.set_indexes_on_disk(n.0, n.1);
+                    } else {
+                        report.repairs.push(format!(
+                            "{}: tail after the last index entry does not check; recovering the segment",
+                            seg.log_path.display()
+                        ));
+                        recover_from = Some((0, SegState::new(base, config), "tail"));
+                    }
+                }
+                Ok(()) => {}
+                Err(reason) => {
+                    report
+                        .repairs
+                        .push(format!("invalid index ({reason}); rebuilding it"));
+                    recover_from = Some((0, SegState::new(base, config), "index"));
+                }
+            }
+        }
+
+        if let Some((start, st, why)) = recover_from {
+            let scan = scan_segment(
+                &seg_file(&seg)?,
+                &seg.log_path,
+                base,
+                start,
+                st,
+                config,
+                prev_epoch,
+            )?;
+            report.segments_recovered.push(base);
+            report.bytes_recovered += scan.bytes_checked;
+            if let Some(&(e, _)) = scan.epochs.last() {
+                prev_epoch = e;
+            }
+            if why != "unflushed" {
+                report.indexes_rebuilt.push(seg.index_path.clone());
+                report.indexes_rebuilt.push(seg.time_index_path.clone());
+            }
+            // In the unflushed suffix, the batches' epochs replace what the
+            // checkpoint says; a segment re-read only for its index leaves
+            // the cache alone (later, trusted segments have entries too).
+            if why == "unflushed" {
+                epochs.truncate_from_end(base);
+                for &(e, o) in &scan.epochs {
+                    epochs.assign_in_memory(e, o);
+                }
+            }
+            let problem = scan.problem.clone();
+            let next = scan.next_offset;
+            let valid = scan.valid_bytes;
+            *write(&seg.state) = scan.state;
+            if let Some(problem) = problem {
+                handle_problem(&seg, &problem, next, flushed_below, config, &mut report)?;
+                report.bytes_truncated += seg.truncate_to_position(valid, next)?;
+                seg.rewrite_indexes()?;
+                segments.insert(base, Arc::new(seg));
+                cut_at = Some(i + 1);
+                break;
+            }
+            seg.rewrite_indexes()?;
+        }
+        prev_next = Some(seg.next_offset());
+        segments.insert(base, Arc::new(seg));
+    }
+
+    // Segments after invalid data go (rule 3).
+    if let Some(from) = cut_at {
+        for &base in &bases[from..] {
+            let seg = Segment::open(dir, base, SegState::new(base, config))?;
+            report.bytes_removed += seg.size();
+            report.segments_removed.push(seg.log_path.clone());
+            seg.delete_files()?;
+        }
+        checkpoint::sync_dir(dir)?;
+    }
+
+    finish(
+        dir,
+        config,
+        params,
+        segments,
+        epochs,
+        rebuild_epochs,
+        original_epochs,
+        report,
+    )
+}
+
+fn seg_file(seg: &Segment) -> Result<File> {
+    File::open(&seg.log_path).map_err(|e| Error::io(&seg.log_path, "open segment", e))
+}
+
+/// Decides whether a problem may be cut (rule 4) and records it.
+fn handle_problem(
+    seg: &Segment,
+    problem: &ScanProblem,
+    lost_from: u64,
+    flushed_below: u64,
+    config: &LogConfig,
+    report: &mut RecoveryReport,
+) -> Result<()> {
+    let torn_above = matches!(problem, ScanProblem::TornTail { .. }) && lost_from >= flushed_below;
+    if lost_from < flushed_below && !config.truncate_below_recovery_point {
+        return Err(Error::CorruptBelowRecoveryPoint {
+            path: seg.log_path.clone(),
+            position: problem.position(),
+            offset: lost_from,
+            recovery_point: flushed_below,
+            reason: problem.to_string(),
+        });
+    }
+    let text = format!("{}: {problem}", seg.log_path.display());
+    if lost_from < flushed_below {
+        report.repairs.push(format!(
+            "{text}; cutting at offset {lost_from}, below the recovery point (allowed by configuration)"
+        ));
+    } else if torn_above {
+        report.repairs.push(format!(
+            "{text}; cutting the unflushed torn tail at offset {lost_from}"
+        ));
+    } else {
+        report
+            .repairs
+            .push(format!("{text}; truncating the log to offset {lost_from}"));
+    }
+    if report.problem.is_none() {
+        report.problem = Some(text);
+    }
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
+fn finish(
+    dir: &Path,
+    config: &LogConfig,
+    params: &LoadParams,
+    mut segments: BTreeMap<u64, Arc<Segment>>,
+    mut epochs: EpochCache,
+    rebuild_epochs: bool,
+    original_epochs: Vec<EpochEntry>,
+    mut report: RecoveryReport,
+) -> Result<Loaded> {
+    let mut log_end = segments.values().next_back().map(|s| s.next_offset());
+    let first_base = segments.keys().next().copied();
+    let mut log_start = params.log_start_offset.max(first_base.unwrap_or(0));
+    if let Some(end) = log_end {
+        if log_start > end {
+            report.repairs.push(format!(
+                "log start offset {log_start} is beyond the log end {end}; deleting every segment, as Kafka does"
+            ));
+            for seg in segments.values() {
+                report.bytes_removed += seg.size();
+                report.segments_removed.push(seg.log_path.clone());
+                seg.delete_files()?;
+            }
+            segments.clear();
+            epochs = EpochCache::new(dir, Vec::new());
+            log_end = None;
+        }
+    }
+    if segments.is_empty() {
+        log_start = params.log_start_offset;
+        let seg = Segment::create(dir, log_start, config)?;
+        segments.insert(log_start, Arc::new(seg));
+        checkpoint::sync_dir(dir)?;
+        log_end = Some(log_start);
+    }
+    let log_end = log_end.unwrap_or(log_start);
+
+    if rebuild_epochs {
+        epochs = EpochCache::new(dir, Vec::new());
+        for seg in segments.values() {
+            let limit = seg.size();
+            let mut pos = 0;
+            while pos + LOG_OVERHEAD as u64 <= limit {
+                let h: BatchHeader = seg.header_at(pos, limit)?;
+                epochs.assign_in_memory(h.partition_leader_epoch, h.base_offset);
+                pos += h.size() as u64;
+            }
+        }
+    }
+    epochs.truncate_from_end(log_end);
+    epochs.truncate_from_start(log_start);
+    if epochs.entries() != original_epochs.as_slice() {
+        epochs.write()?;
+        if !rebuild_epochs {
+            report.repairs.push(format!(
+                "{} updated to match the log",
+                epochs.path().display()
+            ));
+        }
+    }
+
+    let recovery_point = if params.clean_shutdown {
+        log_end
+    } else {
+        if params.recovery_point > log_end {
+            report.repairs.push(format!(
+                "recovery point {} is beyond the log end {log_end}; lowered (the log ends cleanly, as after a truncation)",
+                params.recovery_point
+            ));
+        }
+        params.recovery_point.min(log_end)
+    };
+    let mut hw = params.high_watermark;
+    if hw > log_end {
+        report.repairs.push(format!(
+            "high watermark {hw} is beyond the log end {log_end}; clamped"
+        ));
+        hw = log_end;
+    }
+    hw = hw.max(log_start);
+    report.log_start_offset = log_start;
+    report.log_end_offset = log_end;
+    report.recovery_point = recovery_point;
+    report.high_watermark = hw;
+    // The last segment's largest timestamp may lie past its time index.
+    if let Some(last) = segments.values().next_back() {
+        last.recompute_max_timestamp(last.size())?;
+    }
+    Ok(Loaded {
+        segments,
+        epochs,
+        report,
+    })
+}
