@@ -32,7 +32,7 @@ pub fn records_for(i: u64) -> Vec<Record> {
             if j % 2 == 0 {
                 r.key = Some(format!("key-{i}").into_bytes());
             }
-            if i % 3 == 0 {
+            if i.is_multiple_of(3) {
                 r.headers.push(highwater::storage::Header {
                     key: "h".into(),
                     value: Some(vec![i as u8]),
