@@ -1,1 +1,21 @@
-//! The stateright model of one Kafka partition.
+//! highwater-model: a stateright model of one Kafka partition's replication
+//! (leader election, ISR, high watermark, acks, truncation, crashes), checked
+//! exhaustively by the `highwater` CLI.
+
+pub mod actions;
+pub mod config;
+pub mod controller;
+pub mod model;
+pub mod presets;
+pub mod properties;
+pub mod render;
+pub mod shortest;
+pub mod state;
+pub mod symmetry;
+pub mod truncation;
+
+pub use actions::Action;
+pub use config::{Acks, Config, Truncation};
+pub use model::PartitionModel;
+pub use presets::{Expect, Preset, PRESETS};
+pub use state::State;

@@ -1,0 +1,445 @@
+//! The model's actions, each a named Kafka step: when it is enabled and what
+//! it does. `enabled` lists the actions of a state in a fixed order (paths and
+//! explorer URLs are action indices), `apply` performs one.
+
+use crate::config::{Acks, Config, Truncation};
+use crate::controller::{self, Election};
+use crate::state::{
+    record_name, replica_name, Entry, Epoch, LeaderView, Offset, RecordId, ReplicaId, ReplicaSet,
+    State,
+};
+use crate::truncation::truncation_offset;
+use std::fmt;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Action {
+    /// The controller elects a leader for a leaderless partition.
+    ControllerElectLeader { replica: ReplicaId, election: Election },
+    /// The controller sees a broker fail and removes it from the ISR.
+    ControllerShrinkIsr { replica: ReplicaId },
+    /// A replica named leader in a LeaderAndIsr of a newer epoch takes over.
+    BecomeLeader { replica: ReplicaId, epoch: Epoch },
+    /// Any other replica in that LeaderAndIsr follows, truncating its log.
+    BecomeFollower { replica: ReplicaId, epoch: Epoch },
+    /// A producer writes the next record to a replica that presumes it leads.
+    Produce { leader: ReplicaId, record: RecordId },
+    /// A follower fetches from its leader.
+    FollowerFetch { follower: ReplicaId, leader: ReplicaId },
+    /// The leader moves its HW to the lowest LEO in its ISR.
+    LeaderAdvanceHw { leader: ReplicaId, hw: Offset },
+    /// The leader drops a lagging follower, or one not on its epoch.
+    LeaderShrinkIsr { leader: ReplicaId, follower: ReplicaId },
+    /// The leader takes a caught-up follower back into the ISR.
+    LeaderExpandIsr { leader: ReplicaId, follower: ReplicaId },
+    /// A replica fsyncs its log: its recovery point moves to its LEO.
+    Flush { replica: ReplicaId },
+    /// A broker stops: cleanly (log kept) or not (unflushed suffix lost).
+    Crash { replica: ReplicaId, clean: bool },
+    /// A stopped broker comes back as a follower with its checkpointed HW.
+    Restart { replica: ReplicaId },
+}
+
+impl fmt::Display for Action {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let n = replica_name;
+        match *self {
+            Action::ControllerElectLeader { replica, election } => {
+                let how = match election {
+                    Election::Clean => "from ISR",
+                    Election::Elr => "from ELR",
+                    Election::Unclean => "unclean",
+                };
+                write!(f, "ControllerElectLeader({}, {how})", n(replica))
+            }
+            Action::ControllerShrinkIsr { replica } => {
+                write!(f, "ControllerShrinkIsr({})", n(replica))
+            }
+            Action::BecomeLeader { replica, epoch } => {
+                write!(f, "BecomeLeader({}, epoch {epoch})", n(replica))
+            }
+            Action::BecomeFollower { replica, epoch } => {
+                write!(f, "BecomeFollower({}, epoch {epoch})", n(replica))
+            }
+            Action::Produce { leader, record } => {
+                write!(f, "Produce({} -> {})", record_name(record), n(leader))
+            }
+            Action::FollowerFetch { follower, leader } => {
+                write!(f, "FollowerFetch({} <- {})", n(follower), n(leader))
+            }
+            Action::LeaderAdvanceHw { leader, hw } => {
+                write!(f, "LeaderAdvanceHw({}, hw {hw})", n(leader))
+            }
+            Action::LeaderShrinkIsr { leader, follower } => {
+                write!(f, "LeaderShrinkIsr({}, drop {})", n(leader), n(follower))
+            }
+            Action::LeaderExpandIsr { leader, follower } => {
+                write!(f, "LeaderExpandIsr({}, add {})", n(leader), n(follower))
+            }
+            Action::Flush { replica } => write!(f, "Flush({})", n(replica)),
+            Action::Crash { replica, clean } => {
+                let how = if clean { "clean" } else { "unclean" };
+                write!(f, "Crash({}, {how})", n(replica))
+            }
+            Action::Restart { replica } => write!(f, "Restart({})", n(replica)),
+        }
+    }
+}
+
+/// Every action enabled in `s`, in a fixed order.
+pub fn enabled(cfg: &Config, s: &State, out: &mut Vec<Action>) {
+    let ids = s.ids();
+    for replica in ids.clone() {
+        if let Some(election) = controller::election_kind(cfg, s, replica) {
+            out.push(Action::ControllerElectLeader { replica, election });
+        }
+    }
+    for replica in ids.clone() {
+        if controller::may_shrink_isr(cfg, s, replica) {
+            out.push(Action::ControllerShrinkIsr { replica });
+        }
+    }
+    for replica in ids.clone() {
+        for epoch in 0..=cfg.max_epoch {
+            match s.request(epoch) {
+                Some(req) if accepts_request(s, replica, epoch) => {
+                    if req.leader == Some(replica) {
+                        out.push(Action::BecomeLeader { replica, epoch });
+                    } else if follow_enabled(cfg, s, epoch, req.leader) {
+                        out.push(Action::BecomeFollower { replica, epoch });
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    for leader in s.presumed_leaders() {
+        if produce_enabled(cfg, s, leader) {
+            let record = s.produced;
+            out.push(Action::Produce { leader, record });
+        }
+        if let Some(hw) = advanced_hw(cfg, s, leader) {
+            out.push(Action::LeaderAdvanceHw { leader, hw });
+        }
+    }
+    for follower in ids.clone() {
+        if let Some(leader) = fetch_leader(cfg, s, follower) {
+            out.push(Action::FollowerFetch { follower, leader });
+        }
+    }
+    for leader in s.presumed_leaders() {
+        for follower in ids.clone() {
+            if may_leader_shrink(cfg, s, leader, follower) {
+                out.push(Action::LeaderShrinkIsr { leader, follower });
+            }
+            if may_leader_expand(cfg, s, leader, follower) {
+                out.push(Action::LeaderExpandIsr { leader, follower });
+            }
+        }
+    }
+    for replica in ids.clone() {
+        let r = s.replica(replica);
+        // The recovery point matters only to an unclean crash.
+        if cfg.unclean_crashes > 0 && r.alive && r.recovery_point < r.leo() {
+            out.push(Action::Flush { replica });
+        }
+    }
+    for replica in ids.clone() {
+        if s.replica(replica).alive {
+            if s.clean_crashes < cfg.clean_crashes {
+                out.push(Action::Crash { replica, clean: true });
+            }
+            if s.unclean_crashes < cfg.unclean_crashes {
+                out.push(Action::Crash { replica, clean: false });
+            }
+        } else if s.controller.leader != Some(replica) {
+            out.push(Action::Restart { replica });
+        }
+    }
+}
+
+/// Performs `action` on `s`; None when it changes nothing.
+pub fn apply(cfg: &Config, s: &State, action: Action) -> Option<State> {
+    let mut next = *s;
+    let n = &mut next;
+    match action {
+        Action::ControllerElectLeader { replica, election } => {
+            controller::elect(cfg, n, replica, election)
+        }
+        Action::ControllerShrinkIsr { replica } => {
+            controller::shrink_isr_on_failure(cfg, n, replica)
+        }
+        Action::BecomeLeader { replica, epoch } => become_leader(n, replica, epoch),
+        Action::BecomeFollower { replica, epoch } => become_follower(cfg, n, replica, epoch),
+        Action::Produce { leader, .. } => produce(cfg, n, leader),
+        Action::FollowerFetch { follower, leader } => follower_fetch(n, follower, leader),
+        Action::LeaderAdvanceHw { leader, hw } => advance_hw(cfg, n, leader, hw),
+        Action::LeaderShrinkIsr { leader, follower } => {
+            let isr = n.controller.isr.without(follower);
+            leader_alters_isr(cfg, n, leader, isr)
+        }
+        Action::LeaderExpandIsr { leader, follower } => {
+            let isr = n.controller.isr.with(follower);
+            n.follower_rejoined = true;
+            leader_alters_isr(cfg, n, leader, isr)
+        }
+        Action::Flush { replica } => {
+            let r = n.replica_mut(replica);
+            r.recovery_point = r.leo();
+        }
+        Action::Crash { replica, clean } => crash(n, replica, clean),
+        Action::Restart { replica } => restart(cfg, n, replica),
+    }
+    (next != *s).then_some(next)
+}
+
+// --- LeaderAndIsr -----------------------------------------------------------
+
+/// A replica takes a LeaderAndIsr only from a newer epoch; a restarted one,
+/// which has not been told the current state yet, also from the epoch the
+/// controller had when it came back.
+pub fn accepts_request(s: &State, replica: ReplicaId, epoch: Epoch) -> bool {
+    let r = s.replica(replica);
+    r.alive
+        && match r.epoch {
+            None => true,
+            Some(current) => epoch > current || (r.leader == LeaderView::Unknown && epoch == current),
+        }
+}
+
+/// A follower that must consult its leader (every mode but `hw`) waits until
+/// the leader is alive and leads; under `fenced`, until it leads in that epoch.
+fn follow_enabled(cfg: &Config, s: &State, epoch: Epoch, leader: Option<ReplicaId>) -> bool {
+    let Some(leader) = leader else {
+        return true;
+    };
+    if cfg.truncation == Truncation::Hw {
+        return true;
+    }
+    let l = s.replica(leader);
+    l.presumes_leadership(leader) && (!cfg.truncation.is_fenced() || l.epoch == Some(epoch))
+}
+
+fn become_leader(s: &mut State, replica: ReplicaId, epoch: Epoch) {
+    let req = s.request(epoch).expect("enabled only for a sent request");
+    let r = s.replica_mut(replica);
+    r.epoch = Some(epoch);
+    r.leader = LeaderView::Replica(replica);
+    r.clear_leader_state();
+    r.isr = req.isr;
+    publish_visible(s, replica);
+}
+
+fn become_follower(cfg: &Config, s: &mut State, replica: ReplicaId, epoch: Epoch) {
+    let req = s.request(epoch).expect("enabled only for a sent request");
+    let leader_log = match req.leader {
+        Some(l) if cfg.truncation != Truncation::Hw => Some(s.replica(l).log),
+        _ => None,
+    };
+    let r = s.replica_mut(replica);
+    if req.leader.is_some() {
+        let offset = truncation_offset(cfg.truncation, r, leader_log.as_ref());
+        r.truncate_to(offset);
+    }
+    r.epoch = Some(epoch);
+    r.leader = req.leader.map_or(LeaderView::NoLeader, LeaderView::Replica);
+    r.clear_leader_state();
+}
+
+// --- Producer ---------------------------------------------------------------
+
+fn produce_enabled(cfg: &Config, s: &State, leader: ReplicaId) -> bool {
+    let isr_ok = cfg.acks != Acks::All || s.replica(leader).isr.len() >= cfg.min_isr;
+    s.produced < cfg.records && isr_ok
+}
+
+fn produce(cfg: &Config, s: &mut State, leader: ReplicaId) {
+    let id = s.produced;
+    s.produced += 1;
+    let r = s.replica_mut(leader);
+    let epoch = r.epoch.expect("a leader has an epoch");
+    let offset = r.leo();
+    r.log.append(Entry { id, epoch });
+    match cfg.acks {
+        Acks::None => {}
+        Acks::Leader => s.records[id as usize].acked = Some(epoch),
+        Acks::All => r.pending_acks |= 1 << id,
+    }
+    s.records[id as usize].offset = offset;
+}
+
+// --- Fetch ------------------------------------------------------------------
+
+/// The leader `follower` may fetch from: alive, presuming leadership, and
+/// (under `fenced`) on the follower's epoch.
+fn fetch_leader(cfg: &Config, s: &State, follower: ReplicaId) -> Option<ReplicaId> {
+    let f = s.replica(follower);
+    let LeaderView::Replica(leader) = f.leader else {
+        return None;
+    };
+    let l = s.replica(leader);
+    let fenced_ok = !cfg.truncation.is_fenced() || l.epoch == f.epoch;
+    (f.alive && leader != follower && l.presumes_leadership(leader) && fenced_ok).then_some(leader)
+}
+
+fn follower_fetch(s: &mut State, follower: ReplicaId, leader: ReplicaId) {
+    let l = *s.replica(leader);
+    let f = s.replica_mut(follower);
+    if f.leo() > l.leo() {
+        // OffsetOutOfRange: the follower is ahead of its leader and cuts back
+        // to the leader's LEO.
+        f.truncate_to(l.leo());
+        return;
+    }
+    // The leader learns the follower's LEO from the fetch offset; what is
+    // appended now reaches the leader with the next fetch.
+    let fetch_offset = f.leo();
+    for offset in fetch_offset..l.leo() {
+        f.log.append(l.log.get(offset).expect("below the leader's LEO"));
+    }
+    f.hw = l.hw.min(f.leo());
+    let l = s.replica_mut(leader);
+    l.follower_leo[follower as usize] = Some(fetch_offset);
+    l.stale_fetch = l.stale_fetch.without(follower);
+}
+
+// --- High watermark ---------------------------------------------------------
+
+/// The HW the leader may move to: the lowest LEO over its ISR as it knows
+/// them; None when that is no higher than the current HW, or (with the ELR)
+/// while its ISR is below min.insync.replicas.
+fn advanced_hw(cfg: &Config, s: &State, leader: ReplicaId) -> Option<Offset> {
+    let l = s.replica(leader);
+    if cfg.elr && l.isr.len() < cfg.min_isr {
+        return None;
+    }
+    let mut hw = l.leo();
+    for f in l.isr.iter().filter(|&f| f != leader) {
+        hw = hw.min(l.follower_leo[f as usize]?);
+    }
+    (hw > l.hw).then_some(hw)
+}
+
+fn advance_hw(cfg: &Config, s: &mut State, leader: ReplicaId, hw: Offset) {
+    let l = s.replica_mut(leader);
+    l.hw = hw;
+    // Waiting acks=all producers are answered: written when the ISR still
+    // has min.insync.replicas, else NotEnoughReplicasAfterAppend.
+    let l = *l;
+    let isr_ok = l.isr.len() >= cfg.min_isr;
+    let epoch = l.epoch.expect("a leader has an epoch");
+    let mut answered = 0u8;
+    for e in &l.log.entries()[..hw as usize] {
+        if l.pending_acks & (1 << e.id) != 0 {
+            answered |= 1 << e.id;
+            if isr_ok {
+                let h = &mut s.records[e.id as usize];
+                h.acked = Some(h.acked.map_or(epoch, |a| a.min(epoch)));
+            }
+        }
+    }
+    s.replica_mut(leader).pending_acks &= !answered;
+    publish_visible(s, leader);
+}
+
+/// Records below a presumed leader's HW are visible to consumers: remember
+/// the lowest epoch at which each was.
+fn publish_visible(s: &mut State, leader: ReplicaId) {
+    let l = *s.replica(leader);
+    let epoch = l.epoch.expect("a leader has an epoch");
+    for offset in 0..l.hw {
+        let e = l.log.get(offset).expect("HW is within the log");
+        let h = &mut s.records[e.id as usize];
+        h.visible = Some(h.visible.map_or(epoch, |v| v.min(epoch)));
+    }
+}
+
+// --- ISR changes by the leader ------------------------------------------------
+
+/// Only the leader the controller knows, in the controller's epoch, may
+/// change the ISR (the AlterPartition / zkVersion fence).
+fn is_true_leader(s: &State, leader: ReplicaId) -> bool {
+    let c = &s.controller;
+    c.leader == Some(leader) && c.epoch == s.replica(leader).epoch
+}
+
+fn may_leader_shrink(_cfg: &Config, s: &State, leader: ReplicaId, follower: ReplicaId) -> bool {
+    let l = s.replica(leader);
+    let f = s.replica(follower);
+    if follower == leader || !l.isr.contains(follower) || !is_true_leader(s, leader) {
+        return false;
+    }
+    let lagging = l.follower_leo[follower as usize].is_none_or(|leo| leo < l.leo());
+    // Not fetching from this leader in this epoch: after replica.lag.time.max.ms
+    // the leader notices the silence.
+    let gone = !f.alive || f.leader != LeaderView::Replica(leader) || f.epoch != l.epoch;
+    lagging || gone
+}
+
+fn may_leader_expand(cfg: &Config, s: &State, leader: ReplicaId, follower: ReplicaId) -> bool {
+    let l = s.replica(leader);
+    if follower == leader || l.isr.contains(follower) || !is_true_leader(s, leader) {
+        return false;
+    }
+    let caught_up = l.follower_leo[follower as usize].is_some_and(|leo| leo >= l.hw);
+    caught_up && !l.stale_fetch.contains(follower) && (!cfg.truncation.is_fenced() || hw_reached_own_epoch(l))
+}
+
+/// KIP-320: every record of earlier epochs is below the HW, so a new ISR
+/// member cannot miss a record an earlier leader committed.
+fn hw_reached_own_epoch(l: &crate::state::Replica) -> bool {
+    l.hw == l.leo() || l.log.get(l.hw).map(|e| e.epoch) == l.epoch
+}
+
+fn leader_alters_isr(cfg: &Config, s: &mut State, leader: ReplicaId, isr: ReplicaSet) {
+    controller::leader_sets_isr(cfg, s, isr);
+    s.replica_mut(leader).isr = isr;
+}
+
+// --- Crash and restart --------------------------------------------------------
+
+fn crash(s: &mut State, replica: ReplicaId, clean: bool) {
+    let r = s.replica_mut(replica);
+    r.alive = false;
+    if clean {
+        // A clean shutdown flushes everything.
+        r.recovery_point = r.leo();
+    } else {
+        // The page cache is gone: the log is cut back to the recovery point.
+        let rp = r.recovery_point;
+        r.truncate_to(rp);
+        r.unclean_down = true;
+    }
+    r.leader = LeaderView::Unknown;
+    r.epoch = None;
+    r.clear_leader_state();
+    for other in 0..s.n {
+        let o = s.replica_mut(other);
+        if o.follower_leo[replica as usize].is_some() {
+            o.stale_fetch = o.stale_fetch.with(replica);
+        }
+    }
+    if clean {
+        s.clean_crashes += 1;
+    } else {
+        s.unclean_crashes += 1;
+    }
+}
+
+fn restart(cfg: &Config, s: &mut State, replica: ReplicaId) {
+    let epoch = s.controller.epoch;
+    let r = s.replica_mut(replica);
+    r.alive = true;
+    r.epoch = epoch;
+    let was_unclean = std::mem::take(&mut r.unclean_down);
+    if was_unclean {
+        s.unclean_restarted = true;
+        // KIP-966: re-registration tells the controller the shutdown was
+        // unclean; the replica leaves both the ISR and the ELR.
+        if cfg.elr {
+            if s.controller.isr.contains(replica) {
+                controller::remove_from_isr(cfg, s, replica, false);
+            }
+            s.controller.elr = s.controller.elr.without(replica);
+        }
+    }
+}

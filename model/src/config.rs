@@ -1,0 +1,152 @@
+//! The bounds and protocol switches of one model run.
+
+use crate::state::{MAX_EPOCH, MAX_RECORDS, MAX_REPLICAS};
+use serde::Serialize;
+use std::fmt;
+
+/// Producer acknowledgement level.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Acks {
+    /// Fire and forget: never acknowledged.
+    #[value(name = "0")]
+    None,
+    /// Acknowledged once the leader has appended the record.
+    #[value(name = "1")]
+    Leader,
+    /// Acknowledged once the HW passes the record; refused with
+    /// NotEnoughReplicas when |ISR| < min.insync.replicas.
+    #[value(name = "all")]
+    All,
+}
+
+impl fmt::Display for Acks {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Acks::None => "0",
+            Acks::Leader => "1",
+            Acks::All => "all",
+        })
+    }
+}
+
+/// How a follower finds where to truncate when it follows a new leader epoch:
+/// one mode per historical Kafka rule.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Truncation {
+    /// Truncate to the local HW (Kafka before KIP-101).
+    Hw,
+    /// KIP-101: ask the leader for the end offset of the follower's latest epoch.
+    Epoch,
+    /// KIP-279: repeat the epoch lookup until the logs agree.
+    EpochIterative,
+    /// KIP-320: as KIP-279, but fetch and truncation are fenced by the current
+    /// leader epoch, the HW only counts followers on the leader's epoch, and the
+    /// ISR expands only once the HW has reached the leader's epoch.
+    Fenced,
+}
+
+impl Truncation {
+    pub fn is_fenced(self) -> bool {
+        self == Truncation::Fenced
+    }
+}
+
+impl fmt::Display for Truncation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Truncation::Hw => "hw",
+            Truncation::Epoch => "epoch",
+            Truncation::EpochIterative => "epoch-iterative",
+            Truncation::Fenced => "fenced",
+        })
+    }
+}
+
+/// Bounds and switches of a model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+pub struct Config {
+    pub replicas: u8,
+    pub records: u8,
+    /// Highest leader epoch the controller may assign (the first is 0).
+    pub max_epoch: u8,
+    pub min_isr: u8,
+    pub acks: Acks,
+    pub truncation: Truncation,
+    /// KIP-966 eligible leader replicas.
+    pub elr: bool,
+    pub unclean_election: bool,
+    pub clean_crashes: u8,
+    pub unclean_crashes: u8,
+}
+
+/// An impossible configuration, explained.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigError(pub String);
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+impl Config {
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let err = |m: String| Err(ConfigError(m));
+        if !(2..=MAX_REPLICAS as u8).contains(&self.replicas) {
+            return err(format!(
+                "--replicas {} is out of range: the model has 2 to {MAX_REPLICAS} replicas",
+                self.replicas
+            ));
+        }
+        if !(1..=MAX_RECORDS as u8).contains(&self.records) {
+            return err(format!(
+                "--records {} is out of range: the producer writes 1 to {MAX_RECORDS} records",
+                self.records
+            ));
+        }
+        if self.max_epoch > MAX_EPOCH {
+            return err(format!(
+                "--max-epoch {} is out of range: leader epochs go from 0 to at most {MAX_EPOCH}",
+                self.max_epoch
+            ));
+        }
+        if self.min_isr < 1 || self.min_isr > self.replicas {
+            return err(format!(
+                "--min-isr {} is impossible with {} replicas: min.insync.replicas must be between 1 and the replica count",
+                self.min_isr, self.replicas
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for Config {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "replicas={} records={} max-epoch={} min-isr={} acks={} truncation={} elr={} unclean-election={} clean-crashes={} unclean-crashes={}",
+            self.replicas,
+            self.records,
+            self.max_epoch,
+            self.min_isr,
+            self.acks,
+            self.truncation,
+            on_off(self.elr),
+            on_off(self.unclean_election),
+            self.clean_crashes,
+            self.unclean_crashes
+        )
+    }
+}
+
+pub fn on_off(b: bool) -> &'static str {
+    if b {
+        "on"
+    } else {
+        "off"
+    }
+}

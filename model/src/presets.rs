@@ -1,0 +1,188 @@
+//! Named configurations, each with the verdict it expects. `safe` runs
+//! today's rules; each historical preset is `safe` with as little changed as
+//! its failure needs, and names the property it breaks.
+
+use crate::config::{Acks, Config, Truncation};
+use crate::properties::*;
+
+/// What a preset's run must show.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Expect {
+    /// Every always-property holds, and every sometimes-property is reached
+    /// except those listed (which the preset's bounds rule out).
+    Holds { unreachable: &'static [&'static str] },
+    /// This always-property has a counterexample.
+    Breaks(&'static str),
+}
+
+/// TLC's figures for the TLA+ module a preset mirrors, as published with it.
+#[derive(Clone, Copy, Debug)]
+pub struct TlcReference {
+    pub module: &'static str,
+    pub distinct_states: u64,
+    pub depth: u32,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct Preset {
+    pub name: &'static str,
+    pub summary: &'static str,
+    pub config: Config,
+    pub expect: Expect,
+    pub tlc: Option<TlcReference>,
+}
+
+/// Today's rules: acks=all, min.insync.replicas=2, KIP-320 fencing, KIP-966 ELR.
+pub const SAFE: Config = Config {
+    replicas: 3,
+    records: 2,
+    max_epoch: 2,
+    min_isr: 2,
+    acks: Acks::All,
+    truncation: Truncation::Fenced,
+    elr: true,
+    unclean_election: false,
+    clean_crashes: 0,
+    unclean_crashes: 1,
+};
+
+pub const PRESETS: &[Preset] = &[
+    Preset {
+        name: "safe",
+        summary: "today's rules (KIP-320 fencing, KIP-966 ELR, acks=all, min.insync.replicas=2): nothing is lost",
+        config: SAFE,
+        expect: Expect::Holds { unreachable: &[] },
+        tlc: None,
+    },
+    Preset {
+        name: "safe-deep",
+        summary: "safe, plus a clean crash",
+        config: Config {
+            clean_crashes: 1,
+            ..SAFE
+        },
+        expect: Expect::Holds { unreachable: &[] },
+        tlc: None,
+    },
+    Preset {
+        name: "acks-1",
+        summary: "acks=1: a write acknowledged by the leader alone is lost when the leader changes",
+        config: Config {
+            acks: Acks::Leader,
+            ..SAFE
+        },
+        expect: Expect::Breaks(ACKNOWLEDGED_RECORDS_SURVIVE),
+        tlc: None,
+    },
+    Preset {
+        name: "min-isr-1",
+        summary: "min.insync.replicas=1 without ELR: the leader alone in the ISR acknowledges a write, then loses it",
+        config: Config {
+            min_isr: 1,
+            elr: false,
+            ..SAFE
+        },
+        expect: Expect::Breaks(ACKNOWLEDGED_RECORDS_SURVIVE),
+        tlc: None,
+    },
+    Preset {
+        name: "unclean-election",
+        summary: "unclean leader election: a replica outside the ISR becomes leader without committed records",
+        config: Config {
+            unclean_election: true,
+            elr: false,
+            ..SAFE
+        },
+        expect: Expect::Breaks(COMMITTED_RECORDS_SURVIVE),
+        tlc: None,
+    },
+    Preset {
+        name: "no-elr",
+        summary: "without KIP-966's ELR, the last replica standing shuts down uncleanly and is elected without committed records",
+        config: Config {
+            elr: false,
+            ..SAFE
+        },
+        expect: Expect::Breaks(COMMITTED_RECORDS_SURVIVE),
+        tlc: None,
+    },
+    Preset {
+        name: "hw-truncation",
+        summary: "truncation to the HW (before KIP-101): a restarted follower drops a committed record, then leads",
+        config: Config {
+            truncation: Truncation::Hw,
+            clean_crashes: 1,
+            ..SAFE
+        },
+        expect: Expect::Breaks(COMMITTED_RECORDS_SURVIVE),
+        tlc: None,
+    },
+    Preset {
+        name: "epoch-lookup",
+        summary: "KIP-101's single epoch lookup: after fast leader changes the logs diverge below the HW (KIP-279)",
+        config: Config {
+            truncation: Truncation::Epoch,
+            ..SAFE
+        },
+        expect: Expect::Breaks(NO_DIVERGENCE_BELOW_HW),
+        tlc: None,
+    },
+    Preset {
+        name: "unfenced",
+        summary: "KIP-279 without KIP-320's fencing: a follower truncates against a stale leader and the ISR loses a committed record",
+        config: Config {
+            truncation: Truncation::EpochIterative,
+            ..SAFE
+        },
+        expect: Expect::Breaks(STRONG_ISR),
+        tlc: None,
+    },
+    Preset {
+        name: "tla-kip320",
+        summary: "the protocol and bounds of the TLA+ Kip320 module (no acks, no crashes), to compare with TLC",
+        config: Config {
+            replicas: 3,
+            records: 2,
+            max_epoch: 2,
+            min_isr: 1,
+            acks: Acks::None,
+            truncation: Truncation::Fenced,
+            elr: false,
+            unclean_election: false,
+            clean_crashes: 0,
+            unclean_crashes: 0,
+        },
+        expect: Expect::Holds {
+            unreachable: &[SOMETIMES_UNCLEAN_RESTART],
+        },
+        tlc: Some(TlcReference {
+            module: "Kip320",
+            distinct_states: 737_794,
+            depth: 26,
+        }),
+    },
+];
+
+impl Preset {
+    pub fn default_preset() -> &'static Preset {
+        &PRESETS[0]
+    }
+
+    pub fn find(name: &str) -> Option<&'static Preset> {
+        PRESETS.iter().find(|p| p.name == name)
+    }
+
+    pub fn names() -> Vec<&'static str> {
+        PRESETS.iter().map(|p| p.name).collect()
+    }
+
+    pub fn expectation_text(&self) -> String {
+        match self.expect {
+            Expect::Holds { unreachable: [] } => "everything holds".to_string(),
+            Expect::Holds { unreachable } => {
+                format!("everything holds; not reachable: {}", unreachable.join(", "))
+            }
+            Expect::Breaks(p) => format!("breaks \"{p}\""),
+        }
+    }
+}

@@ -1,0 +1,105 @@
+//! What must always hold, and what must sometimes happen (so that nothing
+//! holds vacuously). Each property is a plain function of the state.
+
+use crate::model::PartitionModel;
+use crate::state::{RecordHistory, State};
+use stateright::{Model, Property};
+
+pub const COMMITTED_RECORDS_SURVIVE: &str = "committed records survive";
+pub const ACKNOWLEDGED_RECORDS_SURVIVE: &str = "acknowledged records survive";
+pub const STRONG_ISR: &str = "strong ISR";
+pub const LEADER_IN_ISR: &str = "leader in ISR";
+pub const HW_WITHIN_LOG: &str = "HW <= LEO";
+pub const NO_DIVERGENCE_BELOW_HW: &str = "logs agree below the HW";
+
+pub const SOMETIMES_COMMIT: &str = "a record commits";
+pub const SOMETIMES_ISR_LEADER_ALONE: &str = "the ISR shrinks to the leader alone";
+pub const SOMETIMES_FOLLOWER_REJOINS: &str = "a removed follower rejoins";
+pub const SOMETIMES_LEADER_CHANGES: &str = "the leader changes";
+pub const SOMETIMES_UNCLEAN_RESTART: &str = "a replica crashes uncleanly and comes back";
+
+pub fn properties() -> Vec<Property<PartitionModel>> {
+    vec![
+        Property::always(COMMITTED_RECORDS_SURVIVE, |_, s: &State| {
+            records_survive(s, |h| h.visible)
+        }),
+        Property::always(ACKNOWLEDGED_RECORDS_SURVIVE, |_, s: &State| {
+            records_survive(s, |h| h.acked)
+        }),
+        Property::always(STRONG_ISR, |_, s: &State| strong_isr(s)),
+        Property::always(LEADER_IN_ISR, |_, s: &State| {
+            s.controller.leader.is_none_or(|l| s.controller.isr.contains(l))
+        }),
+        Property::always(HW_WITHIN_LOG, |_, s: &State| {
+            s.ids().all(|r| s.replica(r).hw <= s.replica(r).leo())
+        }),
+        Property::always(NO_DIVERGENCE_BELOW_HW, |_, s: &State| logs_agree_below_hw(s)),
+        Property::sometimes(SOMETIMES_COMMIT, |_, s: &State| {
+            s.records.iter().any(|h| h.visible.is_some())
+        }),
+        Property::sometimes(SOMETIMES_ISR_LEADER_ALONE, |_, s: &State| {
+            let c = &s.controller;
+            c.leader.is_some_and(|l| c.isr == crate::state::ReplicaSet::single(l))
+        }),
+        Property::sometimes(SOMETIMES_FOLLOWER_REJOINS, |_, s: &State| s.follower_rejoined),
+        Property::sometimes(SOMETIMES_LEADER_CHANGES, |_, s: &State| {
+            let mut leaders = s.requests.iter().flatten().filter_map(|r| r.leader);
+            leaders
+                .next()
+                .is_some_and(|first| leaders.any(|l| l != first))
+        }),
+        Property::sometimes(SOMETIMES_UNCLEAN_RESTART, |_, s: &State| s.unclean_restarted),
+    ]
+}
+
+/// Names of the always-properties, in order.
+pub fn safety_names() -> Vec<&'static str> {
+    PartitionModel::default()
+        .properties()
+        .into_iter()
+        .filter(|p| p.expectation == stateright::Expectation::Always)
+        .map(|p| p.name)
+        .collect()
+}
+
+/// Every record that `epoch_of` marks (committed or acknowledged at some
+/// epoch) is at its offset on every later leader: every replica presuming
+/// leadership with an epoch at or above that one. Stale leaders' marks count.
+pub fn records_survive(s: &State, epoch_of: fn(&RecordHistory) -> Option<u8>) -> bool {
+    s.records[..s.produced as usize]
+        .iter()
+        .enumerate()
+        .all(|(id, h)| {
+            let Some(since) = epoch_of(h) else {
+                return true;
+            };
+            s.presumed_leaders().all(|l| {
+                let r = s.replica(l);
+                r.epoch < Some(since) || r.log.get(h.offset).is_some_and(|e| e.id as usize == id)
+            })
+        })
+}
+
+/// Below any presumed leader's HW, every quorum ISR member holds the same
+/// records as the leader. A replica down after an unclean crash is left out
+/// until it restarts, when the controller hears of it.
+pub fn strong_isr(s: &State) -> bool {
+    s.presumed_leaders().all(|l| {
+        let leader = s.replica(l);
+        s.controller
+            .isr
+            .iter()
+            .filter(|&r| !s.replica(r).unclean_down)
+            .all(|r| leader.log.agrees_below(&s.replica(r).log, leader.hw))
+    })
+}
+
+/// No two replicas disagree below both of their HWs.
+pub fn logs_agree_below_hw(s: &State) -> bool {
+    s.ids().all(|a| {
+        s.ids().filter(|&b| b > a).all(|b| {
+            let (ra, rb) = (s.replica(a), s.replica(b));
+            ra.log.agrees_below(&rb.log, ra.hw.min(rb.hw))
+        })
+    })
+}

@@ -1,0 +1,116 @@
+//! Human-readable states and counterexample step tables.
+
+use crate::actions::Action;
+use crate::state::{record_name, replica_name, LeaderView, ReplicaSet, State};
+use std::fmt::{self, Write};
+
+/// One block per state: a line per replica, then the controller and history.
+pub fn state_table(s: &State) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "  {:<4} {:<5} {:<10} {:<5} {:<16} {:>3} {:>3} {:>3}  {}",
+        "", "state", "role", "epoch", "log (| = HW)", "LEO", "HW", "RP", "leader's ISR"
+    );
+    for r in s.ids() {
+        let x = s.replica(r);
+        let state = match (x.alive, x.unclean_down) {
+            (true, _) => "up",
+            (false, false) => "down",
+            (false, true) => "DOWN!",
+        };
+        let role = match x.leader {
+            LeaderView::Unknown => "-".to_string(),
+            LeaderView::NoLeader => "no leader".to_string(),
+            LeaderView::Replica(l) if l == r => "leader".to_string(),
+            LeaderView::Replica(l) => format!("follows {}", replica_name(l)),
+        };
+        let epoch = x.epoch.map_or("-".to_string(), |e| e.to_string());
+        let isr = if x.leader == LeaderView::Replica(r) {
+            format!("{:?}", x.isr)
+        } else {
+            String::new()
+        };
+        let _ = writeln!(
+            out,
+            "  {:<4} {:<5} {:<10} {:<5} {:<16} {:>3} {:>3} {:>3}  {}",
+            replica_name(r),
+            state,
+            role,
+            epoch,
+            log_text(s, r),
+            x.leo(),
+            x.hw,
+            x.recovery_point,
+            isr
+        );
+    }
+    let c = &s.controller;
+    let _ = writeln!(
+        out,
+        "  controller: leader {}, epoch {}, ISR {:?}, ELR {:?}",
+        c.leader.map_or("none".to_string(), |l| replica_name(l).to_string()),
+        c.epoch.map_or("-".to_string(), |e| e.to_string()),
+        c.isr,
+        c.elr
+    );
+    let _ = writeln!(
+        out,
+        "  acknowledged: {}   visible: {}",
+        history_text(s, |h| h.acked),
+        history_text(s, |h| h.visible)
+    );
+    out
+}
+
+/// Entries as record letter + epoch, with `|` where the HW is.
+fn log_text(s: &State, r: u8) -> String {
+    let x = s.replica(r);
+    let mut parts: Vec<String> = x.log.entries().iter().map(|e| format!("{e:?}")).collect();
+    parts.insert(x.hw as usize, "|".to_string());
+    parts.join(" ")
+}
+
+fn history_text(s: &State, epoch_of: fn(&crate::state::RecordHistory) -> Option<u8>) -> String {
+    let items: Vec<String> = s.records[..s.produced as usize]
+        .iter()
+        .enumerate()
+        .filter_map(|(id, h)| {
+            epoch_of(h).map(|e| format!("{}@{} (epoch {e})", record_name(id as u8), h.offset))
+        })
+        .collect();
+    if items.is_empty() {
+        "none".to_string()
+    } else {
+        items.join(", ")
+    }
+}
+
+/// A counterexample: the initial state, then each action and the state it
+/// leads to.
+pub fn step_table(path: &[(State, Option<Action>)]) -> String {
+    let mut out = String::new();
+    for (i, (state, action)) in path.iter().enumerate() {
+        match action {
+            None => {
+                let _ = writeln!(out, "step {i}: initial state");
+            }
+            Some(a) => {
+                let _ = writeln!(out, "step {i}: {a}");
+            }
+        }
+        out.push_str(&state_table(state));
+    }
+    out
+}
+
+impl fmt::Debug for State {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&state_table(self))
+    }
+}
+
+/// Shorthand for a set in messages.
+pub fn set_text(s: ReplicaSet) -> String {
+    format!("{s:?}")
+}

@@ -1,0 +1,113 @@
+//! Shortest counterexamples, by a breadth-first search of our own.
+//!
+//! stateright 0.31 keeps the last path it found for a property, not the
+//! shortest, and its BFS ignores symmetry. This search walks the quotient
+//! state space (representatives) level by level, keeping only a parent
+//! fingerprint per state, so the first state found that breaks a property is
+//! at the least depth. The path is then rebuilt forwards on concrete states:
+//! at each step, the action whose successor is in the next class.
+
+use crate::actions::{self, Action};
+use crate::model::PartitionModel;
+use crate::state::State;
+use stateright::{Model, Representative};
+use std::collections::hash_map::Entry;
+use std::collections::{HashMap, VecDeque};
+use std::hash::{Hash, Hasher};
+
+/// A path: the initial state, then each action with the state it leads to.
+pub type Trace = Vec<(State, Option<Action>)>;
+
+/// A stable 64-bit fingerprint of a state's class.
+fn fingerprint(s: &State) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    s.representative().hash(&mut h);
+    h.finish()
+}
+
+/// Progress of a search, for the caller to report.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SearchStats {
+    pub unique_states: u64,
+    pub depth: u32,
+}
+
+/// For each named predicate, the shortest trace to a state where it is
+/// true; None for those no reachable state satisfies. `progress` is called
+/// after each level.
+pub fn shortest_traces(
+    model: &PartitionModel,
+    targets: &[(&'static str, fn(&State) -> bool)],
+    mut progress: impl FnMut(SearchStats),
+) -> Vec<(&'static str, Option<Trace>)> {
+    let init = model.init_state();
+    let mut parent: HashMap<u64, u64> = HashMap::new();
+    let mut found: Vec<Option<u64>> = vec![None; targets.len()];
+    let init_fp = fingerprint(&init);
+    parent.insert(init_fp, init_fp);
+    let mut level = VecDeque::from([init.representative()]);
+    let mut stats = SearchStats::default();
+    let mut actions = Vec::new();
+    'search: while !level.is_empty() {
+        let mut next_level = VecDeque::new();
+        for s in level.drain(..) {
+            let fp = fingerprint(&s);
+            for (i, (_, pred)) in targets.iter().enumerate() {
+                if found[i].is_none() && pred(&s) {
+                    found[i] = Some(fp);
+                }
+            }
+            if found.iter().all(Option::is_some) {
+                break 'search;
+            }
+            actions.clear();
+            model.actions(&s, &mut actions);
+            for a in actions.drain(..) {
+                let Some(next) = actions::apply(&model.cfg, &s, a) else {
+                    continue;
+                };
+                let rep = next.representative();
+                let mut h = std::collections::hash_map::DefaultHasher::new();
+                rep.hash(&mut h);
+                if let Entry::Vacant(v) = parent.entry(h.finish()) {
+                    v.insert(fp);
+                    next_level.push_back(rep);
+                }
+            }
+        }
+        stats.unique_states = parent.len() as u64;
+        stats.depth += 1;
+        progress(stats);
+        level = next_level;
+    }
+    targets
+        .iter()
+        .zip(found)
+        .map(|((name, _), fp)| (*name, fp.map(|fp| rebuild(model, &parent, init_fp, fp))))
+        .collect()
+}
+
+/// Rebuilds a concrete path from the initial state to the class `target`.
+fn rebuild(model: &PartitionModel, parent: &HashMap<u64, u64>, init_fp: u64, target: u64) -> Trace {
+    let mut chain = vec![target];
+    while *chain.last().expect("non-empty") != init_fp {
+        chain.push(parent[chain.last().expect("non-empty")]);
+    }
+    chain.reverse();
+    let mut state = model.init_state();
+    let mut trace = vec![(state, None)];
+    for want in &chain[1..] {
+        let mut actions = Vec::new();
+        model.actions(&state, &mut actions);
+        let (action, next) = actions
+            .into_iter()
+            .find_map(|a| {
+                let next = actions::apply(&model.cfg, &state, a)?;
+                (fingerprint(&next) == *want).then_some((a, next))
+            })
+            .expect("every class on the chain has a parent with an action into it");
+        trace.push((next, Some(action)));
+        state = next;
+    }
+    trace
+}

@@ -1,0 +1,282 @@
+//! The state of one partition: replicas, the controller's quorum state, the
+//! LeaderAndIsr requests it sent, and the history that properties speak about.
+//!
+//! Everything is fixed-size (no heap) so that states clone and hash cheaply:
+//! the checker visits tens of millions of them.
+
+use serde::Serialize;
+
+/// Largest replica count a model may have.
+pub const MAX_REPLICAS: usize = 5;
+/// Largest number of records a producer may write in one run.
+pub const MAX_RECORDS: usize = 4;
+/// Largest leader epoch (epochs start at 0, as in Kafka).
+pub const MAX_EPOCH: u8 = 4;
+/// One request slot per leader epoch.
+pub const EPOCH_SLOTS: usize = MAX_EPOCH as usize + 1;
+
+pub type ReplicaId = u8;
+pub type Epoch = u8;
+pub type Offset = u8;
+pub type RecordId = u8;
+
+/// A set of replica ids, as a bit mask.
+#[derive(Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub struct ReplicaSet(pub u8);
+
+impl ReplicaSet {
+    pub const EMPTY: ReplicaSet = ReplicaSet(0);
+
+    pub fn all(n: u8) -> Self {
+        ReplicaSet(((1u16 << n) - 1) as u8)
+    }
+    pub fn single(r: ReplicaId) -> Self {
+        ReplicaSet(1 << r)
+    }
+    pub fn contains(self, r: ReplicaId) -> bool {
+        self.0 & (1 << r) != 0
+    }
+    pub fn with(self, r: ReplicaId) -> Self {
+        ReplicaSet(self.0 | (1 << r))
+    }
+    pub fn without(self, r: ReplicaId) -> Self {
+        ReplicaSet(self.0 & !(1 << r))
+    }
+    pub fn len(self) -> u8 {
+        self.0.count_ones() as u8
+    }
+    pub fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+    pub fn iter(self) -> impl Iterator<Item = ReplicaId> {
+        (0..8u8).filter(move |r| self.contains(*r))
+    }
+    /// Renames every member through `map` (old id -> new id).
+    pub fn renamed(self, map: &[ReplicaId; MAX_REPLICAS]) -> Self {
+        self.iter()
+            .fold(ReplicaSet::EMPTY, |s, r| s.with(map[r as usize]))
+    }
+}
+
+impl std::fmt::Debug for ReplicaSet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{{")?;
+        for (i, r) in self.iter().enumerate() {
+            if i > 0 {
+                write!(f, ",")?;
+            }
+            write!(f, "{}", replica_name(r))?;
+        }
+        write!(f, "}}")
+    }
+}
+
+/// Replicas are shown as letters: A, B, C, ...
+pub fn replica_name(r: ReplicaId) -> char {
+    (b'A' + r) as char
+}
+
+/// Records are shown as lower-case letters: a, b, c, ...
+pub fn record_name(id: RecordId) -> char {
+    (b'a' + id) as char
+}
+
+/// One log entry: which record, written by the leader of which epoch.
+#[derive(Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub struct Entry {
+    pub id: RecordId,
+    pub epoch: Epoch,
+}
+
+impl std::fmt::Debug for Entry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}{}", record_name(self.id), self.epoch)
+    }
+}
+
+/// A replica's log. Each record id is appended once, at one offset, so a log
+/// never holds more entries than there are records.
+#[derive(Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Log {
+    len: u8,
+    entries: [Entry; MAX_RECORDS],
+}
+
+impl Log {
+    /// The log end offset.
+    pub fn leo(&self) -> Offset {
+        self.len
+    }
+    pub fn entries(&self) -> &[Entry] {
+        &self.entries[..self.len as usize]
+    }
+    pub fn get(&self, offset: Offset) -> Option<Entry> {
+        self.entries().get(offset as usize).copied()
+    }
+    pub fn last(&self) -> Option<Entry> {
+        self.entries().last().copied()
+    }
+    pub fn append(&mut self, entry: Entry) {
+        self.entries[self.len as usize] = entry;
+        self.len += 1;
+    }
+    /// Cuts the log back to `offset` (nothing when it is already shorter).
+    pub fn truncate(&mut self, offset: Offset) {
+        while self.len > offset {
+            self.len -= 1;
+            self.entries[self.len as usize] = Entry::default();
+        }
+    }
+    /// Whether both logs hold the same entries below `offset`.
+    pub fn agrees_below(&self, other: &Log, offset: Offset) -> bool {
+        let n = offset as usize;
+        self.entries().len() >= n
+            && other.entries().len() >= n
+            && self.entries[..n] == other.entries[..n]
+    }
+}
+
+impl std::fmt::Debug for Log {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.entries()).finish()
+    }
+}
+
+/// What a replica believes about the partition's leader.
+#[derive(Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
+pub enum LeaderView {
+    /// Never told, or restarted and not yet told.
+    #[default]
+    Unknown,
+    /// Told that the partition has no leader.
+    NoLeader,
+    Replica(ReplicaId),
+}
+
+/// One replica (broker) of the partition.
+#[derive(Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
+pub struct Replica {
+    pub alive: bool,
+    pub log: Log,
+    pub hw: Offset,
+    /// Everything below it has been flushed (fsynced).
+    pub recovery_point: Offset,
+    /// The latest leader epoch this replica has accepted.
+    pub epoch: Option<Epoch>,
+    pub leader: LeaderView,
+    /// The ISR as this replica knows it; kept only while it leads.
+    pub isr: ReplicaSet,
+    /// As leader: each follower's LEO, learnt from its last fetch offset in
+    /// this leadership (None until it fetches).
+    pub follower_leo: [Option<Offset>; MAX_REPLICAS],
+    /// As leader: followers whose last fetch came from an incarnation that has
+    /// since crashed. Their LEO still counts for the HW (the leader cannot
+    /// know), but KIP-903 keeps them out of the ISR until they fetch again.
+    pub stale_fetch: ReplicaSet,
+    /// As leader: acks=all produce requests waiting for the HW (record ids).
+    pub pending_acks: u8,
+    /// Down after an unclean crash, until it restarts.
+    pub unclean_down: bool,
+}
+
+impl Replica {
+    pub fn leo(&self) -> Offset {
+        self.log.leo()
+    }
+    /// Alive and believing itself the leader: it accepts writes.
+    pub fn presumes_leadership(&self, me: ReplicaId) -> bool {
+        self.alive && self.leader == LeaderView::Replica(me)
+    }
+    /// Cuts the log back to `offset`, keeping HW and recovery point within it.
+    pub fn truncate_to(&mut self, offset: Offset) {
+        self.log.truncate(offset);
+        self.hw = self.hw.min(self.leo());
+        self.recovery_point = self.recovery_point.min(self.leo());
+    }
+    /// Forgets everything that belongs to a leadership (follower LEOs, the
+    /// cached ISR, waiting producers).
+    pub fn clear_leader_state(&mut self) {
+        self.isr = ReplicaSet::EMPTY;
+        self.follower_leo = [None; MAX_REPLICAS];
+        self.stale_fetch = ReplicaSet::EMPTY;
+        self.pending_acks = 0;
+    }
+}
+
+/// The controller's quorum state for the partition (ZooKeeper or KRaft).
+#[derive(Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
+pub struct Controller {
+    pub leader: Option<ReplicaId>,
+    /// The current leader epoch; None before the first election.
+    pub epoch: Option<Epoch>,
+    pub isr: ReplicaSet,
+    /// KIP-966 eligible leader replicas.
+    pub elr: ReplicaSet,
+}
+
+impl Controller {
+    /// The epoch the next LeaderAndIsr will carry.
+    pub fn next_epoch(&self) -> Epoch {
+        self.epoch.map_or(0, |e| e + 1)
+    }
+}
+
+/// A LeaderAndIsr request. There is at most one per epoch, so the epoch is
+/// its slot in [`State::requests`].
+#[derive(Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
+pub struct Request {
+    pub leader: Option<ReplicaId>,
+    pub isr: ReplicaSet,
+}
+
+/// What happened to one record, for the properties.
+#[derive(Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
+pub struct RecordHistory {
+    /// Where the leader appended it.
+    pub offset: Offset,
+    /// The lowest leader epoch at which the producer was told it is written.
+    pub acked: Option<Epoch>,
+    /// The lowest leader epoch at which it was below a presumed leader's HW,
+    /// i.e. visible to consumers (committed).
+    pub visible: Option<Epoch>,
+}
+
+/// The whole model state.
+#[derive(Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct State {
+    /// Replica count (constant; kept here because symmetry reduction is a
+    /// plain function of the state).
+    pub n: u8,
+    pub replicas: [Replica; MAX_REPLICAS],
+    pub controller: Controller,
+    /// LeaderAndIsr requests ever sent, by epoch. Never removed: a replica
+    /// may observe any of them late, twice, or out of order.
+    pub requests: [Option<Request>; EPOCH_SLOTS],
+    /// How many records the producer has sent.
+    pub produced: u8,
+    pub records: [RecordHistory; MAX_RECORDS],
+    pub clean_crashes: u8,
+    pub unclean_crashes: u8,
+    /// History for the sometimes-properties.
+    pub follower_rejoined: bool,
+    pub unclean_restarted: bool,
+}
+
+impl State {
+    pub fn ids(&self) -> std::ops::Range<ReplicaId> {
+        0..self.n
+    }
+    pub fn replica(&self, r: ReplicaId) -> &Replica {
+        &self.replicas[r as usize]
+    }
+    pub fn replica_mut(&mut self, r: ReplicaId) -> &mut Replica {
+        &mut self.replicas[r as usize]
+    }
+    /// Replicas that are alive and believe they lead.
+    pub fn presumed_leaders(&self) -> impl Iterator<Item = ReplicaId> + '_ {
+        self.ids().filter(|&r| self.replica(r).presumes_leadership(r))
+    }
+    pub fn request(&self, epoch: Epoch) -> Option<Request> {
+        self.requests.get(epoch as usize).copied().flatten()
+    }
+}
