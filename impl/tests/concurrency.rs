@@ -15,7 +15,11 @@ use highwater::storage::{Error, LoadParams, Record};
 #[test]
 fn readers_see_only_published_valid_data() {
     let tmp = tempfile::tempdir().unwrap();
-    let (mut log, _) = open(&tmp.path().join("t-0"), small_config(), LoadParams::default());
+    let (mut log, _) = open(
+        &tmp.path().join("t-0"),
+        small_config(),
+        LoadParams::default(),
+    );
     let done = Arc::new(AtomicBool::new(false));
     let mut handles = Vec::new();
     for id in 0..3u64 {
@@ -26,7 +30,11 @@ fn readers_see_only_published_valid_data() {
             let mut next = 0;
             while !done.load(Ordering::SeqCst) {
                 let consumer = id == 0;
-                let bound = if consumer { reader.high_watermark() } else { u64::MAX };
+                let bound = if consumer {
+                    reader.high_watermark()
+                } else {
+                    u64::MAX
+                };
                 match reader.read(next, 1000, bound) {
                     Ok(data) => {
                         for b in data.batches() {
@@ -40,7 +48,11 @@ fn readers_see_only_published_valid_data() {
                                 assert_eq!(r.value.unwrap(), format!("v{o}").into_bytes());
                             }
                         }
-                        next = if data.records.is_empty() { 0 } else { data.next_offset };
+                        next = if data.records.is_empty() {
+                            0
+                        } else {
+                            data.next_offset
+                        };
                         reads += 1;
                     }
                     // A truncation moved the end below where we were.
@@ -54,7 +66,9 @@ fn readers_see_only_published_valid_data() {
     for round in 0..30u64 {
         for _ in 0..40 {
             let o = log.log_end_offset();
-            let recs: Vec<Record> = (0..3).map(|k| Record::new(1, format!("v{}", o + k))).collect();
+            let recs: Vec<Record> = (0..3)
+                .map(|k| Record::new(1, format!("v{}", o + k)))
+                .collect();
             log.append(&recs, round as i32).unwrap();
             if o % 7 == 0 {
                 let leo = log.log_end_offset();
@@ -73,9 +87,12 @@ fn readers_see_only_published_valid_data() {
     let end = log.log_end_offset();
     let waiter = thread::spawn(move || reader.wait_for_end_offset(end, Duration::from_secs(20)));
     thread::sleep(Duration::from_millis(50));
-    log.append(&[Record::new(1, format!("v{end}"))], 30).unwrap();
+    log.append(&[Record::new(1, format!("v{end}"))], 30)
+        .unwrap();
     assert!(waiter.join().unwrap());
-    assert!(!log.reader().wait_for_end_offset(end + 5, Duration::from_millis(10)));
+    assert!(!log
+        .reader()
+        .wait_for_end_offset(end + 5, Duration::from_millis(10)));
 
     done.store(true, Ordering::SeqCst);
     for h in handles {

@@ -13,9 +13,10 @@
 //! - The high watermark is published the same way and never above the end
 //!   offset; readers clamp to the end offset anyway.
 //! - Readers may wait for the end offset to pass an offset. A waiter
-//!   registers before it checks; the writer checks for waiters after it
-//!   publishes. Both use `SeqCst`, so either the writer sees the waiter and
-//!   notifies it under the mutex, or the waiter sees the new offset: no
+//!   registers (an atomic increment) before it checks; the writer checks
+//!   for waiters (an atomic read-modify-write) after it publishes. The two
+//!   read-modify-writes are ordered, so either the writer sees the waiter
+//!   and notifies it under the mutex, or the waiter sees the new offset: no
 //!   wake-up is lost.
 //!
 //! Lowering the end offset (truncation) is done while the writer holds the
@@ -80,7 +81,13 @@ impl Published {
     }
 
     fn wake(&self) {
-        if self.waiters.load(Ordering::SeqCst) > 0 {
+        // A read-modify-write, not a load: it reads the latest count in the
+        // counter's modification order, so it either sees a waiter that
+        // registered, or the waiter's registration (also an RMW) comes after
+        // it and synchronises with it, and the waiter then sees the new
+        // offsets. A plain load would need SeqCst's store-load ordering,
+        // which loom does not model (it reports a lost wake-up).
+        if self.waiters.fetch_add(0, Ordering::SeqCst) > 0 {
             // Taking the mutex orders this notify after a waiter's check.
             let _g = lock(&self.mutex);
             self.changed.notify_all();
