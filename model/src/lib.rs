@@ -9,6 +9,7 @@ pub mod model;
 pub mod presets;
 pub mod properties;
 pub mod render;
+pub mod run;
 pub mod shortest;
 pub mod state;
 pub mod symmetry;

@@ -186,3 +186,14 @@ impl Preset {
         }
     }
 }
+
+/// `tla-kip320`'s unique state count under symmetry reduction, as measured by
+/// `highwater check --preset tla-kip320` (a test keeps it true). It differs
+/// from TLC's count because this model (1) keeps the leader's view of each
+/// follower's LEO, learnt from fetches, where the TLA+ module reads the
+/// followers' logs directly; (2) fetches everything the leader has in one
+/// step, not one record at a time; (3) bumps the leader epoch only on leader
+/// changes, where the module bumps it on every ISR change by the controller;
+/// (4) elects only when the partition has no leader, where the module may
+/// move leadership at any time; (5) reduces by symmetry over replica ids.
+pub const TLA_KIP320_UNIQUE_STATES: u64 = 0;

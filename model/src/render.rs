@@ -110,7 +110,94 @@ impl fmt::Debug for State {
     }
 }
 
-/// Shorthand for a set in messages.
-pub fn set_text(s: ReplicaSet) -> String {
-    format!("{s:?}")
+/// A state for machines (`--json`).
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct StateJson {
+    pub replicas: Vec<ReplicaJson>,
+    pub controller: ControllerJson,
+    /// Record name -> (offset, lowest epoch at which it was acknowledged).
+    pub acknowledged: Vec<RecordFact>,
+    pub visible: Vec<RecordFact>,
+}
+
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct ReplicaJson {
+    pub name: String,
+    pub alive: bool,
+    pub unclean_down: bool,
+    pub leader: Option<String>,
+    pub epoch: Option<u8>,
+    /// Entries as record name + epoch, e.g. "a0".
+    pub log: Vec<String>,
+    pub leo: u8,
+    pub hw: u8,
+    pub recovery_point: u8,
+    /// The ISR the replica knows, while it leads.
+    pub isr: Vec<String>,
+}
+
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct ControllerJson {
+    pub leader: Option<String>,
+    pub epoch: Option<u8>,
+    pub isr: Vec<String>,
+    pub elr: Vec<String>,
+}
+
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct RecordFact {
+    pub record: String,
+    pub offset: u8,
+    pub epoch: u8,
+}
+
+fn names(s: ReplicaSet) -> Vec<String> {
+    s.iter().map(|r| replica_name(r).to_string()).collect()
+}
+
+pub fn state_json(s: &State) -> StateJson {
+    let facts = |epoch_of: fn(&crate::state::RecordHistory) -> Option<u8>| {
+        s.records[..s.produced as usize]
+            .iter()
+            .enumerate()
+            .filter_map(|(id, h)| {
+                epoch_of(h).map(|epoch| RecordFact {
+                    record: record_name(id as u8).to_string(),
+                    offset: h.offset,
+                    epoch,
+                })
+            })
+            .collect()
+    };
+    StateJson {
+        replicas: s
+            .ids()
+            .map(|r| {
+                let x = s.replica(r);
+                ReplicaJson {
+                    name: replica_name(r).to_string(),
+                    alive: x.alive,
+                    unclean_down: x.unclean_down,
+                    leader: match x.leader {
+                        LeaderView::Replica(l) => Some(replica_name(l).to_string()),
+                        _ => None,
+                    },
+                    epoch: x.epoch,
+                    log: x.log.entries().iter().map(|e| format!("{e:?}")).collect(),
+                    leo: x.leo(),
+                    hw: x.hw,
+                    recovery_point: x.recovery_point,
+                    isr: names(x.isr),
+                }
+            })
+            .collect(),
+        controller: ControllerJson {
+            leader: s.controller.leader.map(|l| replica_name(l).to_string()),
+            epoch: s.controller.epoch,
+            isr: names(s.controller.isr),
+            elr: names(s.controller.elr),
+        },
+        acknowledged: facts(|h| h.acked),
+        visible: facts(|h| h.visible),
+    }
 }

@@ -10,7 +10,7 @@
 use crate::actions::{self, Action};
 use crate::model::PartitionModel;
 use crate::state::State;
-use stateright::{Model, Representative};
+use stateright::{Model, Property, Representative};
 use std::collections::hash_map::Entry;
 use std::collections::{HashMap, VecDeque};
 use std::hash::{Hash, Hasher};
@@ -32,12 +32,11 @@ pub struct SearchStats {
     pub depth: u32,
 }
 
-/// For each named predicate, the shortest trace to a state where it is
-/// true; None for those no reachable state satisfies. `progress` is called
-/// after each level.
-pub fn shortest_traces(
+/// For each always-property, the shortest trace to a state that breaks it;
+/// None for those that hold. `progress` is called after each level.
+pub fn shortest_counterexamples(
     model: &PartitionModel,
-    targets: &[(&'static str, fn(&State) -> bool)],
+    targets: &[Property<PartitionModel>],
     mut progress: impl FnMut(SearchStats),
 ) -> Vec<(&'static str, Option<Trace>)> {
     let init = model.init_state();
@@ -52,8 +51,8 @@ pub fn shortest_traces(
         let mut next_level = VecDeque::new();
         for s in level.drain(..) {
             let fp = fingerprint(&s);
-            for (i, (_, pred)) in targets.iter().enumerate() {
-                if found[i].is_none() && pred(&s) {
+            for (i, p) in targets.iter().enumerate() {
+                if found[i].is_none() && !(p.condition)(model, &s) {
                     found[i] = Some(fp);
                 }
             }
@@ -83,7 +82,7 @@ pub fn shortest_traces(
     targets
         .iter()
         .zip(found)
-        .map(|((name, _), fp)| (*name, fp.map(|fp| rebuild(model, &parent, init_fp, fp))))
+        .map(|(p, fp)| (p.name, fp.map(|fp| rebuild(model, &parent, init_fp, fp))))
         .collect()
 }
 
