@@ -162,7 +162,8 @@ pub enum Error {
 }
 
 impl Error {
-    pub(crate) fn io(path: &Path, op: &'static str, source: io::Error) -> Error {
+    /// An I/O error on `path` during `op`.
+    pub fn io(path: &Path, op: &'static str, source: io::Error) -> Error {
         Error::Io {
             path: path.to_path_buf(),
             op,

@@ -500,6 +500,9 @@ impl Log {
     /// (see [`LogDir`](super::LogDir)).
     pub fn close(mut self) -> Result<()> {
         self.flush(self.log_end_offset)?;
+        // As Kafka's `LogSegment.close`: the time index ends with the
+        // segment's largest timestamp.
+        self.active.on_become_inactive()?;
         let segs: Vec<Arc<Segment>> = read(&self.shared.segments).values().cloned().collect();
         for s in segs {
             s.sync(true)?;

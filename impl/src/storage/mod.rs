@@ -60,7 +60,9 @@ pub use log::{
     AppendInfo, FetchData, Log, LogReader, OffsetPosition, SegmentInfo, TimestampAndOffset,
 };
 pub use log_dir::{LogDir, PartitionCheckpoints};
-pub use recovery::{LoadParams, RecoveryReport, ScanProblem};
+pub use recovery::{
+    check_segment, segment_bases, IndexCheck, LoadParams, RecoveryReport, ScanProblem, SegmentCheck,
+};
 pub use retention::RetentionReport;
 pub use segment::{file_name, parse_base_offset};
 pub use topic_partition::TopicPartition;

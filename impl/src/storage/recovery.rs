@@ -151,6 +151,7 @@ pub(crate) fn scan_segment(
     mut state: SegState,
     config: &LogConfig,
     mut prev_epoch: i32,
+    mut on_batch: Option<&mut dyn FnMut(u64, &[u8], &BatchHeader)>,
 ) -> Result<SegmentScan> {
     let file_len = file
         .metadata()
@@ -194,7 +195,8 @@ pub(crate) fn scan_segment(
                 available,
             });
         }
-        let h = match check_batch(reader.get(pos, size)?) {
+        let bytes = reader.get(pos, size)?;
+        let h = match check_batch(bytes) {
             Ok(h) => h,
             Err(error) => {
                 break Some(ScanProblem::Corrupt {
@@ -203,6 +205,9 @@ pub(crate) fn scan_segment(
                 })
             }
         };
+        if let Some(f) = on_batch.as_mut() {
+            f(pos, bytes, &h);
+        }
         // Offsets are contiguous from the segment's base offset. A scan
         // that starts mid-file (at a validated index entry) takes the first
         // batch's base offset as given.
@@ -586,8 +591,16 @@ pub(crate) fn load(dir: &Path, config: &LogConfig, params: &LoadParams) -> Resul
                         .last()
                         .map_or(0, |e| u64::from(e.position));
                     let n = (st.offset_index.len(), st.time_index.len());
-                    let scan =
-                        scan_segment(&seg_file(&seg)?, &seg.log_path, base, start, st, config, -1)?;
+                    let scan = scan_segment(
+                        &seg_file(&seg)?,
+                        &seg.log_path,
+                        base,
+                        start,
+                        st,
+                        config,
+                        -1,
+                        None,
+                    )?;
                     if scan.problem.is_none() {
                         *write(&seg.state) = scan.state;
                         seg.set_indexes_on_disk(n.0, n.1);
@@ -618,6 +631,7 @@ pub(crate) fn load(dir: &Path, config: &LogConfig, params: &LoadParams) -> Resul
                 st,
                 config,
                 prev_epoch,
+                None,
             )?;
             report.segments_recovered.push(base);
             report.bytes_recovered += scan.bytes_checked;
@@ -640,7 +654,12 @@ pub(crate) fn load(dir: &Path, config: &LogConfig, params: &LoadParams) -> Resul
             let problem = scan.problem.clone();
             let next = scan.next_offset;
             let valid = scan.valid_bytes;
-            *write(&seg.state) = scan.state;
+            let mut state = scan.state;
+            // As Kafka's `LogSegment.recover`: the rebuilt time index ends
+            // with the segment's largest timestamp.
+            let (ts, off) = (state.max_timestamp, state.offset_of_max_timestamp);
+            state.time_index.maybe_append(ts, off, true);
+            *write(&seg.state) = state;
             if let Some(problem) = problem {
                 handle_problem(&seg, &problem, next, flushed_below, config, &mut report)?;
                 report.bytes_truncated += seg.truncate_to_position(valid, next)?;
@@ -786,7 +805,7 @@ fn finish(
     let recovery_point = if params.clean_shutdown {
         log_end
     } else {
-        if params.recovery_point > log_end {
+        if params.recovery_point > log_end && report.problem.is_none() {
             report.repairs.push(format!(
                 "recovery point {} is beyond the log end {log_end}; lowered (the log ends cleanly, as after a truncation)",
                 params.recovery_point
@@ -815,4 +834,146 @@ fn finish(
         epochs,
         report,
     })
+}
+
+/// The state of one index file, as [`check_segment`] finds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum IndexCheck {
+    Missing,
+    /// Does not parse, or an entry does not name a batch of the log.
+    Invalid(String),
+    /// Valid; `matches_rebuilt` tells whether it equals the index a rebuild
+    /// with the given configuration would write (a valid index may be
+    /// sparser, e.g. written with another `index.interval.bytes`).
+    Valid {
+        entries: usize,
+        matches_rebuilt: bool,
+    },
+}
+
+/// A read-only check of one segment: every batch and both indexes.
+#[derive(Debug, Clone)]
+pub struct SegmentCheck {
+    pub base_offset: u64,
+    pub log_path: PathBuf,
+    pub size: u64,
+    pub batches: u64,
+    pub valid_bytes: u64,
+    pub next_offset: u64,
+    pub problem: Option<ScanProblem>,
+    pub index: IndexCheck,
+    pub time_index: IndexCheck,
+}
+
+/// Checks the segment at `base_offset` in `dir` without changing anything:
+/// reads every batch (calling `on_batch` with its position, bytes and
+/// header) as recovery would, and validates both index files entry by
+/// entry against the log.
+pub fn check_segment(
+    dir: &Path,
+    base_offset: u64,
+    config: &LogConfig,
+    mut on_batch: Option<&mut dyn FnMut(u64, &[u8], &BatchHeader)>,
+) -> Result<SegmentCheck> {
+    let log_path = dir.join(segment::file_name(base_offset, segment::LOG_SUFFIX));
+    let file = File::open(&log_path).map_err(|e| Error::io(&log_path, "open segment", e))?;
+    let size = file
+        .metadata()
+        .map_err(|e| Error::io(&log_path, "stat", e))?
+        .len();
+    // Batch start position -> last offset, to check index entries against.
+    let mut starts: BTreeMap<u64, u64> = BTreeMap::new();
+    let mut both = |pos: u64, bytes: &[u8], h: &BatchHeader| {
+        starts.insert(pos, h.last_offset());
+        if let Some(f) = on_batch.as_mut() {
+            f(pos, bytes, h);
+        }
+    };
+    let mut scan = scan_segment(
+        &file,
+        &log_path,
+        base_offset,
+        0,
+        SegState::new(base_offset, config),
+        config,
+        -1,
+        Some(&mut both),
+    )?;
+    let (valid, next) = (scan.valid_bytes, scan.next_offset);
+    let (ts, off) = (scan.state.max_timestamp, scan.state.offset_of_max_timestamp);
+    scan.state.time_index.maybe_append(ts, off, true);
+
+    let index_path = dir.join(segment::file_name(base_offset, segment::INDEX_SUFFIX));
+    let rebuilt = scan.state.offset_index.encode_from(0);
+    let index = check_index_file(&index_path, &rebuilt, |bytes| {
+        let i = OffsetIndex::parse(bytes, base_offset, usize::MAX / 8, valid, Some(next))?;
+        for e in i.entries() {
+            let key = base_offset + u64::from(e.relative_offset);
+            if starts.get(&u64::from(e.position)) != Some(&key) {
+                return Err(format!(
+                    "entry ({key}, {}) does not name a batch ending at {key}",
+                    e.position
+                ));
+            }
+        }
+        Ok(i.len())
+    })?;
+    let time_path = dir.join(segment::file_name(base_offset, segment::TIME_INDEX_SUFFIX));
+    let rebuilt_time = scan.state.time_index.encode_from(0);
+    let time_index = check_index_file(&time_path, &rebuilt_time, |bytes| {
+        TimeIndex::parse(bytes, base_offset, usize::MAX / 12, Some(next)).map(|t| t.len())
+    })?;
+    Ok(SegmentCheck {
+        base_offset,
+        log_path,
+        size,
+        batches: scan.batches,
+        valid_bytes: valid,
+        next_offset: next,
+        problem: scan.problem,
+        index,
+        time_index,
+    })
+}
+
+fn check_index_file(
+    path: &Path,
+    rebuilt: &[u8],
+    parse: impl FnOnce(&[u8]) -> std::result::Result<usize, String>,
+) -> Result<IndexCheck> {
+    let bytes = match fs::read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(IndexCheck::Missing),
+        Err(e) => return Err(Error::io(path, "read index", e)),
+    };
+    Ok(match parse(&bytes) {
+        Ok(entries) => IndexCheck::Valid {
+            entries,
+            matches_rebuilt: bytes == rebuilt,
+        },
+        Err(reason) => IndexCheck::Invalid(reason),
+    })
+}
+
+/// Base offsets of the segments in `dir`, read-only (no cleaning).
+pub fn segment_bases(dir: &Path) -> Result<Vec<u64>> {
+    let mut out = Vec::new();
+    for entry in fs::read_dir(dir).map_err(|e| Error::io(dir, "list directory", e))? {
+        let entry = entry.map_err(|e| Error::io(dir, "list directory", e))?;
+        let path = entry.path();
+        let name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default();
+        if let Some(stem) = name.strip_suffix(".log") {
+            out.push(
+                segment::parse_base_offset(stem).ok_or_else(|| Error::BadFileName {
+                    path: path.clone(),
+                    reason: "a segment file must be named by its base offset in 20 digits".into(),
+                })?,
+            );
+        }
+    }
+    out.sort_unstable();
+    Ok(out)
 }

@@ -1,0 +1,119 @@
+//! The `highwater-dump-log` tool, run as a user would.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use common::*;
+use highwater::storage::{LogDir, TopicPartition};
+
+fn tool(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_highwater-dump-log"))
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn make(dir: &Path) -> std::path::PathBuf {
+    let tp = TopicPartition::new("demo", 0).unwrap();
+    let ld = LogDir::open(dir).unwrap();
+    let (mut log, _) = ld.open_log(&tp, small_config()).unwrap();
+    fill(&mut log, 40);
+    let leo = log.log_end_offset();
+    log.set_high_watermark(leo).unwrap();
+    ld.close(vec![(tp, log)]).unwrap();
+    dir.join("demo-0")
+}
+
+#[test]
+fn lists_dumps_and_verifies() {
+    let tmp = tempfile::tempdir().unwrap();
+    let part = make(tmp.path());
+    let p = part.to_str().unwrap();
+    let (code, out, _) = tool(&["segments", p]);
+    assert_eq!(code, 0);
+    assert!(out.contains("00000000000000000000.log"));
+    let (code, out, _) = tool(&["dump", p, "--records", "--print-data", "--max-batches", "3"]);
+    assert_eq!(code, 0);
+    assert_eq!(out.matches("baseOffset:").count(), 3);
+    assert!(out.contains("payload: value-0-0-"));
+    let (code, out, _) = tool(&["dump", &format!("{p}/00000000000000000000.index")]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("position:"));
+    let (code, out, _) = tool(&["verify", p, "--index-interval-bytes", "256"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("verification passed"));
+    assert!(!out.contains("differs"), "{out}");
+}
+
+#[test]
+fn finds_corruption_and_reports_what_recovery_would_cut() {
+    let tmp = tempfile::tempdir().unwrap();
+    let part = make(tmp.path());
+    let p = part.to_str().unwrap();
+    // Corrupt the first batch of the last (always recovered) segment.
+    let (_, out, _) = tool(&["segments", p]);
+    let last = out
+        .lines()
+        .last()
+        .unwrap()
+        .split_whitespace()
+        .last()
+        .unwrap()
+        .to_owned();
+    let seg = Path::new(&last).to_path_buf();
+    let mut bytes = std::fs::read(&seg).unwrap();
+    bytes[40] ^= 0x20;
+    std::fs::write(&seg, &bytes).unwrap();
+    let (code, out, _) = tool(&["verify", p]);
+    assert_eq!(code, 1);
+    assert!(out.contains("CRC-32C mismatch"), "{out}");
+    // The recovery point checkpointed at close covers everything, so
+    // recovery refuses to cut.
+    let (code, out, _) = tool(&["recover", p]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("REFUSE") && out.contains("below the recovery point"),
+        "{out}"
+    );
+    // Below an older recovery point the cut is allowed, and reported.
+    let base: u64 = seg.file_stem().unwrap().to_str().unwrap().parse().unwrap();
+    let (code, out, _) = tool(&["recover", p, "--recovery-point", &base.to_string()]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("WOULD CUT") && out.contains("truncated"),
+        "{out}"
+    );
+    // The original is untouched.
+    assert_eq!(std::fs::read(&seg).unwrap(), bytes);
+    let (code, out, _) = tool(&[
+        "recover",
+        &tmp.path().join("demo-0").to_string_lossy(),
+        "--clean",
+    ]);
+    assert_eq!(code, 0, "{out}");
+}
+
+#[test]
+fn usage_and_io_errors() {
+    let (code, _, err) = tool(&["verify", "/nonexistent/t-0"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("/nonexistent/t-0"));
+    let (code, _, _) = tool(&["frobnicate"]);
+    assert_eq!(code, 2);
+    let (code, out, _) = tool(&["--help"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("recover") && out.contains("Exit status"));
+    let tmp = tempfile::tempdir().unwrap();
+    let bad = tmp.path().join("12.log");
+    std::fs::write(&bad, b"").unwrap();
+    let (code, _, err) = tool(&["dump", bad.to_str().unwrap()]);
+    assert_eq!(code, 2);
+    assert!(err.contains("20 digits"));
+}
