@@ -179,7 +179,6 @@ pub fn apply(cfg: &Config, s: &State, action: Action) -> Option<State> {
         }
         Action::LeaderExpandIsr { leader, follower } => {
             let isr = n.controller.isr.with(follower);
-            n.follower_rejoined = true;
             leader_alters_isr(cfg, n, leader, isr)
         }
         Action::Flush { replica } => {
@@ -189,7 +188,19 @@ pub fn apply(cfg: &Config, s: &State, action: Action) -> Option<State> {
         Action::Crash { replica, clean } => crash(n, replica, clean),
         Action::Restart { replica } => restart(cfg, n, replica),
     }
+    forget_what_no_longer_matters(cfg, n);
     (next != *s).then_some(next)
+}
+
+/// States that differ only in what can no longer affect the run are one
+/// state: recovery points matter only while an unclean crash may still
+/// happen, and are dropped (0) once none is left.
+fn forget_what_no_longer_matters(cfg: &Config, s: &mut State) {
+    if s.unclean_crashes >= cfg.unclean_crashes {
+        for r in 0..s.n {
+            s.replica_mut(r).recovery_point = 0;
+        }
+    }
 }
 
 // --- LeaderAndIsr -----------------------------------------------------------
@@ -432,7 +443,6 @@ fn restart(cfg: &Config, s: &mut State, replica: ReplicaId) {
     r.epoch = epoch;
     let was_unclean = std::mem::take(&mut r.unclean_down);
     if was_unclean {
-        s.unclean_restarted = true;
         // KIP-966: re-registration tells the controller the shutdown was
         // unclean; the replica leaves both the ISR and the ELR.
         if cfg.elr {

@@ -41,14 +41,22 @@ pub fn properties() -> Vec<Property<PartitionModel>> {
             let c = &s.controller;
             c.leader.is_some_and(|l| c.isr == crate::state::ReplicaSet::single(l))
         }),
-        Property::sometimes(SOMETIMES_FOLLOWER_REJOINS, |_, s: &State| s.follower_rejoined),
+        // Only an expand adds to the ISR a leader was elected with.
+        Property::sometimes(SOMETIMES_FOLLOWER_REJOINS, |_, s: &State| {
+            let c = &s.controller;
+            c.epoch
+                .and_then(|e| s.request(e))
+                .is_some_and(|req| c.isr.iter().any(|r| !req.isr.contains(r)))
+        }),
         Property::sometimes(SOMETIMES_LEADER_CHANGES, |_, s: &State| {
             let mut leaders = s.requests.iter().flatten().filter_map(|r| r.leader);
             leaders
                 .next()
                 .is_some_and(|first| leaders.any(|l| l != first))
         }),
-        Property::sometimes(SOMETIMES_UNCLEAN_RESTART, |_, s: &State| s.unclean_restarted),
+        Property::sometimes(SOMETIMES_UNCLEAN_RESTART, |_, s: &State| {
+            s.unclean_crashes > 0 && s.ids().all(|r| !s.replica(r).unclean_down)
+        }),
     ]
 }
 
