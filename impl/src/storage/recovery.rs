@@ -138,21 +138,52 @@ impl ChunkReader<'_> {
     }
 }
 
+/// Called with each valid batch's position, bytes and header.
+pub type BatchVisitor<'a> = &'a mut dyn FnMut(u64, &[u8], &BatchHeader);
+
+/// What a scan checks batches against.
+pub(crate) struct ScanContext<'a> {
+    pub(crate) config: &'a LogConfig,
+    /// The leader epoch of the batch before the scan's start, or -1.
+    pub(crate) prev_epoch: i32,
+    /// The entries of a `leader-epoch-checkpoint` that parsed. An epoch is
+    /// checkpointed (fsynced) before the first batch of that epoch is
+    /// written, and entries are only ever removed together with the data
+    /// they describe, so a batch at or above the first entry must carry
+    /// the epoch of the last entry starting at or before it. Anything else
+    /// is a corrupt epoch field, which the CRC does not cover.
+    pub(crate) known_epochs: Option<&'a [EpochEntry]>,
+    pub(crate) on_batch: Option<BatchVisitor<'a>>,
+}
+
+impl<'a> ScanContext<'a> {
+    pub(crate) fn new(config: &'a LogConfig) -> Self {
+        ScanContext {
+            config,
+            prev_epoch: -1,
+            known_epochs: None,
+            on_batch: None,
+        }
+    }
+}
+
 /// Scans a segment file from `start` (a batch boundary that `state`
 /// already accounts for), checking every batch and extending the indexes
-/// in `state`. `prev_epoch` is the leader epoch of the batch before
-/// `start`, if known. I/O errors are errors; invalid data is a
-/// [`ScanProblem`].
+/// in `state`. I/O errors are errors; invalid data is a [`ScanProblem`].
 pub(crate) fn scan_segment(
     file: &File,
     path: &Path,
     base_offset: u64,
     start: u64,
     mut state: SegState,
-    config: &LogConfig,
-    mut prev_epoch: i32,
-    mut on_batch: Option<&mut dyn FnMut(u64, &[u8], &BatchHeader)>,
+    ctx: ScanContext<'_>,
 ) -> Result<SegmentScan> {
+    let ScanContext {
+        config,
+        mut prev_epoch,
+        known_epochs,
+        mut on_batch,
+    } = ctx;
     let file_len = file
         .metadata()
         .map_err(|e| Error::io(path, "stat segment", e))?
@@ -245,6 +276,16 @@ pub(crate) fn scan_segment(
         }
         let epoch = h.partition_leader_epoch;
         if epoch >= 0 {
+            if let Some(expected) = known_epochs.and_then(|k| epoch_at(k, h.base_offset)) {
+                if expected != epoch {
+                    break Some(ScanProblem::BadOffsets {
+                        position: pos,
+                        reason: format!(
+                            "leader epoch {epoch} where the leader-epoch-checkpoint says {expected} (a corrupt epoch field)"
+                        ),
+                    });
+                }
+            }
             if epoch < prev_epoch {
                 break Some(ScanProblem::BadOffsets {
                     position: pos,
@@ -269,6 +310,12 @@ pub(crate) fn scan_segment(
         epochs,
         state,
     })
+}
+
+/// The epoch of the last entry starting at or before `offset`, if any.
+fn epoch_at(entries: &[EpochEntry], offset: u64) -> Option<i32> {
+    let n = entries.partition_point(|e| e.start_offset <= offset);
+    n.checked_sub(1).map(|i| entries[i].epoch)
 }
 
 /// Offsets a log is loaded with, from the broker-level checkpoints.
@@ -517,7 +564,11 @@ pub(crate) fn load(dir: &Path, config: &LogConfig, params: &LoadParams) -> Resul
     // The epoch checkpoint: rebuilt from the batches when missing or bad.
     let epoch_path = dir.join(epoch_cache::FILE_NAME);
     let (mut epochs, rebuild_epochs, original_epochs) = match checkpoint::read_epochs(&epoch_path) {
-        Ok(Some(e)) => (EpochCache::new(dir, e.clone()), false, e),
+        Ok(Some(e)) => {
+            let cache = EpochCache::new(dir, e);
+            let entries = cache.entries().to_vec();
+            (cache, false, entries)
+        }
         Ok(None) => {
             if !bases.is_empty() {
                 report.repairs.push(format!(
@@ -541,6 +592,8 @@ pub(crate) fn load(dir: &Path, config: &LogConfig, params: &LoadParams) -> Resul
         Err(e) => return Err(e),
     };
 
+    // Epochs of a checkpoint that parsed: batches are checked against them.
+    let known_epochs: Option<Vec<EpochEntry>> = (!rebuild_epochs).then(|| original_epochs.clone());
     // Data below this offset was acknowledged as flushed.
     let flushed_below = if params.clean_shutdown {
         u64::MAX
@@ -597,9 +650,7 @@ pub(crate) fn load(dir: &Path, config: &LogConfig, params: &LoadParams) -> Resul
                         base,
                         start,
                         st,
-                        config,
-                        -1,
-                        None,
+                        ScanContext::new(config),
                     )?;
                     if scan.problem.is_none() {
                         *write(&seg.state) = scan.state;
@@ -629,9 +680,11 @@ pub(crate) fn load(dir: &Path, config: &LogConfig, params: &LoadParams) -> Resul
                 base,
                 start,
                 st,
-                config,
-                prev_epoch,
-                None,
+                ScanContext {
+                    prev_epoch,
+                    known_epochs: known_epochs.as_deref(),
+                    ..ScanContext::new(config)
+                },
             )?;
             report.segments_recovered.push(base);
             report.bytes_recovered += scan.bytes_checked;
@@ -873,7 +926,7 @@ pub fn check_segment(
     dir: &Path,
     base_offset: u64,
     config: &LogConfig,
-    mut on_batch: Option<&mut dyn FnMut(u64, &[u8], &BatchHeader)>,
+    mut on_batch: Option<BatchVisitor<'_>>,
 ) -> Result<SegmentCheck> {
     let log_path = dir.join(segment::file_name(base_offset, segment::LOG_SUFFIX));
     let file = File::open(&log_path).map_err(|e| Error::io(&log_path, "open segment", e))?;
@@ -895,9 +948,10 @@ pub fn check_segment(
         base_offset,
         0,
         SegState::new(base_offset, config),
-        config,
-        -1,
-        Some(&mut both),
+        ScanContext {
+            on_batch: Some(&mut both),
+            ..ScanContext::new(config)
+        },
     )?;
     let (valid, next) = (scan.valid_bytes, scan.next_offset);
     let (ts, off) = (scan.state.max_timestamp, scan.state.offset_of_max_timestamp);
