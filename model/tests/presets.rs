@@ -1,0 +1,169 @@
+//! Each preset's verdict, and the shortest counterexample of each historical
+//! preset: found, naming the property the preset says it breaks, and with no
+//! shorter one (checked independently with stateright's own BFS).
+
+use highwater_model::presets::{Expect, Preset, PRESETS};
+use highwater_model::run::{self, RunOptions, Search, Verdict};
+use highwater_model::shortest::shortest_counterexamples;
+use highwater_model::{Config, PartitionModel};
+use stateright::{Checker, Model};
+
+fn preset(name: &str) -> &'static Preset {
+    Preset::find(name).unwrap_or_else(|| panic!("no preset {name}"))
+}
+
+fn dfs(cfg: Config, expect: Expect) -> run::Report {
+    let opts = RunOptions {
+        threads: 2,
+        search: Search::Dfs,
+        time_limit: None,
+    };
+    run::run(cfg, None, Some(expect), &opts, |_| {})
+}
+
+/// The exhaustive run of a preset agrees with what it expects.
+fn assert_verdict(cfg: Config, expect: Expect) {
+    let report = dfs(cfg, expect);
+    assert!(
+        report.mismatches.is_empty(),
+        "{cfg}: {:?}\n{:#?}",
+        report.mismatches,
+        report
+            .properties
+            .iter()
+            .map(|p| (p.name, p.verdict))
+            .collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn safe_holds_everything_and_reaches_everything() {
+    let p = preset("safe");
+    assert_verdict(p.config, p.expect);
+}
+
+#[test]
+fn safe_deep_holds_with_one_record() {
+    // The full preset runs in the benchmark; one record keeps the clean
+    // crash's extra interleavings and still commits, changes leaders, etc.
+    let p = preset("safe-deep");
+    assert_verdict(
+        Config {
+            records: 1,
+            ..p.config
+        },
+        p.expect,
+    );
+}
+
+#[test]
+fn tla_kip320_holds_and_its_state_count_is_the_one_published() {
+    let p = preset("tla-kip320");
+    let report = dfs(p.config, p.expect);
+    assert!(report.mismatches.is_empty(), "{:?}", report.mismatches);
+    assert_eq!(
+        report.progress.unique_states,
+        highwater_model::presets::TLA_KIP320_UNIQUE_STATES,
+        "update TLA_KIP320_UNIQUE_STATES (shown by `highwater presets`) to the new count"
+    );
+}
+
+/// The shortest counterexample of `name`'s expected property, by our BFS.
+fn shortest(name: &str) -> (Config, &'static str, usize) {
+    let p = preset(name);
+    let Expect::Breaks(property) = p.expect else {
+        panic!("{name} is not a historical preset");
+    };
+    let model = PartitionModel::new(p.config);
+    let target: Vec<_> = model
+        .properties()
+        .into_iter()
+        .filter(|q| q.name == property)
+        .collect();
+    assert_eq!(target.len(), 1, "{name} names an existing property");
+    let found = shortest_counterexamples(&model, &target, |_| {});
+    let (found_name, trace) = &found[0];
+    let trace = trace
+        .as_ref()
+        .unwrap_or_else(|| panic!("{name}: no counterexample to \"{property}\""));
+    assert_eq!(*found_name, property);
+    // The trace is a real path: each action enabled, each state its result,
+    // and the last state breaks the property (and no earlier one does).
+    let cond = target[0].condition;
+    for w in trace.windows(2) {
+        let ((prev, _), (next, Some(action))) = (&w[0], &w[1]) else {
+            panic!("steps after the first carry an action");
+        };
+        let mut enabled = Vec::new();
+        model.actions(prev, &mut enabled);
+        assert!(enabled.contains(action), "{action} is enabled");
+        assert_eq!(model.next_state(prev, *action).as_ref(), Some(next));
+        assert!(cond(&model, prev), "an earlier state already breaks it");
+    }
+    assert!(!cond(&model, &trace.last().unwrap().0));
+    (p.config, property, trace.len() - 1)
+}
+
+/// stateright's own breadth-first search (no symmetry reduction) confirms
+/// that `property` breaks within `steps` actions and not within fewer.
+fn assert_no_shorter(cfg: Config, property: &'static str, steps: usize) {
+    let within = |depth: usize| {
+        // target_max_depth counts the initial state as depth 1.
+        PartitionModel::new(cfg)
+            .checker()
+            .threads(1)
+            .target_max_depth(depth + 1)
+            .spawn_bfs()
+            .join()
+            .discovery(property)
+            .is_some()
+    };
+    assert!(within(steps), "a counterexample within {steps} steps exists");
+    assert!(!within(steps - 1), "no counterexample within {} steps", steps - 1);
+}
+
+macro_rules! historical {
+    ($test:ident, $preset:literal) => {
+        #[test]
+        fn $test() {
+            let (cfg, property, steps) = shortest($preset);
+            assert_no_shorter(cfg, property, steps);
+        }
+    };
+}
+
+historical!(acks_1_loses_an_acknowledged_write, "acks-1");
+historical!(min_isr_1_loses_an_acknowledged_write, "min-isr-1");
+historical!(unclean_election_loses_a_committed_record, "unclean-election");
+historical!(no_elr_loses_a_committed_record, "no-elr");
+historical!(hw_truncation_loses_a_committed_record, "hw-truncation");
+historical!(epoch_lookup_lets_logs_diverge, "epoch-lookup");
+historical!(unfenced_breaks_the_strong_isr, "unfenced");
+
+#[test]
+fn every_preset_is_valid_and_historical_ones_differ_from_safe() {
+    let safe = preset("safe").config;
+    for p in PRESETS {
+        p.config.validate().unwrap_or_else(|e| panic!("{}: {e}", p.name));
+        if matches!(p.expect, Expect::Breaks(_)) {
+            assert_ne!(p.config, safe, "{} changes something", p.name);
+        }
+    }
+}
+
+#[test]
+fn a_simulation_finds_an_acks_1_loss_but_claims_no_proof() {
+    let p = preset("acks-1");
+    let opts = RunOptions {
+        threads: 1,
+        search: Search::Simulate {
+            seed: 7,
+            max_depth: 40,
+        },
+        time_limit: Some(std::time::Duration::from_secs(5)),
+    };
+    let report = run::run(p.config, None, Some(p.expect), &opts, |_| {});
+    for prop in &report.properties {
+        assert_ne!(prop.verdict, Verdict::Holds, "a simulation proves nothing");
+    }
+}
