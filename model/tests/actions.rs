@@ -476,6 +476,7 @@ fn controller_shrink_of_the_leader_leaves_the_partition_leaderless_in_a_new_epoc
     let s = led(&cfg);
     let next = step(&cfg, &s, ctrl_shrink(A));
     assert_eq!(next.controller.isr, set(&[B, C]));
+    assert_eq!(next.controller.elr, ReplicaSet::EMPTY, "ISR still at min");
     assert_eq!(next.controller.leader, None);
     assert_eq!(next.controller.epoch, Some(1));
     assert_eq!(
@@ -1501,6 +1502,8 @@ fn committed_and_acknowledged_records_survive_on_later_leaders() {
         // The same epoch counts as later.
         let s = clear_other(marked_record_and_leader(1, log(&[(0, 0)])));
         assert!(holds(name, &s), "{name}");
+        let s = clear_other(marked_record_and_leader(1, Log::default()));
+        assert!(!holds(name, &s), "{name}");
         // A later leader without it: fails.
         let s = clear_other(marked_record_and_leader(2, Log::default()));
         assert!(!holds(name, &s), "{name}");
