@@ -235,7 +235,9 @@ impl Log {
         )
         .map_err(Error::InvalidBatch)
         .and_then(|()| {
-            let h = check_batch(&buf).map_err(Error::InvalidBatch)?;
+            // Encoded just now: the header parses, and the CRC need not be
+            // computed a second time.
+            let h = BatchHeader::parse(&buf).map_err(Error::InvalidBatch)?;
             self.append_checked(&buf, h)
         });
         self.buf = buf;
@@ -246,10 +248,12 @@ impl Log {
     /// then stamps the base offset and the leader epoch, which lie outside
     /// the CRC, as a Kafka leader does.
     pub fn append_batch(&mut self, batch: &mut [u8], leader_epoch: i32) -> Result<AppendInfo> {
-        check_batch(batch).map_err(Error::InvalidBatch)?;
+        let mut h = check_batch(batch).map_err(Error::InvalidBatch)?;
+        // Neither field is covered by the CRC, which stays valid.
         batch::set_base_offset(batch, self.log_end_offset);
         batch::set_partition_leader_epoch(batch, leader_epoch);
-        let h = check_batch(batch).map_err(Error::InvalidBatch)?;
+        h.base_offset = self.log_end_offset;
+        h.partition_leader_epoch = leader_epoch;
         self.append_checked(batch, h)
     }
 

@@ -32,6 +32,7 @@ pub(crate) fn put_varint(out: &mut Vec<u8>, v: i32) {
     put_unsigned(out, ((v << 1) ^ (v >> 31)) as u32 as u64);
 }
 
+#[cfg(test)]
 pub(crate) fn put_varlong(out: &mut Vec<u8>, v: i64) {
     put_unsigned(out, ((v << 1) ^ (v >> 63)) as u64);
 }
