@@ -30,8 +30,7 @@ fn main() {
         .args(["presets", "--json"])
         .output()
         .expect("run highwater presets");
-    let presets: serde_json::Value =
-        serde_json::from_slice(&list.stdout).expect("presets as JSON");
+    let presets: serde_json::Value = serde_json::from_slice(&list.stdout).expect("presets as JSON");
     println!(
         "{:<17} {:>12} {:>11} {:>9} {:>12} {:>9} {:>8}  verdict",
         "preset", "states", "unique", "wall s", "states/s", "peak MiB", "target s"
@@ -43,17 +42,31 @@ fn main() {
         }
         let start = Instant::now();
         let out = Command::new(exe)
-            .args(["check", "--preset", name, "--json", "--quiet", "--threads", &threads])
+            .args([
+                "check",
+                "--preset",
+                name,
+                "--json",
+                "--quiet",
+                "--threads",
+                &threads,
+            ])
             .output()
             .expect("run highwater check");
         let wall = start.elapsed().as_secs_f64();
         let Ok(report) = serde_json::from_slice::<serde_json::Value>(&out.stdout) else {
-            println!("{name:<17} failed: {}", String::from_utf8_lossy(&out.stderr));
+            println!(
+                "{name:<17} failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
             continue;
         };
         let progress = &report["progress"];
         let unique = progress["unique_states"].as_u64().unwrap_or(0);
-        let verdict = if report["mismatches"].as_array().is_some_and(|m| m.is_empty()) {
+        let verdict = if report["mismatches"]
+            .as_array()
+            .is_some_and(|m| m.is_empty())
+        {
             "as expected"
         } else {
             "NOT as expected"

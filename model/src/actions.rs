@@ -14,7 +14,10 @@ use std::fmt;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Action {
     /// The controller elects a leader for a leaderless partition.
-    ControllerElectLeader { replica: ReplicaId, election: Election },
+    ControllerElectLeader {
+        replica: ReplicaId,
+        election: Election,
+    },
     /// The controller sees a broker fail and removes it from the ISR.
     ControllerShrinkIsr { replica: ReplicaId },
     /// A replica named leader in a LeaderAndIsr of a newer epoch takes over.
@@ -24,13 +27,22 @@ pub enum Action {
     /// A producer writes the next record to a replica that presumes it leads.
     Produce { leader: ReplicaId, record: RecordId },
     /// A follower fetches from its leader.
-    FollowerFetch { follower: ReplicaId, leader: ReplicaId },
+    FollowerFetch {
+        follower: ReplicaId,
+        leader: ReplicaId,
+    },
     /// The leader moves its HW to the lowest LEO in its ISR.
     LeaderAdvanceHw { leader: ReplicaId, hw: Offset },
     /// The leader drops a lagging follower, or one not on its epoch.
-    LeaderShrinkIsr { leader: ReplicaId, follower: ReplicaId },
+    LeaderShrinkIsr {
+        leader: ReplicaId,
+        follower: ReplicaId,
+    },
     /// The leader takes a caught-up follower back into the ISR.
-    LeaderExpandIsr { leader: ReplicaId, follower: ReplicaId },
+    LeaderExpandIsr {
+        leader: ReplicaId,
+        follower: ReplicaId,
+    },
     /// A replica fsyncs its log: its recovery point moves to its LEO.
     Flush { replica: ReplicaId },
     /// A broker stops: cleanly (log kept) or not (unflushed suffix lost).
@@ -138,18 +150,24 @@ pub fn enabled(cfg: &Config, s: &State, out: &mut Vec<Action>) {
     }
     for replica in ids.clone() {
         let r = s.replica(replica);
-        // The recovery point matters only to an unclean crash.
-        if cfg.unclean_crashes > 0 && r.alive && r.recovery_point < r.leo() {
+        // The recovery point matters only to an unclean crash still to come.
+        if s.unclean_crashes < cfg.unclean_crashes && r.alive && r.recovery_point < r.leo() {
             out.push(Action::Flush { replica });
         }
     }
     for replica in ids.clone() {
         if s.replica(replica).alive {
             if s.clean_crashes < cfg.clean_crashes {
-                out.push(Action::Crash { replica, clean: true });
+                out.push(Action::Crash {
+                    replica,
+                    clean: true,
+                });
             }
             if s.unclean_crashes < cfg.unclean_crashes {
-                out.push(Action::Crash { replica, clean: false });
+                out.push(Action::Crash {
+                    replica,
+                    clean: false,
+                });
             }
         } else if s.controller.leader != Some(replica) {
             out.push(Action::Restart { replica });
@@ -213,7 +231,9 @@ pub fn accepts_request(s: &State, replica: ReplicaId, epoch: Epoch) -> bool {
     r.alive
         && match r.epoch {
             None => true,
-            Some(current) => epoch > current || (r.leader == LeaderView::Unknown && epoch == current),
+            Some(current) => {
+                epoch > current || (r.leader == LeaderView::Unknown && epoch == current)
+            }
         }
 }
 
@@ -305,7 +325,8 @@ fn follower_fetch(s: &mut State, follower: ReplicaId, leader: ReplicaId) {
     // appended now reaches the leader with the next fetch.
     let fetch_offset = f.leo();
     for offset in fetch_offset..l.leo() {
-        f.log.append(l.log.get(offset).expect("below the leader's LEO"));
+        f.log
+            .append(l.log.get(offset).expect("below the leader's LEO"));
     }
     f.hw = l.hw.min(f.leo());
     let l = s.replica_mut(leader);
@@ -388,11 +409,15 @@ fn may_leader_shrink(_cfg: &Config, s: &State, leader: ReplicaId, follower: Repl
 
 fn may_leader_expand(cfg: &Config, s: &State, leader: ReplicaId, follower: ReplicaId) -> bool {
     let l = s.replica(leader);
-    if follower == leader || l.isr.contains(follower) || !is_true_leader(s, leader) {
+    // Against the controller's ISR: the leader's copy misses removals the
+    // controller made on its own, and the update is checked against it.
+    if follower == leader || s.controller.isr.contains(follower) || !is_true_leader(s, leader) {
         return false;
     }
     let caught_up = l.follower_leo[follower as usize].is_some_and(|leo| leo >= l.hw);
-    caught_up && !l.stale_fetch.contains(follower) && (!cfg.truncation.is_fenced() || hw_reached_own_epoch(l))
+    caught_up
+        && !l.stale_fetch.contains(follower)
+        && (!cfg.truncation.is_fenced() || hw_reached_own_epoch(l))
 }
 
 /// KIP-320: every record of earlier epochs is below the HW, so a new ISR

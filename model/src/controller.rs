@@ -120,8 +120,5 @@ fn send_leader_and_isr(s: &mut State, leader: Option<ReplicaId>) {
     let epoch = c.next_epoch();
     c.epoch = Some(epoch);
     c.leader = leader;
-    s.requests[epoch as usize] = Some(Request {
-        leader,
-        isr: c.isr,
-    });
+    s.requests[epoch as usize] = Some(Request { leader, isr: c.isr });
 }

@@ -103,6 +103,10 @@ struct CheckArgs {
     /// Stop a simulation after this many seconds.
     #[arg(long, requires = "simulate", default_value_t = 10)]
     seconds: u64,
+    /// Check every property even when the preset expects a counterexample
+    /// (by default such a run stops at the first counterexample it finds).
+    #[arg(long)]
+    exhaustive: bool,
     /// Print one JSON report on stdout instead of text.
     #[arg(long)]
     json: bool,
@@ -138,7 +142,8 @@ fn on_off_parser() -> clap::builder::ValueParser {
 impl ModelArgs {
     /// The preset with the overrides applied, validated.
     fn resolve(&self) -> Result<(&'static Preset, Config, bool), String> {
-        let preset = Preset::find(&self.preset).ok_or_else(|| format!("unknown preset {}", self.preset))?;
+        let preset =
+            Preset::find(&self.preset).ok_or_else(|| format!("unknown preset {}", self.preset))?;
         let mut c = preset.config;
         let mut changed = false;
         macro_rules! set {
@@ -200,16 +205,24 @@ fn check(args: CheckArgs) -> Result<ExitCode, String> {
     } else {
         Search::Dfs
     };
+    // With overrides the preset's expectation no longer applies.
+    let expect = (!changed).then_some(preset.expect);
     let opts = RunOptions {
         threads: threads(args.threads)?,
         search,
         time_limit: args.simulate.then(|| Duration::from_secs(args.seconds)),
+        stop_at_first: !args.exhaustive && matches!(expect, Some(Expect::Breaks(_))),
     };
-    // With overrides the preset's expectation no longer applies.
-    let expect = (!changed).then_some(preset.expect);
     if !args.json {
         println!("highwater: checking {}", describe(preset, &cfg, changed));
-        println!("search: {} with {} thread(s)", search_text(search), opts.threads);
+        println!(
+            "search: {} with {} thread(s)",
+            search_text(search),
+            opts.threads
+        );
+        if opts.stop_at_first {
+            println!("stopping at the first counterexample (--exhaustive checks every property)");
+        }
     }
     let quiet = args.quiet;
     let mut report = run::run(cfg, (!changed).then_some(preset.name), expect, &opts, |p| {
@@ -280,6 +293,7 @@ fn print_report(r: &Report) {
             Verdict::Reached => "reached",
             Verdict::NotReached => "not reached",
             Verdict::NoneFound => "no counterexample found (not exhaustive)",
+            Verdict::NotChecked => "not checked (stopped at a counterexample)",
         };
         println!("  {:<9} {:<44} {verdict}", prop.kind, prop.name);
     }
@@ -323,7 +337,10 @@ fn presets(json: bool) -> Result<ExitCode, String> {
                 })
             })
             .collect();
-        println!("{}", serde_json::to_string_pretty(&list).map_err(|e| e.to_string())?);
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&list).map_err(|e| e.to_string())?
+        );
         return Ok(ExitCode::SUCCESS);
     }
     for p in PRESETS {
@@ -372,8 +389,11 @@ fn explore(args: ExploreArgs) -> Result<ExitCode, String> {
         threads: threads(args.threads)?,
         search: Search::Dfs,
         time_limit: None,
+        stop_at_first: false,
     };
-    let report = run::run(cfg, None, None, &opts, |p| eprintln!("{}", progress_line(&p)));
+    let report = run::run(cfg, None, None, &opts, |p| {
+        eprintln!("{}", progress_line(&p))
+    });
     let mut any = false;
     for prop in &report.properties {
         if let Some(steps) = &prop.counterexample {

@@ -10,7 +10,9 @@ use crate::properties::*;
 pub enum Expect {
     /// Every always-property holds, and every sometimes-property is reached
     /// except those listed (which the preset's bounds rule out).
-    Holds { unreachable: &'static [&'static str] },
+    Holds {
+        unreachable: &'static [&'static str],
+    },
     /// This always-property has a counterexample.
     Breaks(&'static str),
 }
@@ -180,7 +182,10 @@ impl Preset {
         match self.expect {
             Expect::Holds { unreachable: [] } => "everything holds".to_string(),
             Expect::Holds { unreachable } => {
-                format!("everything holds; not reachable: {}", unreachable.join(", "))
+                format!(
+                    "everything holds; not reachable: {}",
+                    unreachable.join(", ")
+                )
             }
             Expect::Breaks(p) => format!("breaks \"{p}\""),
         }

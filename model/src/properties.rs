@@ -28,18 +28,23 @@ pub fn properties() -> Vec<Property<PartitionModel>> {
         }),
         Property::always(STRONG_ISR, |_, s: &State| strong_isr(s)),
         Property::always(LEADER_IN_ISR, |_, s: &State| {
-            s.controller.leader.is_none_or(|l| s.controller.isr.contains(l))
+            s.controller
+                .leader
+                .is_none_or(|l| s.controller.isr.contains(l))
         }),
         Property::always(HW_WITHIN_LOG, |_, s: &State| {
             s.ids().all(|r| s.replica(r).hw <= s.replica(r).leo())
         }),
-        Property::always(NO_DIVERGENCE_BELOW_HW, |_, s: &State| logs_agree_below_hw(s)),
+        Property::always(NO_DIVERGENCE_BELOW_HW, |_, s: &State| {
+            logs_agree_below_hw(s)
+        }),
         Property::sometimes(SOMETIMES_COMMIT, |_, s: &State| {
             s.records.iter().any(|h| h.visible.is_some())
         }),
         Property::sometimes(SOMETIMES_ISR_LEADER_ALONE, |_, s: &State| {
             let c = &s.controller;
-            c.leader.is_some_and(|l| c.isr == crate::state::ReplicaSet::single(l))
+            c.leader
+                .is_some_and(|l| c.isr == crate::state::ReplicaSet::single(l))
         }),
         // Only an expand adds to the ISR a leader was elected with.
         Property::sometimes(SOMETIMES_FOLLOWER_REJOINS, |_, s: &State| {

@@ -9,8 +9,7 @@ pub fn state_table(s: &State) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "  {:<4} {:<5} {:<10} {:<5} {:<16} {:>3} {:>3} {:>3}  {}",
-        "", "state", "role", "epoch", "log (| = HW)", "LEO", "HW", "RP", "leader's ISR"
+        "       state role       epoch log (| = HW)     LEO  HW  RP  leader's ISR"
     );
     for r in s.ids() {
         let x = s.replica(r);
@@ -49,7 +48,8 @@ pub fn state_table(s: &State) -> String {
     let _ = writeln!(
         out,
         "  controller: leader {}, epoch {}, ISR {:?}, ELR {:?}",
-        c.leader.map_or("none".to_string(), |l| replica_name(l).to_string()),
+        c.leader
+            .map_or("none".to_string(), |l| replica_name(l).to_string()),
         c.epoch.map_or("-".to_string(), |e| e.to_string()),
         c.isr,
         c.elr

@@ -10,7 +10,7 @@ use crate::render;
 use crate::shortest::{self, Trace};
 use crate::state::State;
 use serde::Serialize;
-use stateright::{Checker, Expectation, Model, UniformChooser};
+use stateright::{Checker, Expectation, HasDiscoveries, Model, UniformChooser};
 use std::time::{Duration, Instant};
 
 /// How to search.
@@ -37,6 +37,8 @@ pub struct RunOptions {
     pub search: Search,
     /// Stop a simulation after this long (simulations never finish by themselves).
     pub time_limit: Option<Duration>,
+    /// Stop at the first counterexample instead of checking every property.
+    pub stop_at_first: bool,
 }
 
 /// A snapshot of a running search.
@@ -71,6 +73,8 @@ pub enum Verdict {
     NotReached,
     /// A non-exhaustive search saw no counterexample.
     NoneFound,
+    /// The run stopped at an earlier counterexample before deciding this one.
+    NotChecked,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -119,9 +123,17 @@ pub fn run(
 ) -> Report {
     let model = PartitionModel::new(cfg);
     let start = Instant::now();
-    let builder = model.clone().checker().threads(opts.threads.max(1));
+    let mut builder = model.clone().checker().threads(opts.threads.max(1));
+    if opts.stop_at_first {
+        builder = builder.finish_when(HasDiscoveries::AnyFailures);
+    }
     let (progress, found) = match opts.search {
-        Search::Dfs => watch(builder.symmetry().spawn_dfs(), start, opts, &mut on_progress),
+        Search::Dfs => watch(
+            builder.symmetry().spawn_dfs(),
+            start,
+            opts,
+            &mut on_progress,
+        ),
         Search::Bfs => watch(builder.spawn_bfs(), start, opts, &mut on_progress),
         Search::Simulate { seed, max_depth } => watch(
             builder
@@ -132,6 +144,11 @@ pub fn run(
             &mut on_progress,
         ),
     };
+    let stopped_early = opts.stop_at_first
+        && model
+            .properties()
+            .iter()
+            .any(|p| p.expectation == Expectation::Always && found.contains(&p.name));
     let mut properties: Vec<PropertyResult> = model
         .properties()
         .iter()
@@ -139,11 +156,13 @@ pub fn run(
             let seen = found.contains(&p.name);
             let (kind, verdict) = match (p.expectation.clone(), seen) {
                 (Expectation::Always, true) => ("always", Verdict::Counterexample),
+                (Expectation::Always, false) if stopped_early => ("always", Verdict::NotChecked),
                 (Expectation::Always, false) if opts.search.exhaustive() => {
                     ("always", Verdict::Holds)
                 }
                 (Expectation::Always, false) => ("always", Verdict::NoneFound),
                 (_, true) => ("sometimes", Verdict::Reached),
+                (_, false) if stopped_early => ("sometimes", Verdict::NotChecked),
                 (_, false) => ("sometimes", Verdict::NotReached),
             };
             PropertyResult {
@@ -154,8 +173,22 @@ pub fn run(
             }
         })
         .collect();
-    attach_shortest(&model, &mut properties);
-    let mismatches = expect.map(|e| mismatches(e, &properties, opts.search)).unwrap_or_default();
+    // The shortest counterexample of each broken property, and of the one the
+    // preset expects to break even if an early stop left it undecided.
+    let mut targets: Vec<&str> = properties
+        .iter()
+        .filter(|p| p.verdict == Verdict::Counterexample)
+        .map(|p| p.name)
+        .collect();
+    if let Some(Expect::Breaks(name)) = expect {
+        if !targets.contains(&name) && (stopped_early || !opts.search.exhaustive()) {
+            targets.push(name);
+        }
+    }
+    attach_shortest(&model, &mut properties, &targets);
+    let mismatches = expect
+        .map(|e| mismatches(e, &properties, opts.search))
+        .unwrap_or_default();
     Report {
         preset,
         config: cfg,
@@ -207,22 +240,20 @@ fn watch<C: Checker<PartitionModel>>(
     (progress, found)
 }
 
-/// Finds the shortest counterexample of every broken always-property.
-fn attach_shortest(model: &PartitionModel, properties: &mut [PropertyResult]) {
-    let broken: Vec<_> = model
+/// Finds the shortest counterexample of each named always-property; one
+/// found for a property the run had not decided makes it broken.
+fn attach_shortest(model: &PartitionModel, properties: &mut [PropertyResult], names: &[&str]) {
+    let targets: Vec<_> = model
         .properties()
         .into_iter()
-        .filter(|p| {
-            properties
-                .iter()
-                .any(|r| r.name == p.name && r.verdict == Verdict::Counterexample)
-        })
+        .filter(|p| names.contains(&p.name))
         .collect();
-    if broken.is_empty() {
+    if targets.is_empty() {
         return;
     }
-    for (name, trace) in shortest::shortest_counterexamples(model, &broken, |_| {}) {
+    for (name, trace) in shortest::shortest_counterexamples(model, &targets, |_| {}) {
         if let (Some(p), Some(trace)) = (properties.iter_mut().find(|p| p.name == name), trace) {
+            p.verdict = Verdict::Counterexample;
             p.counterexample = Some(steps(model, &trace));
         }
     }
@@ -267,11 +298,17 @@ fn mismatches(expect: Expect, props: &[PropertyResult], search: Search) -> Vec<S
         Expect::Holds { unreachable } => {
             for p in props {
                 match p.verdict {
-                    Verdict::Counterexample => {
-                        out.push(format!("\"{}\" was expected to hold but has a counterexample", p.name))
-                    }
-                    Verdict::NotReached if search.exhaustive() && !unreachable.contains(&p.name) => {
-                        out.push(format!("\"{}\" was expected to be reached but never was", p.name))
+                    Verdict::Counterexample => out.push(format!(
+                        "\"{}\" was expected to hold but has a counterexample",
+                        p.name
+                    )),
+                    Verdict::NotReached
+                        if search.exhaustive() && !unreachable.contains(&p.name) =>
+                    {
+                        out.push(format!(
+                            "\"{}\" was expected to be reached but never was",
+                            p.name
+                        ))
                     }
                     Verdict::Reached if unreachable.contains(&p.name) => out.push(format!(
                         "\"{}\" was expected to be unreachable but was reached",
@@ -286,7 +323,9 @@ fn mismatches(expect: Expect, props: &[PropertyResult], search: Search) -> Vec<S
                 .iter()
                 .any(|p| p.name == name && p.verdict == Verdict::Counterexample);
             if !broken {
-                out.push(format!("\"{name}\" was expected to break but no counterexample was found"));
+                out.push(format!(
+                    "\"{name}\" was expected to break but no counterexample was found"
+                ));
             }
         }
     }

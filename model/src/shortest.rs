@@ -13,17 +13,40 @@ use crate::state::State;
 use stateright::{Model, Property, Representative};
 use std::collections::hash_map::Entry;
 use std::collections::{HashMap, VecDeque};
-use std::hash::{Hash, Hasher};
+use std::hash::{BuildHasherDefault, Hasher};
 
 /// A path: the initial state, then each action with the state it leads to.
 pub type Trace = Vec<(State, Option<Action>)>;
 
 /// A stable 64-bit fingerprint of a state's class.
 fn fingerprint(s: &State) -> u64 {
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    s.representative().hash(&mut h);
-    h.finish()
+    fingerprint_of_representative(&s.representative())
 }
+
+fn fingerprint_of_representative(rep: &State) -> u64 {
+    // Fixed keys: the same state has the same fingerprint in every run.
+    ahash::RandomState::with_seeds(1, 2, 3, 4).hash_one(rep)
+}
+
+/// Fingerprints are already uniform: the parent map uses them as they are.
+#[derive(Default)]
+struct FingerprintHasher(u64);
+
+impl Hasher for FingerprintHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0 << 8) | u64::from(*b);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+}
+
+type ParentMap = HashMap<u64, u64, BuildHasherDefault<FingerprintHasher>>;
 
 /// Progress of a search, for the caller to report.
 #[derive(Clone, Copy, Debug, Default)]
@@ -40,7 +63,7 @@ pub fn shortest_counterexamples(
     mut progress: impl FnMut(SearchStats),
 ) -> Vec<(&'static str, Option<Trace>)> {
     let init = model.init_state();
-    let mut parent: HashMap<u64, u64> = HashMap::new();
+    let mut parent = ParentMap::default();
     let mut found: Vec<Option<u64>> = vec![None; targets.len()];
     let init_fp = fingerprint(&init);
     parent.insert(init_fp, init_fp);
@@ -50,7 +73,8 @@ pub fn shortest_counterexamples(
     'search: while !level.is_empty() {
         let mut next_level = VecDeque::new();
         for s in level.drain(..) {
-            let fp = fingerprint(&s);
+            // Levels hold representatives already.
+            let fp = fingerprint_of_representative(&s);
             for (i, p) in targets.iter().enumerate() {
                 if found[i].is_none() && !(p.condition)(model, &s) {
                     found[i] = Some(fp);
@@ -66,9 +90,7 @@ pub fn shortest_counterexamples(
                     continue;
                 };
                 let rep = next.representative();
-                let mut h = std::collections::hash_map::DefaultHasher::new();
-                rep.hash(&mut h);
-                if let Entry::Vacant(v) = parent.entry(h.finish()) {
+                if let Entry::Vacant(v) = parent.entry(fingerprint_of_representative(&rep)) {
                     v.insert(fp);
                     next_level.push_back(rep);
                 }
@@ -87,7 +109,7 @@ pub fn shortest_counterexamples(
 }
 
 /// Rebuilds a concrete path from the initial state to the class `target`.
-fn rebuild(model: &PartitionModel, parent: &HashMap<u64, u64>, init_fp: u64, target: u64) -> Trace {
+fn rebuild(model: &PartitionModel, parent: &ParentMap, init_fp: u64, target: u64) -> Trace {
     let mut chain = vec![target];
     while *chain.last().expect("non-empty") != init_fp {
         chain.push(parent[chain.last().expect("non-empty")]);

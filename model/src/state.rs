@@ -271,7 +271,8 @@ impl State {
     }
     /// Replicas that are alive and believe they lead.
     pub fn presumed_leaders(&self) -> impl Iterator<Item = ReplicaId> + '_ {
-        self.ids().filter(|&r| self.replica(r).presumes_leadership(r))
+        self.ids()
+            .filter(|&r| self.replica(r).presumes_leadership(r))
     }
     pub fn request(&self, epoch: Epoch) -> Option<Request> {
         self.requests.get(epoch as usize).copied().flatten()

@@ -19,7 +19,15 @@ impl Representative for State {
                 LeaderView::Replica(l) if l == r => 2,
                 LeaderView::Replica(_) => 3,
             };
-            (x.alive, x.log, x.hw, x.recovery_point, x.epoch, role, x.unclean_down)
+            (
+                x.alive,
+                x.log,
+                x.hw,
+                x.recovery_point,
+                x.epoch,
+                role,
+                x.unclean_down,
+            )
         });
         self.renamed(&order)
     }
@@ -43,7 +51,10 @@ impl State {
             r.isr = r.isr.renamed(&map);
             r.stale_fetch = r.stale_fetch.renamed(&map);
             let mut leo = [None; MAX_REPLICAS];
-            for (f, v) in self.replicas[old as usize].follower_leo[..n].iter().enumerate() {
+            for (f, v) in self.replicas[old as usize].follower_leo[..n]
+                .iter()
+                .enumerate()
+            {
                 leo[rename(f as ReplicaId) as usize] = *v;
             }
             r.follower_leo = leo;

@@ -116,8 +116,14 @@ mod tests {
 
     #[test]
     fn first_divergence_is_the_longest_common_prefix() {
-        assert_eq!(first_divergence(&log(&[(0, 0), (1, 0)]), &log(&[(0, 0), (2, 1)])), 1);
-        assert_eq!(first_divergence(&log(&[(0, 0)]), &log(&[(0, 0), (2, 1)])), 1);
+        assert_eq!(
+            first_divergence(&log(&[(0, 0), (1, 0)]), &log(&[(0, 0), (2, 1)])),
+            1
+        );
+        assert_eq!(
+            first_divergence(&log(&[(0, 0)]), &log(&[(0, 0), (2, 1)])),
+            1
+        );
         assert_eq!(first_divergence(&log(&[(1, 1)]), &log(&[(0, 0)])), 0);
     }
 
@@ -125,7 +131,11 @@ mod tests {
     fn truncation_never_goes_above_the_follower_leo() {
         let f = follower(&[(0, 0)], 0);
         let leader = log(&[(0, 0), (1, 0)]);
-        for mode in [Truncation::Epoch, Truncation::EpochIterative, Truncation::Fenced] {
+        for mode in [
+            Truncation::Epoch,
+            Truncation::EpochIterative,
+            Truncation::Fenced,
+        ] {
             assert_eq!(truncation_offset(mode, &f, Some(&leader)), 1, "{mode}");
         }
     }

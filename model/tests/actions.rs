@@ -1244,7 +1244,6 @@ fn flush_is_enabled_for_a_live_replica_with_unflushed_records_when_unclean_crash
 /// Flush then changes nothing, yet `enabled` still offers it: its condition
 /// reads `cfg.unclean_crashes > 0`, not whether an unclean crash is left.
 #[test]
-#[ignore = "model bug: Flush is enabled after the last unclean crash, where applying it changes nothing"]
 fn flush_is_not_offered_once_no_unclean_crash_is_left() {
     let cfg = base();
     let s = run(&cfg, &led(&cfg), &[produce(A, 0), crash(C, false)]);

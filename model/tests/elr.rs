@@ -494,7 +494,6 @@ fn rule5_the_uncleanly_restarted_replica_rejoins_through_a_normal_expand() {
 /// lagging, not gone) and LeaderExpandIsr (already in the leader's ISR) are
 /// both disabled, so without a new record it can never rejoin the quorum ISR.
 #[test]
-#[ignore = "model bug: the leader's cached ISR is not refreshed on controller-side ISR removals, so a caught-up replica cannot rejoin"]
 fn rule5_a_caught_up_replica_can_rejoin_after_an_unclean_restart() {
     let cfg = Config {
         records: 1,

@@ -85,12 +85,18 @@ fn explore_serves_the_printed_counterexample_path() {
     // The server may take a moment to bind after printing.
     let start = Instant::now();
     while TcpStream::connect(addr).is_err() {
-        assert!(start.elapsed() < Duration::from_secs(20), "explorer never listened");
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "explorer never listened"
+        );
         std::thread::sleep(Duration::from_millis(100));
     }
     let (status, page) = get(addr, "/");
     assert_eq!(status, 200);
-    assert!(page.contains("<html") || page.contains("<!DOCTYPE"), "the explorer page");
+    assert!(
+        page.contains("<html") || page.contains("<!DOCTYPE"),
+        "the explorer page"
+    );
 
     // Walk the path: at each prefix the next action index is offered, and the
     // last state breaks the property (the explorer shows the property's own
@@ -121,15 +127,19 @@ fn explore_serves_the_printed_counterexample_path() {
     assert_eq!(status, 200);
     let status: serde_json::Value = serde_json::from_str(&body).expect("JSON status");
     let props = status["properties"].as_array().expect("properties");
-    assert!(props
-        .iter()
-        .any(|p| p[1] == "acknowledged records survive"));
+    assert!(props.iter().any(|p| p[1] == "acknowledged records survive"));
 }
 
 #[test]
 fn explore_refuses_a_bad_address_with_a_message() {
     let out = Command::new(env!("CARGO_BIN_EXE_highwater"))
-        .args(["explore", "--preset", "tla-kip320", "--addr", "not-an-address"])
+        .args([
+            "explore",
+            "--preset",
+            "tla-kip320",
+            "--addr",
+            "not-an-address",
+        ])
         .output()
         .expect("run highwater explore");
     assert_eq!(out.status.code(), Some(2));

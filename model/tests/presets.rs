@@ -17,6 +17,7 @@ fn dfs(cfg: Config, expect: Expect) -> run::Report {
         threads: 2,
         search: Search::Dfs,
         time_limit: None,
+        stop_at_first: false,
     };
     run::run(cfg, None, Some(expect), &opts, |_| {})
 }
@@ -118,8 +119,15 @@ fn assert_no_shorter(cfg: Config, property: &'static str, steps: usize) {
             .discovery(property)
             .is_some()
     };
-    assert!(within(steps), "a counterexample within {steps} steps exists");
-    assert!(!within(steps - 1), "no counterexample within {} steps", steps - 1);
+    assert!(
+        within(steps),
+        "a counterexample within {steps} steps exists"
+    );
+    assert!(
+        !within(steps - 1),
+        "no counterexample within {} steps",
+        steps - 1
+    );
 }
 
 macro_rules! historical {
@@ -134,7 +142,10 @@ macro_rules! historical {
 
 historical!(acks_1_loses_an_acknowledged_write, "acks-1");
 historical!(min_isr_1_loses_an_acknowledged_write, "min-isr-1");
-historical!(unclean_election_loses_a_committed_record, "unclean-election");
+historical!(
+    unclean_election_loses_a_committed_record,
+    "unclean-election"
+);
 historical!(no_elr_loses_a_committed_record, "no-elr");
 historical!(hw_truncation_loses_a_committed_record, "hw-truncation");
 historical!(epoch_lookup_lets_logs_diverge, "epoch-lookup");
@@ -144,7 +155,9 @@ historical!(unfenced_breaks_the_strong_isr, "unfenced");
 fn every_preset_is_valid_and_historical_ones_differ_from_safe() {
     let safe = preset("safe").config;
     for p in PRESETS {
-        p.config.validate().unwrap_or_else(|e| panic!("{}: {e}", p.name));
+        p.config
+            .validate()
+            .unwrap_or_else(|e| panic!("{}: {e}", p.name));
         if matches!(p.expect, Expect::Breaks(_)) {
             assert_ne!(p.config, safe, "{} changes something", p.name);
         }
@@ -161,6 +174,7 @@ fn a_simulation_finds_an_acks_1_loss_but_claims_no_proof() {
             max_depth: 40,
         },
         time_limit: Some(std::time::Duration::from_secs(5)),
+        stop_at_first: false,
     };
     let report = run::run(p.config, None, Some(p.expect), &opts, |_| {});
     for prop in &report.properties {
