@@ -318,8 +318,11 @@ fn log_dir_checkpoints_and_clean_shutdown() {
     ld.close(vec![(tp.clone(), log)]).unwrap();
     assert!(tmp.path().join(".kafka_cleanshutdown").exists());
 
+    let marker = std::fs::read_to_string(tmp.path().join(".kafka_cleanshutdown")).unwrap();
+    assert_eq!(marker, r#"{"version":"0","broker_epoch":"-1"}"#);
     let ld = LogDir::open(tmp.path()).unwrap();
     assert!(ld.had_clean_shutdown());
+    assert_eq!(ld.clean_shutdown_broker_epoch(), Some(-1));
     assert!(
         !tmp.path().join(".kafka_cleanshutdown").exists(),
         "consumed on open"

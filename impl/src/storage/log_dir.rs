@@ -37,6 +37,7 @@ pub struct PartitionCheckpoints {
 pub struct LogDir {
     path: PathBuf,
     clean_shutdown: bool,
+    broker_epoch: Option<i64>,
     recovery_points: BTreeMap<TopicPartition, u64>,
     high_watermarks: BTreeMap<TopicPartition, u64>,
     log_starts: BTreeMap<TopicPartition, u64>,
@@ -55,9 +56,17 @@ impl LogDir {
         fs::create_dir_all(path).map_err(|e| Error::io(path, "create log directory", e))?;
         let marker = path.join(CLEAN_SHUTDOWN_MARKER);
         let clean_shutdown = marker.exists();
+        let broker_epoch = if clean_shutdown {
+            fs::read_to_string(&marker)
+                .ok()
+                .and_then(|t| parse_broker_epoch(&t))
+        } else {
+            None
+        };
         let dir = LogDir {
             path: path.to_path_buf(),
             clean_shutdown,
+            broker_epoch,
             recovery_points: read_or_empty(&path.join(RECOVERY_POINT_CHECKPOINT))?,
             high_watermarks: read_or_empty(&path.join(REPLICATION_CHECKPOINT))?,
             log_starts: read_or_empty(&path.join(LOG_START_CHECKPOINT))?,
@@ -75,6 +84,11 @@ impl LogDir {
     /// Whether the directory held the clean-shutdown marker when opened.
     pub fn had_clean_shutdown(&self) -> bool {
         self.clean_shutdown
+    }
+
+    /// The broker epoch the clean-shutdown marker recorded, if it held one.
+    pub fn clean_shutdown_broker_epoch(&self) -> Option<i64> {
+        self.broker_epoch
     }
 
     /// The checkpointed offsets of one partition.
@@ -157,7 +171,17 @@ impl LogDir {
 
     /// Clean shutdown: flushes and closes every log, writes the checkpoints,
     /// then the marker, so the next open skips recovery.
-    pub fn close(mut self, logs: Vec<(TopicPartition, Log)>) -> Result<()> {
+    pub fn close(self, logs: Vec<(TopicPartition, Log)>) -> Result<()> {
+        self.close_with_broker_epoch(logs, -1)
+    }
+
+    /// [`close`](Self::close), recording the broker epoch in the marker as
+    /// Kafka does for KIP-966 (`{"version":"0","broker_epoch":"<epoch>"}`).
+    pub fn close_with_broker_epoch(
+        mut self,
+        logs: Vec<(TopicPartition, Log)>,
+        broker_epoch: i64,
+    ) -> Result<()> {
         let mut offsets = Vec::new();
         for (tp, mut log) in logs {
             log.flush(log.log_end_offset())?;
@@ -183,6 +207,38 @@ impl LogDir {
             &self.high_watermarks,
         )?;
         checkpoint::write_offsets(&self.path.join(LOG_START_CHECKPOINT), &self.log_starts)?;
-        checkpoint::write_atomically(&self.path.join(CLEAN_SHUTDOWN_MARKER), b"")
+        let marker = format!("{{\"version\":\"0\",\"broker_epoch\":\"{broker_epoch}\"}}");
+        checkpoint::write_atomically(&self.path.join(CLEAN_SHUTDOWN_MARKER), marker.as_bytes())
+    }
+}
+
+/// Reads `"broker_epoch":"<n>"` from the marker's small JSON object. The
+/// marker only needs to exist; an unreadable epoch is simply unknown.
+fn parse_broker_epoch(text: &str) -> Option<i64> {
+    let rest = &text[text.find("\"broker_epoch\"")? + "\"broker_epoch\"".len()..];
+    let rest = rest.trim_start().strip_prefix(':')?.trim_start();
+    let rest = rest.strip_prefix('"').unwrap_or(rest);
+    let end = rest
+        .find(|c: char| c != '-' && !c.is_ascii_digit())
+        .unwrap_or(rest.len());
+    rest[..end].parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn marker_epoch() {
+        assert_eq!(
+            parse_broker_epoch(r#"{"version":"0","broker_epoch":"42"}"#),
+            Some(42)
+        );
+        assert_eq!(
+            parse_broker_epoch(r#"{"broker_epoch": "-1", "version":"0"}"#),
+            Some(-1)
+        );
+        assert_eq!(parse_broker_epoch(""), None);
+        assert_eq!(parse_broker_epoch(r#"{"broker_epoch":"x"}"#), None);
     }
 }
