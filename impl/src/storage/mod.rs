@@ -23,6 +23,25 @@
 //! position, or a repair recorded in the [`RecoveryReport`]; nothing here
 //! panics on file contents.
 //!
+//! # Where this differs from Kafka, and why
+//!
+//! The bytes on disk are Kafka's; some rules are stricter:
+//! - Index files are never preallocated: a file is exactly its entries, so
+//!   a crash cannot leave zero-filled slots that look like entries (Kafka
+//!   derives the entry count from the length, so it reads ours).
+//! - Recovery refuses to cut data below the recovery point (data once
+//!   acknowledged as flushed) unless configured to
+//!   ([`LogConfig::truncate_below_recovery_point`]); Kafka cuts silently.
+//! - Recovery also requires offsets to be contiguous (no compaction here)
+//!   and checks each batch's leader epoch against the
+//!   `leader-epoch-checkpoint`, because the CRC does not cover the epoch.
+//! - Reads check every batch's CRC before serving it.
+//! - Truncation and segment deletion are fsynced before they return, so
+//!   cut data cannot come back after a crash.
+//! - Compression, transactions' indexes (`.txnindex`), producer snapshots
+//!   and compaction are not implemented; a compressed batch is reported as
+//!   such, never misread.
+//!
 //! ```
 //! use highwater::storage::{Log, LogConfig, LoadParams, Record};
 //! let dir = tempfile::tempdir().unwrap();
