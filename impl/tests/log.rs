@@ -347,3 +347,78 @@ fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
         std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
     }
 }
+
+#[test]
+fn rolls_on_full_index_and_on_relative_offset_overflow() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("t-0");
+    let config = LogConfig {
+        segment_bytes: 1 << 20,
+        index_interval_bytes: 100,
+        segment_index_bytes: 24, // 3 offset entries, 2 time entries
+        retention_bytes: None,
+        retention_ms: None,
+        truncate_below_recovery_point: false,
+    };
+    let (mut log, _) = open(&dir, config.clone(), LoadParams::default());
+    let expected = fill(&mut log, 60);
+    let segs = log.segments();
+    assert!(segs.len() > 5, "rolled {} times", segs.len());
+    assert!(segs
+        .iter()
+        .all(|s| s.index_entries <= 3 && s.time_index_entries <= 2));
+    assert_eq!(read_all(&log, 0), expected);
+
+    // A batch whose last offset is 2^31 past the segment base must go to a
+    // new segment (relative offsets are 32-bit).
+    let (mut log, _) = open(
+        &tmp.path().join("u-0"),
+        LogConfig::default(),
+        LoadParams::default(),
+    );
+    log.append(&[Record::new(1, "a")], 0).unwrap();
+    let mut b = Vec::new();
+    highwater::storage::batch::encode_batch(
+        &mut b,
+        1,
+        0,
+        highwater::storage::ProducerInfo::NONE,
+        &[Record::new(2, "b")],
+    )
+    .unwrap();
+    b[23..27].copy_from_slice(&i32::MAX.to_be_bytes()); // lastOffsetDelta
+    let crc = crc32c::crc32c(&b[21..]);
+    b[17..21].copy_from_slice(&crc.to_be_bytes());
+    log.append_replicated(&b).unwrap();
+    let segs = log.segments();
+    assert_eq!(
+        segs.iter().map(|s| s.base_offset).collect::<Vec<_>>(),
+        vec![0, 1]
+    );
+    assert_eq!(log.log_end_offset(), 1 + (1u64 << 31));
+    drop(log);
+    let (log, report) = open(
+        &tmp.path().join("u-0"),
+        LogConfig::default(),
+        LoadParams::default(),
+    );
+    assert_eq!(report.problem, None, "{report}");
+    assert_eq!(log.log_end_offset(), 1 + (1u64 << 31));
+}
+
+#[test]
+fn unparsable_broker_checkpoint_is_a_typed_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(
+        tmp.path().join("recovery-point-offset-checkpoint"),
+        "0\n1\norders 0\n",
+    )
+    .unwrap();
+    match LogDir::open(tmp.path()) {
+        Err(Error::Checkpoint { path, line, .. }) => {
+            assert!(path.ends_with("recovery-point-offset-checkpoint"));
+            assert_eq!(line, 3);
+        }
+        other => panic!("{other:?}"),
+    }
+}
