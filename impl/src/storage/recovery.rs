@@ -636,8 +636,11 @@ pub(crate) fn load(dir: &Path, config: &LogConfig, params: &LoadParams) -> Resul
                 Ok(()) if is_last => {
                     // Clean shutdown: find the log end by checking the tail
                     // from the last index entry.
-                    let st =
+                    let mut st =
                         std::mem::replace(&mut *write(&seg.state), SegState::new(base, config));
+                    // The scan starts at the last entry's batch and counts
+                    // bytes from there, as appends did.
+                    st.bytes_since_last_index_entry = 0;
                     let start = st
                         .offset_index
                         .entries()
