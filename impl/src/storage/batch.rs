@@ -209,15 +209,29 @@ pub fn check_batch(bytes: &[u8]) -> Result<BatchHeader, BatchError> {
     Ok(h)
 }
 
+fn need_header(batch: &[u8]) -> Result<(), BatchError> {
+    if batch.len() < HEADER_SIZE {
+        return Err(BatchError::Truncated {
+            needed: HEADER_SIZE as u64,
+            available: batch.len() as u64,
+        });
+    }
+    Ok(())
+}
+
 /// Overwrites the base offset of an encoded batch (outside the CRC).
-pub fn set_base_offset(batch: &mut [u8], base_offset: u64) {
+pub fn set_base_offset(batch: &mut [u8], base_offset: u64) -> Result<(), BatchError> {
+    need_header(batch)?;
     batch[0..8].copy_from_slice(&(base_offset as i64).to_be_bytes());
+    Ok(())
 }
 
 /// Overwrites the partition leader epoch of an encoded batch (outside the CRC).
-pub fn set_partition_leader_epoch(batch: &mut [u8], epoch: i32) {
+pub fn set_partition_leader_epoch(batch: &mut [u8], epoch: i32) -> Result<(), BatchError> {
+    need_header(batch)?;
     batch[PARTITION_LEADER_EPOCH_AT..PARTITION_LEADER_EPOCH_AT + 4]
         .copy_from_slice(&epoch.to_be_bytes());
+    Ok(())
 }
 
 /// A record header: a UTF-8 key and an optional value.
@@ -660,8 +674,9 @@ mod tests {
         assert_eq!(b[61], 22, "zig-zag of record body length 11");
         // The CRC covers attributes onwards: changing the epoch keeps it valid,
         // changing a value byte breaks it.
-        set_partition_leader_epoch(&mut b, 9);
-        set_base_offset(&mut b, 100);
+        set_partition_leader_epoch(&mut b, 9).unwrap();
+        set_base_offset(&mut b, 100).unwrap();
+        assert!(set_base_offset(&mut [0u8; 10], 1).is_err());
         assert!(check_batch(&b).is_ok());
         let last = b.len() - 2;
         b[last] ^= 1;

@@ -250,8 +250,8 @@ impl Log {
     pub fn append_batch(&mut self, batch: &mut [u8], leader_epoch: i32) -> Result<AppendInfo> {
         let mut h = check_batch(batch).map_err(Error::InvalidBatch)?;
         // Neither field is covered by the CRC, which stays valid.
-        batch::set_base_offset(batch, self.log_end_offset);
-        batch::set_partition_leader_epoch(batch, leader_epoch);
+        batch::set_base_offset(batch, self.log_end_offset).map_err(Error::InvalidBatch)?;
+        batch::set_partition_leader_epoch(batch, leader_epoch).map_err(Error::InvalidBatch)?;
         h.base_offset = self.log_end_offset;
         h.partition_leader_epoch = leader_epoch;
         self.append_checked(batch, h)

@@ -202,6 +202,13 @@ pub(crate) fn scan_segment(
         if pos >= file_len {
             break None;
         }
+        if pos > i32::MAX as u64 {
+            // Positions are 32-bit in the index; Kafka never writes more.
+            break Some(ScanProblem::BadOffsets {
+                position: pos,
+                reason: "segment is larger than 2 GiB".into(),
+            });
+        }
         let available = file_len - pos;
         if available < LOG_OVERHEAD as u64 {
             break Some(ScanProblem::TornTail {

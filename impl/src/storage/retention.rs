@@ -66,7 +66,9 @@ pub fn select(
         reason = Some(Reason::BelowLogStart);
     }
     if let Some(ms) = retention_ms {
-        while deletable(n) && now_ms.saturating_sub(max_ts_ms[n]) > ms {
+        while deletable(n)
+            && now_ms.saturating_sub(max_ts_ms.get(n).copied().unwrap_or(i64::MAX)) > ms
+        {
             n += 1;
             reason = Some(Reason::Time);
         }

@@ -1,0 +1,131 @@
+//! Names shared by the replication layer: ids, epochs, switches.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+/// A broker (replica) id.
+pub type ReplicaId = u32;
+/// A leader epoch, as Kafka's 32-bit partition leader epoch (the first is 0).
+pub type LeaderEpoch = i32;
+/// The id a producer gives a record, carried in the record's key (see
+/// [`crate::cluster::record_key`]); the properties speak of records by id.
+pub type RecordId = u64;
+
+/// What a replica believes about the partition's leader.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum LeaderView {
+    /// Never told, or restarted and not yet told.
+    Unknown,
+    /// Told that the partition has no leader.
+    NoLeader,
+    Replica(ReplicaId),
+}
+
+/// Producer acknowledgement level (`acks`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Acks {
+    /// `acks=0`: no response at all.
+    None,
+    /// `acks=1`: answered once the leader has appended.
+    Leader,
+    /// `acks=all`: answered once the HW passes the records; refused with
+    /// NotEnoughReplicas when |ISR| < min.insync.replicas.
+    All,
+}
+
+impl fmt::Display for Acks {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Acks::None => "0",
+            Acks::Leader => "1",
+            Acks::All => "all",
+        })
+    }
+}
+
+/// How a follower finds where to truncate when it follows a new leader
+/// epoch: one mode per historical Kafka rule, as in the model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum TruncationMode {
+    /// Truncate to the local HW (Kafka before KIP-101).
+    Hw,
+    /// KIP-101: one OffsetsForLeaderEpoch for the follower's latest epoch.
+    Epoch,
+    /// KIP-279: repeat OffsetsForLeaderEpoch until the logs agree.
+    EpochIterative,
+    /// KIP-320: as KIP-279, with fetch and OffsetsForLeaderEpoch fenced by
+    /// the current leader epoch, and ISR expansion waiting until the HW has
+    /// reached the leader's own epoch.
+    Fenced,
+}
+
+impl TruncationMode {
+    pub fn is_fenced(self) -> bool {
+        self == TruncationMode::Fenced
+    }
+    /// Whether a new follower asks its leader where to truncate.
+    pub fn asks_leader(self) -> bool {
+        self != TruncationMode::Hw
+    }
+}
+
+impl fmt::Display for TruncationMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            TruncationMode::Hw => "hw",
+            TruncationMode::Epoch => "epoch",
+            TruncationMode::EpochIterative => "epoch-iterative",
+            TruncationMode::Fenced => "fenced",
+        })
+    }
+}
+
+impl FromStr for TruncationMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Ok(match s {
+            "hw" => TruncationMode::Hw,
+            "epoch" => TruncationMode::Epoch,
+            "epoch-iterative" => TruncationMode::EpochIterative,
+            "fenced" => TruncationMode::Fenced,
+            _ => {
+                return Err(format!(
+                    "unknown truncation mode {s:?}: expected hw, epoch, epoch-iterative or fenced"
+                ))
+            }
+        })
+    }
+}
+
+/// The replication settings of a replica, named after Kafka's configs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReplicationConfig {
+    /// `min.insync.replicas`.
+    pub min_insync_replicas: usize,
+    pub truncation: TruncationMode,
+    /// KIP-966 (eligible leader replicas): the HW does not advance while
+    /// |ISR| < min.insync.replicas.
+    pub elr: bool,
+    /// `replica.lag.time.max.ms`: a follower that has not caught up (or has
+    /// not fetched from this leader in its epoch) for this long leaves the ISR.
+    pub replica_lag_time_max_ms: u64,
+    /// `replica.fetch.max.bytes`: the most a fetch response carries
+    /// (`usize::MAX` fetches everything, as the model's single-step fetch).
+    pub replica_fetch_max_bytes: usize,
+}
+
+impl Default for ReplicationConfig {
+    /// Today's rules (as the model's `safe` preset): KIP-320 fencing,
+    /// KIP-966 ELR, min.insync.replicas=2.
+    fn default() -> Self {
+        ReplicationConfig {
+            min_insync_replicas: 2,
+            truncation: TruncationMode::Fenced,
+            elr: true,
+            replica_lag_time_max_ms: 30_000,
+            replica_fetch_max_bytes: 1 << 20,
+        }
+    }
+}
