@@ -888,10 +888,9 @@ fn finish(
     report.log_end_offset = log_end;
     report.recovery_point = recovery_point;
     report.high_watermark = hw;
-    // The last segment's largest timestamp may lie past its time index.
-    if let Some(last) = segments.values().next_back() {
-        last.recompute_max_timestamp(last.size())?;
-    }
+    // The last segment's largest timestamp is known: a recovery scan or
+    // the tail scan after a clean shutdown (which starts from the time
+    // index's last entry, the largest before the tail) computed it.
     Ok(Loaded {
         segments,
         epochs,
