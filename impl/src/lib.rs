@@ -6,5 +6,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod cluster;
+pub mod replication;
 pub mod storage;
 pub(crate) mod sync;

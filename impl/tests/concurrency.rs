@@ -100,3 +100,11 @@ fn readers_see_only_published_valid_data() {
     }
     assert_eq!(read_all(&log, 0).len() as u64, log.log_end_offset());
 }
+
+#[test]
+fn handles_cross_threads() {
+    fn send<T: Send>() {}
+    fn sync<T: Send + Sync>() {}
+    send::<highwater::storage::Log>();
+    sync::<highwater::storage::LogReader>();
+}

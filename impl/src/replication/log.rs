@@ -13,8 +13,7 @@ use super::error::Result;
 use super::types::{LeaderEpoch, RecordId};
 use crate::storage::checkpoint::EpochEntry;
 use crate::storage::{
-    self, EpochEndOffset, Log, LogConfig, LogDir, LogReader, Record, RecoveryReport,
-    TopicPartition,
+    self, EpochEndOffset, Log, LogConfig, LogDir, LogReader, Record, RecoveryReport, TopicPartition,
 };
 
 /// One record as the properties see it: where, written in which leader

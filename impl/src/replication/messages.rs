@@ -78,6 +78,8 @@ pub struct ProduceResponse {
 /// A follower's fetch (Kafka's FetchRequest from a replica).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FetchRequest {
+    /// Chosen by the follower; echoed, so a late response is recognised.
+    pub correlation_id: u64,
     pub replica_id: ReplicaId,
     /// The follower's LEO: the leader learns it from here.
     pub fetch_offset: u64,
@@ -89,10 +91,11 @@ pub struct FetchRequest {
 /// The leader's answer to a fetch.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FetchResponse {
+    pub correlation_id: u64,
     pub leader_id: ReplicaId,
     /// The leader's epoch when it answered.
     pub leader_epoch: Option<LeaderEpoch>,
-    /// Echo of the request's offset, so a late response can be recognised.
+    /// Echo of the request's offset.
     pub fetch_offset: u64,
     pub error: Option<ApiError>,
     pub high_watermark: u64,
@@ -105,6 +108,7 @@ pub struct FetchResponse {
 /// KIP-101/279: "where does my latest epoch end in your log?"
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OffsetsForLeaderEpochRequest {
+    pub correlation_id: u64,
     pub replica_id: ReplicaId,
     /// KIP-320: the follower's current leader epoch (checked only when fenced).
     pub current_leader_epoch: LeaderEpoch,
@@ -116,10 +120,8 @@ pub struct OffsetsForLeaderEpochRequest {
 /// and where that epoch ends. Both `None` is Kafka's UNDEFINED answer.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OffsetsForLeaderEpochResponse {
+    pub correlation_id: u64,
     pub leader_id: ReplicaId,
-    /// Echo of the request, so a late answer can be recognised.
-    pub current_leader_epoch: LeaderEpoch,
-    pub requested_epoch: LeaderEpoch,
     pub error: Option<ApiError>,
     pub leader_epoch: Option<LeaderEpoch>,
     pub end_offset: Option<u64>,
@@ -156,7 +158,10 @@ pub enum Output {
     /// Answer a producer.
     Produce(ProduceResponse),
     /// Send a fetch to the leader `to`.
-    Fetch { to: ReplicaId, request: FetchRequest },
+    Fetch {
+        to: ReplicaId,
+        request: FetchRequest,
+    },
     /// Send an OffsetsForLeaderEpoch to the leader `to`.
     OffsetsForLeaderEpoch {
         to: ReplicaId,

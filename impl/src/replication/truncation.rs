@@ -100,7 +100,14 @@ mod tests {
     }
 
     /// Runs the whole exchange over two logs given as record epochs.
-    fn exchange(mode: TruncationMode, f: &[i32], fhw: u64, l: &[i32], lepoch: i32, lstart: u64) -> u64 {
+    fn exchange(
+        mode: TruncationMode,
+        f: &[i32],
+        fhw: u64,
+        l: &[i32],
+        lepoch: i32,
+        lstart: u64,
+    ) -> u64 {
         let cache = |log: &[i32]| {
             let mut c = EpochCache::new(Path::new(""), Vec::new());
             for (o, &e) in log.iter().enumerate() {
@@ -157,7 +164,11 @@ mod tests {
         let m = TruncationMode::Fenced;
         assert_eq!(leader_end_offset(m, &l, 9, 4, 9, -1), None);
         let a = leader_end_offset(m, &l, 9, 4, 9, 7).unwrap();
-        assert_eq!((a.epoch, a.end_offset), (4, 9), "beyond every epoch: its latest");
+        assert_eq!(
+            (a.epoch, a.end_offset),
+            (4, 9),
+            "beyond every epoch: its latest"
+        );
         let a = leader_end_offset(m, &l, 9, 4, 9, 3).unwrap();
         assert_eq!((a.epoch, a.end_offset), (3, 9), "its own epoch starts at 9");
         assert_eq!(

@@ -1,0 +1,1 @@
+//! Drivers that wire replicas, a controller and storage together.
