@@ -156,17 +156,18 @@ impl Controller {
         set.iter().any(|r| self.alive.contains(r))
     }
 
-    /// Which election, if any, may make `r` the leader now: the partition
-    /// is leaderless and `r` alive; clean from the ISR; else, with no ISR
-    /// member alive, from the ELR; else unclean when enabled and no ELR
-    /// member is alive.
+    /// Which election, if any, may make `r` (alive, not the leader) the
+    /// leader now: clean from the ISR, which may also move leadership from a
+    /// live leader (controlled shutdown, preferred-leader election); the
+    /// others only fill a leaderless partition: with no ISR member alive,
+    /// from the ELR; else unclean when enabled and no ELR member is alive.
     pub fn election_kind(&self, r: ReplicaId) -> Option<Election> {
-        if self.leader.is_some() || !self.alive.contains(&r) {
+        if self.leader == Some(r) || !self.alive.contains(&r) {
             return None;
         }
         if self.isr.contains(&r) {
             Some(Election::Clean)
-        } else if self.live(&self.isr) {
+        } else if self.leader.is_some() || self.live(&self.isr) {
             None
         } else if self.config.elr && self.elr.contains(&r) {
             Some(Election::Elr)
@@ -178,9 +179,13 @@ impl Controller {
         }
     }
 
-    /// The first replica (by id) that may be elected, with the best kind
-    /// of election available: clean, then ELR, then unclean.
+    /// For a leaderless partition, the first replica (by id) that may be
+    /// elected, with the best kind of election available: clean, then ELR,
+    /// then unclean.
     pub fn candidate(&self) -> Option<(ReplicaId, Election)> {
+        if self.leader.is_some() {
+            return None;
+        }
         let mut best: Option<(ReplicaId, Election)> = None;
         for &r in &self.replicas {
             if let Some(kind) = self.election_kind(r) {
@@ -375,7 +380,10 @@ mod tests {
         let (kind, req) = c.elect_leader(1).unwrap();
         assert_eq!(kind, Election::Clean);
         assert_eq!((req.leader_epoch, req.leader), (0, Some(1)));
-        assert!(c.elect_leader(0).is_err(), "the partition has a leader");
+        assert!(c.elect_leader(1).is_err(), "already the leader");
+        // Leadership may move to another ISR member, in a new epoch.
+        let (_, req) = c.elect_leader(0).unwrap();
+        assert_eq!((req.leader_epoch, req.leader), (1, Some(0)));
     }
 
     #[test]
