@@ -358,13 +358,13 @@ impl Log {
             .map(|(_, s)| s.clone())
             .collect();
         for seg in segs {
-            if seg.next_offset() <= self.recovery_point && !seg.is_dirty() {
-                continue;
-            }
             // The active segment is re-read by recovery after a crash, so
-            // its indexes need not be synced; a finished one is trusted.
+            // its indexes need not be synced; a finished one is trusted, so
+            // its indexes are synced (once, after its roll).
             let is_active = Arc::ptr_eq(&seg, &self.active);
-            seg.sync(!is_active)?;
+            if is_active || seg.next_offset() > self.recovery_point || seg.is_dirty() {
+                seg.sync(!is_active)?;
+            }
         }
         if self.dir_dirty {
             checkpoint::sync_dir(&self.shared.dir)?;

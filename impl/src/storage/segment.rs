@@ -412,9 +412,14 @@ impl Segment {
         Ok(())
     }
 
-    /// Whether the log file has bytes not yet fsynced.
+    /// Whether the log file has bytes not yet fsynced, or the index files
+    /// changes not yet written and fsynced.
     pub(crate) fn is_dirty(&self) -> bool {
-        read(&self.state).log_dirty
+        let st = read(&self.state);
+        st.log_dirty
+            || st.index_dirty
+            || st.index_on_disk != st.offset_index.len()
+            || st.time_index_on_disk != st.time_index.len()
     }
 }
 
