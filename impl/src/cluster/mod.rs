@@ -1,1 +1,20 @@
 //! Drivers that wire replicas, a controller and storage together.
+//!
+//! - [`step`]: a deterministic step driver. Each call performs exactly one
+//!   protocol action, named as the model's actions, so a test or the
+//!   conformance crate chooses the interleaving.
+//! - [`concurrent`]: the same replicas on threads, exchanging messages
+//!   through channels, with producers, consumers and scheduled faults; it
+//!   records a trace of every protocol event and state change.
+//! - [`snapshot`]: a read-only picture of a whole cluster, shaped to map
+//!   onto the model's state.
+//!
+//! Records carry their id in their key ([`record_key`]), so that logs can
+//! be read back as (offset, epoch, record id).
+
+pub mod snapshot;
+pub mod step;
+
+pub use crate::replication::log::{record_id, record_key};
+pub use snapshot::{ClusterSnapshot, RecordHistory, ReplicaSnapshot};
+pub use step::{StepAction, StepCluster, StepConfig};

@@ -1,0 +1,128 @@
+//! A read-only picture of a whole cluster, shaped to map onto the model's
+//! `State`: per replica its log as (offset, epoch, record id), HW, LEO,
+//! recovery point, epoch, leader and ISR; the controller; the LeaderAndIsr
+//! requests sent; and what happened to each record.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::replication::{
+    ControllerState, LeaderAndIsr, LeaderEpoch, LeaderView, LogEntry, RecordId, ReplicaId,
+};
+
+/// One replica, as the model's `Replica`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReplicaSnapshot {
+    pub id: ReplicaId,
+    pub alive: bool,
+    pub log: Vec<LogEntry>,
+    pub high_watermark: u64,
+    pub log_end_offset: u64,
+    pub recovery_point: u64,
+    /// The latest leader epoch it accepted (`None` while down).
+    pub leader_epoch: Option<LeaderEpoch>,
+    pub leader: LeaderView,
+    /// The ISR it knows; empty unless it leads.
+    pub isr: Vec<ReplicaId>,
+    /// As leader: each follower's LEO learnt from its fetches.
+    pub follower_leo: BTreeMap<ReplicaId, Option<u64>>,
+    /// As leader: followers whose last fetch came from a crashed incarnation.
+    pub stale_fetch: Vec<ReplicaId>,
+    /// As leader: acks=all records waiting for the HW.
+    pub pending_acks: Vec<RecordId>,
+    /// Down after an unclean crash, until it restarts.
+    pub unclean_down: bool,
+    /// Following, but still finding where to truncate (never seen between
+    /// steps of the step driver).
+    pub truncating: bool,
+}
+
+impl ReplicaSnapshot {
+    /// Alive and believing it leads (the model's `presumes_leadership`).
+    pub fn presumes_leadership(&self) -> bool {
+        self.alive && self.leader == LeaderView::Replica(self.id)
+    }
+}
+
+/// What happened to one record, as the model's `RecordHistory`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct RecordHistory {
+    /// Where the leader appended it.
+    pub offset: u64,
+    /// The lowest leader epoch at which the producer was told it is written.
+    pub acked: Option<LeaderEpoch>,
+    /// The lowest leader epoch at which it was below a presumed leader's HW
+    /// (visible to consumers).
+    pub visible: Option<LeaderEpoch>,
+}
+
+/// The whole cluster.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClusterSnapshot {
+    pub replicas: Vec<ReplicaSnapshot>,
+    pub controller: ControllerState,
+    /// Every LeaderAndIsr the controller sent, by epoch.
+    pub requests: BTreeMap<LeaderEpoch, LeaderAndIsr>,
+    /// Records produced (appended), by id.
+    pub records: BTreeMap<RecordId, RecordHistory>,
+    pub clean_crashes: u32,
+    pub unclean_crashes: u32,
+}
+
+impl ClusterSnapshot {
+    pub fn replica(&self, id: ReplicaId) -> Option<&ReplicaSnapshot> {
+        self.replicas.iter().find(|r| r.id == id)
+    }
+
+    /// The record ids of a replica's log, in offset order.
+    pub fn record_ids(&self, id: ReplicaId) -> Vec<Option<RecordId>> {
+        self.replica(id)
+            .map(|r| r.log.iter().map(|e| e.record_id).collect())
+            .unwrap_or_default()
+    }
+
+    /// Every record marked by `epoch_of` (acknowledged or visible at some
+    /// epoch) is at its offset on every replica that presumes leadership
+    /// with an epoch at or above that one (the model's `records_survive`).
+    /// Returns the records that are not.
+    pub fn lost_records(
+        &self,
+        epoch_of: impl Fn(&RecordHistory) -> Option<LeaderEpoch>,
+    ) -> Vec<RecordId> {
+        let mut lost = Vec::new();
+        for (&id, h) in &self.records {
+            let Some(since) = epoch_of(h) else { continue };
+            let ok = self
+                .replicas
+                .iter()
+                .filter(|r| r.presumes_leadership())
+                .all(|r| {
+                    r.leader_epoch < Some(since)
+                        || r.log
+                            .iter()
+                            .find(|e| e.offset == h.offset)
+                            .is_some_and(|e| e.record_id == Some(id))
+                });
+            if !ok {
+                lost.push(id);
+            }
+        }
+        lost
+    }
+
+    /// No two replicas disagree below both of their HWs (the model's
+    /// `logs_agree_below_hw`). Returns the first pair that does.
+    pub fn divergence_below_hw(&self) -> Option<(ReplicaId, ReplicaId)> {
+        for (i, a) in self.replicas.iter().enumerate() {
+            for b in &self.replicas[i + 1..] {
+                let n = a.high_watermark.min(b.high_watermark) as usize;
+                let agree = a.log.len() >= n && b.log.len() >= n && a.log[..n] == b.log[..n];
+                if !agree {
+                    return Some((a.id, b.id));
+                }
+            }
+        }
+        None
+    }
+}
