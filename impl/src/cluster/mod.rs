@@ -12,9 +12,13 @@
 //! Records carry their id in their key ([`record_key`]), so that logs can
 //! be read back as (offset, epoch, record id).
 
+#[cfg(not(loom))]
+pub mod concurrent;
 pub mod snapshot;
 pub mod step;
+pub mod trace;
 
 pub use crate::replication::log::{record_id, record_key};
 pub use snapshot::{ClusterSnapshot, RecordHistory, ReplicaSnapshot};
 pub use step::{StepAction, StepCluster, StepConfig};
+pub use trace::{Actor, Event, Trace, TraceEntry};

@@ -915,6 +915,29 @@ impl<L: ReplicaLog> Partition<L> {
         }
     }
 
+    /// The controller changed the ISR without a new leader epoch (it
+    /// removed a failed broker). Kafka's leader learns this from the
+    /// metadata (a new partition epoch); the model has no such event, and
+    /// its leader keeps the ISR it had until the next epoch (see the step
+    /// driver, which never calls this). Applied only by the leader of
+    /// `leader_epoch` with no ISR change of its own in flight. Returns
+    /// whether the ISR changed.
+    pub fn handle_isr_update(&mut self, leader_epoch: LeaderEpoch, isr: &[ReplicaId]) -> bool {
+        if self.leader_epoch != Some(leader_epoch) {
+            return false;
+        }
+        let RoleState::Leader(l) = &mut self.role else {
+            return false;
+        };
+        if l.pending_isr.is_some() || !isr.contains(&self.id) {
+            return false;
+        }
+        let isr: BTreeSet<ReplicaId> = isr.iter().copied().collect();
+        let changed = isr != l.isr;
+        l.isr = isr;
+        changed
+    }
+
     // --- Durability -------------------------------------------------------------------
 
     /// Flushes the log: the recovery point moves to the LEO (the model's Flush).
