@@ -65,7 +65,7 @@ fn candidates(c: &StepCluster, s: &ClusterSnapshot) -> Vec<(StepAction, u32)> {
                             2,
                         ));
                     }
-                    if !p.isr().contains(&f) && p.is_caught_up_for_isr(f) {
+                    if !ctl.isr().contains(&f) && p.is_caught_up_for_isr(f) {
                         out.push((
                             StepAction::LeaderExpandIsr {
                                 leader: r,

@@ -376,3 +376,28 @@ fn restart_after_an_unclean_crash_recovers_the_flushed_prefix() {
     let s = c.snapshot().unwrap();
     assert_eq!(s.replica(0).unwrap().log, s.replica(1).unwrap().log);
 }
+
+#[test]
+fn expand_is_checked_against_the_controllers_isr() {
+    let (_d, mut c) = cluster(safe());
+    start(&mut c);
+    c.produce(0).unwrap();
+    fetch_round(&mut c, &[1, 2]);
+    fetch_round(&mut c, &[1, 2]);
+    c.leader_advance_hw(0).unwrap();
+    // 2 fails; the controller drops it without a new epoch, so leader 0
+    // still lists it.
+    c.crash(2, true).unwrap();
+    c.controller_shrink_isr(2).unwrap();
+    assert_eq!(c.controller().isr(), vec![0, 1]);
+    assert_eq!(c.partition(0).unwrap().isr(), vec![0, 1, 2]);
+    c.restart(2).unwrap();
+    c.become_follower(2, 0).unwrap();
+    // Its fetch from before the crash does not count (KIP-903).
+    assert!(not_enabled(c.leader_expand_isr(0, 2)));
+    c.follower_fetch(2).unwrap();
+    c.leader_expand_isr(0, 2).unwrap();
+    assert_eq!(c.controller().isr(), vec![0, 1, 2]);
+    // Adding a member again is not enabled.
+    assert!(not_enabled(c.leader_expand_isr(0, 1)));
+}

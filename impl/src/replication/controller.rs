@@ -264,7 +264,9 @@ impl Controller {
 
     /// AlterPartition from a leader: applied only from the current leader in
     /// the current epoch (the zkVersion / partition-epoch fence), to the
-    /// controller's own ISR, with the ELR rules for leaving and joining.
+    /// controller's own ISR, with the ELR rules for leaving and joining. An
+    /// addition of a current member is refused (InvalidRequest); a removal
+    /// of a non-member leaves the ISR as it is and tells the leader.
     pub fn alter_partition(&mut self, req: &AlterPartitionRequest) -> AlterPartitionResponse {
         let mut resp = AlterPartitionResponse {
             leader_epoch: req.leader_epoch,
@@ -279,7 +281,9 @@ impl Controller {
             IsrChange::Remove(r) if r != req.leader => {
                 isr.remove(&r);
             }
-            IsrChange::Add(r) if self.replicas.contains(&r) => {
+            // Adding a member changes nothing: refused, so that the leader's
+            // expand is enabled only against the controller's ISR (the model).
+            IsrChange::Add(r) if self.replicas.contains(&r) && !isr.contains(&r) => {
                 isr.insert(r);
             }
             _ => {

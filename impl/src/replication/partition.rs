@@ -844,7 +844,8 @@ impl<L: ReplicaLog> Partition<L> {
     }
 
     /// The leader asks to take a caught-up follower back (the leader's half
-    /// of the model's LeaderExpandIsr). Returns the AlterPartition to send.
+    /// of the model's LeaderExpandIsr). Returns the AlterPartition to send;
+    /// the controller refuses a follower already in its ISR.
     pub fn leader_expand_isr(
         &mut self,
         follower: ReplicaId,
@@ -870,10 +871,12 @@ impl<L: ReplicaLog> Partition<L> {
         if follower == self.id || !self.replicas.contains(&follower) {
             return Err(Error::UnknownReplica(follower));
         }
-        if l.isr.contains(&follower) != remove {
+        // A removal is checked against the ISR the leader knows; an addition
+        // is the controller's to check (as the model does): the leader's copy
+        // misses removals the controller made on its own.
+        if remove && !l.isr.contains(&follower) {
             return Err(Error::not_enabled(format!(
-                "follower {follower} is {} the ISR",
-                if remove { "not in" } else { "already in" }
+                "follower {follower} is not in the ISR"
             )));
         }
         if let Some((_, sent)) = l.pending_isr {
