@@ -85,6 +85,46 @@ fn acks_all_survives_crashes_and_failovers() {
         })
         .collect();
     assert!(epochs.len() >= 2, "{epochs:?}");
+    // The trace's order keeps every send before its receive.
+    let mut served = std::collections::HashSet::new();
+    let mut sent = std::collections::HashMap::<_, usize>::new();
+    for (i, e) in report.trace.entries.iter().enumerate() {
+        assert_eq!(e.seq, i as u64);
+        match (e.actor, &e.event) {
+            (
+                Actor::Replica(l),
+                Event::FetchServed {
+                    follower,
+                    fetch_offset,
+                    ..
+                },
+            ) => {
+                served.insert((l, *follower, *fetch_offset));
+            }
+            (
+                Actor::Replica(f),
+                Event::FetchApplied {
+                    leader,
+                    fetch_offset,
+                    ..
+                },
+            ) => {
+                assert!(served.contains(&(*leader, f, *fetch_offset)), "{e:?}");
+            }
+            (Actor::Replica(l), Event::AlterPartitionSent { change }) => {
+                *sent.entry((l, *change)).or_default() += 1;
+            }
+            (Actor::Controller, Event::ControllerAlterPartition { leader, change, .. }) => {
+                let n = sent.entry((*leader, *change)).or_default();
+                assert!(*n > 0, "{e:?}");
+                *n -= 1;
+            }
+            _ => {}
+        }
+        if let Actor::Replica(_) = e.actor {
+            assert!(e.controller.is_none());
+        }
+    }
     // The trace is serializable, with the state after each event.
     let json = serde_json::to_string(&report.trace).unwrap();
     let back: highwater::cluster::Trace = serde_json::from_str(&json).unwrap();

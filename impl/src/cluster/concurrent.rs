@@ -586,8 +586,17 @@ impl ReplicaNode {
                             result: resp.result,
                         });
                     }
-                    Msg::Following { from, leader } => p.handle_following(from, leader),
-                    Msg::PeerCrashed(r) => p.handle_peer_crashed(r),
+                    Msg::Following { from, leader } => {
+                        p.handle_following(from, leader);
+                        self.trace(Event::FollowingNoticed {
+                            follower: from,
+                            leader,
+                        });
+                    }
+                    Msg::PeerCrashed(r) => {
+                        p.handle_peer_crashed(r);
+                        self.trace(Event::PeerCrashNoticed { peer: r });
+                    }
                     Msg::IsrUpdate { leader_epoch, isr } => {
                         if p.handle_isr_update(leader_epoch, &isr) {
                             self.trace(Event::IsrUpdated { isr });
@@ -637,11 +646,11 @@ impl ReplicaNode {
         };
         if p.is_leader() && !p.isr().contains(&follower) && p.is_caught_up_for_isr(follower) {
             if let Ok(req) = p.leader_expand_isr(follower, now) {
-                let change = req.change;
+                // Recorded before it is sent: the trace keeps sends before receives.
+                self.trace(Event::AlterPartitionSent { change: req.change });
                 let _ = self
                     .controller
                     .send(CtlMsg::AlterPartition { from: self.id, req });
-                self.trace(Event::AlterPartitionSent { change });
             }
         }
     }
@@ -685,11 +694,11 @@ impl ReplicaNode {
                 for f in p.isr() {
                     if f != self.id && p.is_out_of_sync(f, now) {
                         if let Ok(req) = p.leader_shrink_isr(f, now) {
-                            let change = req.change;
+                            // Recorded before it is sent: the trace keeps sends before receives.
+                            self.trace(Event::AlterPartitionSent { change: req.change });
                             let _ = self
                                 .controller
                                 .send(CtlMsg::AlterPartition { from: self.id, req });
-                            self.trace(Event::AlterPartitionSent { change });
                         }
                         break;
                     }

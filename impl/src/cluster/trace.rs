@@ -103,6 +103,15 @@ pub enum Event {
         change: IsrChange,
         result: Result<Vec<ReplicaId>, ApiError>,
     },
+    /// A peer said whom it now fetches from (its fetch session moved).
+    FollowingNoticed {
+        follower: ReplicaId,
+        leader: Option<(ReplicaId, LeaderEpoch)>,
+    },
+    /// A peer's connections dropped: it crashed.
+    PeerCrashNoticed {
+        peer: ReplicaId,
+    },
     /// The leader learnt an ISR the controller changed without a new epoch
     /// (Kafka's partition epoch; not a model action).
     IsrUpdated {

@@ -128,7 +128,7 @@ pub struct OffsetsForLeaderEpochResponse {
 }
 
 /// An ISR change the leader asks of the controller (AlterPartition).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum IsrChange {
     Remove(ReplicaId),
     Add(ReplicaId),
