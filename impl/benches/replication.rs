@@ -78,7 +78,11 @@ fn cluster(root: &std::path::Path, name: &str, policy: HwCheckpointPolicy) -> (f
     assert!(report.lost_acknowledged().is_empty());
     let secs = report.produce_elapsed.as_secs_f64();
     let rate = report.acked.len() as f64 / secs;
-    let p = |q| report.latency_percentile(q).map_or(f64::NAN, |d| d.as_secs_f64() * 1e3);
+    let p = |q| {
+        report
+            .latency_percentile(q)
+            .map_or(f64::NAN, |d| d.as_secs_f64() * 1e3)
+    };
     let _ = std::fs::remove_dir_all(&dir);
     (rate, p(50.0), p(99.0), report.produce_timeouts)
 }
@@ -113,8 +117,14 @@ fn main() {
         mb(base)
     );
     for (name, policy) in [
-        ("HW checkpoint every change", HwCheckpointPolicy::EveryChange),
-        ("HW checkpoint every 5 s", HwCheckpointPolicy::IntervalMs(5_000)),
+        (
+            "HW checkpoint every change",
+            HwCheckpointPolicy::EveryChange,
+        ),
+        (
+            "HW checkpoint every 5 s",
+            HwCheckpointPolicy::IntervalMs(5_000),
+        ),
     ] {
         let (rate, p50, p99, timeouts) = cluster(&root, "cluster", policy);
         println!(
