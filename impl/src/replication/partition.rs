@@ -526,9 +526,13 @@ impl<L: ReplicaLog> Partition<L> {
             self.log.high_watermark(),
             answer,
         );
+        let leo = self.log.log_end_offset();
         let (offset, done) = match step {
             TruncationStep::Done(o) => (o, true),
-            TruncationStep::Continue(o) => (o, false),
+            // Each round cuts the follower's latest epoch away; one that
+            // would not (a malformed answer) ends the exchange rather than
+            // asking the same question forever.
+            TruncationStep::Continue(o) => (o, o >= leo),
         };
         self.log.truncate_to(offset)?;
         if done {
