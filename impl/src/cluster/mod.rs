@@ -12,7 +12,6 @@
 //! Records carry their id in their key ([`record_key`]), so that logs can
 //! be read back as (offset, epoch, record id).
 
-#[cfg(not(loom))]
 pub mod concurrent;
 pub mod snapshot;
 pub mod step;
