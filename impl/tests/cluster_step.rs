@@ -304,6 +304,7 @@ fn stale_leader_cannot_change_the_isr() {
     start(&mut c);
     // The controller moves leadership to 1 (clean); 0 has not heard yet.
     c.controller_elect_leader(1).unwrap();
+    assert_eq!(c.snapshot().unwrap().leader_moves, 1);
     assert!(c.partition(0).unwrap().is_leader());
     assert!(not_enabled(c.leader_shrink_isr(0, 2)));
     assert_eq!(c.controller().isr(), vec![0, 1, 2]);

@@ -68,6 +68,8 @@ pub struct ClusterSnapshot {
     pub records: BTreeMap<RecordId, RecordHistory>,
     pub clean_crashes: u32,
     pub unclean_crashes: u32,
+    /// Elections that moved leadership from a live leader.
+    pub leader_moves: u32,
 }
 
 impl ClusterSnapshot {

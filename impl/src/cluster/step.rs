@@ -148,6 +148,7 @@ pub struct StepCluster {
     next_record: RecordId,
     clean_crashes: u32,
     unclean_crashes: u32,
+    leader_moves: u32,
 }
 
 fn not_enabled<T>(why: String) -> Result<T> {
@@ -191,6 +192,7 @@ impl StepCluster {
             next_record: 0,
             clean_crashes: 0,
             unclean_crashes: 0,
+            leader_moves: 0,
         })
     }
 
@@ -301,10 +303,16 @@ impl StepCluster {
     // --- Controller ---------------------------------------------------------
 
     /// ControllerElectLeader: the controller makes `replica` the leader in a
-    /// new epoch (the LeaderAndIsr is delivered by later steps).
+    /// new epoch (the LeaderAndIsr is delivered by later steps). A clean
+    /// election may move leadership from a live leader (counted in the
+    /// snapshot's `leader_moves`).
     pub fn controller_elect_leader(&mut self, replica: ReplicaId) -> Result<Election> {
         self.tick();
+        let moving = self.controller.leader().is_some();
         let (kind, _) = self.controller.elect_leader(replica)?;
+        if moving {
+            self.leader_moves += 1;
+        }
         Ok(kind)
     }
 
@@ -692,6 +700,7 @@ impl StepCluster {
             records: self.records.clone(),
             clean_crashes: self.clean_crashes,
             unclean_crashes: self.unclean_crashes,
+            leader_moves: self.leader_moves,
         })
     }
 }
