@@ -79,6 +79,9 @@ pub struct Config {
     pub unclean_election: bool,
     pub clean_crashes: u8,
     pub unclean_crashes: u8,
+    /// Leadership moves from a live leader (controlled shutdown,
+    /// preferred-leader election) allowed in a run.
+    pub leader_moves: u8,
 }
 
 /// An impossible configuration, explained.
@@ -128,7 +131,7 @@ impl fmt::Display for Config {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "replicas={} records={} max-epoch={} min-isr={} acks={} truncation={} elr={} unclean-election={} clean-crashes={} unclean-crashes={}",
+            "replicas={} records={} max-epoch={} min-isr={} acks={} truncation={} elr={} unclean-election={} clean-crashes={} unclean-crashes={} leader-moves={}",
             self.replicas,
             self.records,
             self.max_epoch,
@@ -138,7 +141,8 @@ impl fmt::Display for Config {
             on_off(self.elr),
             on_off(self.unclean_election),
             self.clean_crashes,
-            self.unclean_crashes
+            self.unclean_crashes,
+            self.leader_moves
         )
     }
 }

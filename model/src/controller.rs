@@ -19,13 +19,14 @@ pub enum Election {
 /// Which election, if any, may make `r` the leader now.
 pub fn election_kind(cfg: &Config, s: &State, r: ReplicaId) -> Option<Election> {
     let c = &s.controller;
-    if c.leader.is_some() || c.next_epoch() > cfg.max_epoch || !s.replica(r).alive {
+    if c.leader == Some(r) || c.next_epoch() > cfg.max_epoch || !s.replica(r).alive {
         return None;
     }
     let live = |set: ReplicaSet| set.iter().any(|x| s.replica(x).alive);
-    if c.isr.contains(r) {
+    let is_move = c.leader.is_some();
+    if c.isr.contains(r) && (!is_move || s.leader_moves < cfg.leader_moves) {
         Some(Election::Clean)
-    } else if live(c.isr) {
+    } else if c.leader.is_some() || live(c.isr) {
         None
     } else if cfg.elr && c.elr.contains(r) {
         Some(Election::Elr)
@@ -38,6 +39,9 @@ pub fn election_kind(cfg: &Config, s: &State, r: ReplicaId) -> Option<Election> 
 
 /// Makes `r` the leader in a new epoch and sends the LeaderAndIsr.
 pub fn elect(cfg: &Config, s: &mut State, r: ReplicaId, kind: Election) {
+    if s.controller.leader.is_some() {
+        s.leader_moves += 1;
+    }
     let c = &mut s.controller;
     match kind {
         Election::Clean => {}

@@ -30,6 +30,7 @@ enum Command {
     /// Run the model checker on a preset, with any bound or switch overridden.
     Check(CheckArgs),
     /// List the presets: bounds, switches and expected verdict of each.
+    #[command(after_long_help = highwater_model::presets::TLA_KIP320_DIFFERENCES)]
     Presets {
         /// Print JSON instead of a table.
         #[arg(long)]
@@ -76,6 +77,10 @@ struct ModelArgs {
     /// Unclean crashes (unflushed suffix lost) allowed in a run.
     #[arg(long)]
     unclean_crashes: Option<u8>,
+    /// Leadership moves from a live leader (controlled shutdown,
+    /// preferred-leader election) allowed in a run.
+    #[arg(long)]
+    leader_moves: Option<u8>,
 }
 
 #[derive(Args)]
@@ -164,6 +169,7 @@ impl ModelArgs {
         set!(unclean_election);
         set!(clean_crashes);
         set!(unclean_crashes);
+        set!(leader_moves);
         c.validate().map_err(|e| e.to_string())?;
         Ok((preset, c, changed))
     }
@@ -347,7 +353,7 @@ fn presets(json: bool) -> Result<ExitCode, String> {
         let c = &p.config;
         println!("{:<17} {}", p.name, p.summary);
         println!(
-            "{:<17} replicas={} records={} max-epoch={} min-isr={} acks={} truncation={} elr={} unclean-election={} crashes: clean={} unclean={}",
+            "{:<17} replicas={} records={} max-epoch={} min-isr={} acks={} truncation={} elr={} unclean-election={} crashes: clean={} unclean={} leader-moves={}",
             "",
             c.replicas,
             c.records,
@@ -358,7 +364,8 @@ fn presets(json: bool) -> Result<ExitCode, String> {
             on_off(c.elr),
             on_off(c.unclean_election),
             c.clean_crashes,
-            c.unclean_crashes
+            c.unclean_crashes,
+            c.leader_moves
         );
         println!("{:<17} expected: {}", "", p.expectation_text());
         if let Some(t) = p.tlc {

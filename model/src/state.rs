@@ -257,6 +257,7 @@ pub struct State {
     pub records: [RecordHistory; MAX_RECORDS],
     pub clean_crashes: u8,
     pub unclean_crashes: u8,
+    pub leader_moves: u8,
 }
 
 impl State {
@@ -339,6 +340,7 @@ impl State {
         }
         put(self.clean_crashes);
         put(self.unclean_crashes);
+        put(self.leader_moves);
         n
     }
 }

@@ -1,6 +1,8 @@
 //! Symmetry reduction over replica ids: replicas are interchangeable, so a
-//! state is stored as the representative of its class, with replicas sorted
-//! by what they hold and every id renamed accordingly.
+//! state is stored as the canonical member of its class. Replicas are sorted
+//! by what they hold (data that names no replica); replicas that tie are
+//! tried in every order, and the least resulting state is the representative.
+//! Two states that differ only by renaming replicas thus have the same one.
 
 use crate::state::{LeaderView, ReplicaId, State, MAX_REPLICAS};
 use stateright::Representative;
@@ -8,10 +10,8 @@ use stateright::Representative;
 impl Representative for State {
     fn representative(&self) -> Self {
         let n = self.n as usize;
-        // Sort by the replica's own, id-free data; ties may stay in any order
-        // (a representative need only be a member of the class).
         let mut order: [ReplicaId; MAX_REPLICAS] = [0, 1, 2, 3, 4];
-        order[..n].sort_by_key(|&r| {
+        let key = |r: ReplicaId| {
             let x = self.replica(r);
             let role = match x.leader {
                 LeaderView::Unknown => 0,
@@ -19,20 +19,67 @@ impl Representative for State {
                 LeaderView::Replica(l) if l == r => 2,
                 LeaderView::Replica(_) => 3,
             };
+            let c = &self.controller;
             (
-                x.alive,
-                x.log,
-                x.hw,
-                x.recovery_point,
-                x.epoch,
-                role,
-                x.unclean_down,
+                (x.alive, x.log, x.hw, x.recovery_point, x.epoch, role),
+                (x.unclean_down, x.pending_acks, x.isr.len()),
+                (c.leader == Some(r), c.isr.contains(r), c.elr.contains(r)),
             )
-        });
-        self.renamed(&order)
+        };
+        order[..n].sort_by_key(|&r| key(r));
+        let mut best = self.renamed(&order);
+        // Every order of each run of tied replicas.
+        let mut runs = Vec::new();
+        let mut start = 0;
+        for i in 1..=n {
+            if i == n || key(order[i]) != key(order[start]) {
+                if i - start > 1 {
+                    runs.push((start, i));
+                }
+                start = i;
+            }
+        }
+        if !runs.is_empty() {
+            permute_runs(&runs, 0, &mut order, &mut |o| {
+                let candidate = self.renamed(o);
+                if candidate < best {
+                    best = candidate;
+                }
+            });
+        }
+        best
     }
 }
 
+/// Calls `visit` with every order obtained by permuting each run in place.
+fn permute_runs(
+    runs: &[(usize, usize)],
+    i: usize,
+    order: &mut [ReplicaId; MAX_REPLICAS],
+    visit: &mut impl FnMut(&[ReplicaId; MAX_REPLICAS]),
+) {
+    let Some(&(start, end)) = runs.get(i) else {
+        visit(order);
+        return;
+    };
+    // Heap's algorithm over order[start..end].
+    let k = end - start;
+    let mut c = vec![0usize; k];
+    permute_runs(runs, i + 1, order, visit);
+    let mut j = 0;
+    while j < k {
+        if c[j] < j {
+            let swap = if j % 2 == 0 { 0 } else { c[j] };
+            order.swap(start + swap, start + j);
+            permute_runs(runs, i + 1, order, visit);
+            c[j] += 1;
+            j = 0;
+        } else {
+            c[j] = 0;
+            j += 1;
+        }
+    }
+}
 impl State {
     /// The same state with replica `order[i]` renamed `i`.
     pub fn renamed(&self, order: &[ReplicaId; MAX_REPLICAS]) -> State {

@@ -42,6 +42,8 @@ fn base() -> Config {
         unclean_election: false,
         clean_crashes: 1,
         unclean_crashes: 2,
+        // Elections fill a leaderless partition only, unless a test adds moves.
+        leader_moves: 0,
     }
 }
 

@@ -109,11 +109,12 @@ fn shortest(name: &str) -> (Config, &'static str, usize) {
 /// that `property` breaks within `steps` actions and not within fewer.
 fn assert_no_shorter(cfg: Config, property: &'static str, steps: usize) {
     let within = |depth: usize| {
-        // target_max_depth counts the initial state as depth 1.
+        // target_max_depth counts the initial state as depth 1 and checks
+        // only states below the target: `depth` actions need depth + 2.
         PartitionModel::new(cfg)
             .checker()
             .threads(1)
-            .target_max_depth(depth + 1)
+            .target_max_depth(depth + 2)
             .spawn_bfs()
             .join()
             .discovery(property)
@@ -180,4 +181,12 @@ fn a_simulation_finds_an_acks_1_loss_but_claims_no_proof() {
     for prop in &report.properties {
         assert_ne!(prop.verdict, Verdict::Holds, "a simulation proves nothing");
     }
+    assert!(report.mismatches.is_empty(), "{:?}", report.mismatches);
+    let acked = report
+        .properties
+        .iter()
+        .find(|p| p.name == "acknowledged records survive")
+        .expect("the property is reported");
+    assert_eq!(acked.verdict, Verdict::Counterexample);
+    assert!(acked.counterexample.is_some(), "with its shortest path");
 }
