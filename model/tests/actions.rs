@@ -5,168 +5,19 @@
 //! States are reached by applying actions from `PartitionModel::init_state()`
 //! (each step asserted enabled), or built by hand where a path would be long.
 
-use highwater_model::actions::{apply, enabled};
+use highwater_model::actions::apply;
 use highwater_model::controller::Election;
 use highwater_model::properties::{self, *};
-use highwater_model::render::state_table;
 use highwater_model::state::{
-    Entry, Epoch, LeaderView, Log, Offset, RecordId, ReplicaId, ReplicaSet, Request, MAX_REPLICAS,
+    Epoch, LeaderView, Log, Offset, ReplicaId, ReplicaSet, Request, MAX_REPLICAS,
 };
 use highwater_model::{Acks, Action, Config, PartitionModel, State, Truncation};
 use stateright::Model;
 
-const A: ReplicaId = 0;
-const B: ReplicaId = 1;
-const C: ReplicaId = 2;
+mod common;
+use common::*;
 
 // --- helpers ------------------------------------------------------------------
-
-/// Three replicas, min.insync.replicas=2, acks=all, KIP-320 fencing, ELR on,
-/// room for three records, epochs 0..=3 and one crash of each kind.
-fn base() -> Config {
-    Config {
-        replicas: 3,
-        records: 3,
-        max_epoch: 3,
-        min_isr: 2,
-        acks: Acks::All,
-        truncation: Truncation::Fenced,
-        elr: true,
-        unclean_election: false,
-        clean_crashes: 1,
-        unclean_crashes: 1,
-        // Elections fill a leaderless partition only, unless a test adds moves.
-        leader_moves: 0,
-    }
-}
-
-fn init(cfg: &Config) -> State {
-    PartitionModel::new(*cfg).init_state()
-}
-
-fn enabled_actions(cfg: &Config, s: &State) -> Vec<Action> {
-    let mut out = Vec::new();
-    enabled(cfg, s, &mut out);
-    out
-}
-
-fn is_enabled(cfg: &Config, s: &State, a: Action) -> bool {
-    enabled_actions(cfg, s).contains(&a)
-}
-
-fn list(cfg: &Config, s: &State) -> String {
-    enabled_actions(cfg, s)
-        .iter()
-        .map(|a| a.to_string())
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
-#[track_caller]
-fn assert_enabled(cfg: &Config, s: &State, a: Action) {
-    assert!(
-        is_enabled(cfg, s, a),
-        "{a} should be enabled; enabled: [{}]\n{}",
-        list(cfg, s),
-        state_table(s)
-    );
-}
-
-#[track_caller]
-fn assert_disabled(cfg: &Config, s: &State, a: Action) {
-    assert!(
-        !is_enabled(cfg, s, a),
-        "{a} should not be enabled\n{}",
-        state_table(s)
-    );
-}
-
-/// Applies an enabled action.
-#[track_caller]
-fn step(cfg: &Config, s: &State, a: Action) -> State {
-    assert_enabled(cfg, s, a);
-    apply(cfg, s, a).unwrap_or(*s)
-}
-
-/// Applies actions in turn, each asserted enabled.
-#[track_caller]
-fn run(cfg: &Config, s: &State, actions: &[Action]) -> State {
-    actions.iter().fold(*s, |s, &a| step(cfg, &s, a))
-}
-
-fn elect(replica: ReplicaId) -> Action {
-    Action::ControllerElectLeader {
-        replica,
-        election: Election::Clean,
-    }
-}
-fn elect_elr(replica: ReplicaId) -> Action {
-    Action::ControllerElectLeader {
-        replica,
-        election: Election::Elr,
-    }
-}
-fn elect_unclean(replica: ReplicaId) -> Action {
-    Action::ControllerElectLeader {
-        replica,
-        election: Election::Unclean,
-    }
-}
-fn ctrl_shrink(replica: ReplicaId) -> Action {
-    Action::ControllerShrinkIsr { replica }
-}
-fn lead(replica: ReplicaId, epoch: Epoch) -> Action {
-    Action::BecomeLeader { replica, epoch }
-}
-fn follow(replica: ReplicaId, epoch: Epoch) -> Action {
-    Action::BecomeFollower { replica, epoch }
-}
-fn produce(leader: ReplicaId, record: RecordId) -> Action {
-    Action::Produce { leader, record }
-}
-fn fetch(follower: ReplicaId, leader: ReplicaId) -> Action {
-    Action::FollowerFetch { follower, leader }
-}
-fn advance(leader: ReplicaId, hw: Offset) -> Action {
-    Action::LeaderAdvanceHw { leader, hw }
-}
-fn shrink(leader: ReplicaId, follower: ReplicaId) -> Action {
-    Action::LeaderShrinkIsr { leader, follower }
-}
-fn expand(leader: ReplicaId, follower: ReplicaId) -> Action {
-    Action::LeaderExpandIsr { leader, follower }
-}
-fn flush(replica: ReplicaId) -> Action {
-    Action::Flush { replica }
-}
-fn crash(replica: ReplicaId, clean: bool) -> Action {
-    Action::Crash { replica, clean }
-}
-fn restart(replica: ReplicaId) -> Action {
-    Action::Restart { replica }
-}
-
-fn set(members: &[ReplicaId]) -> ReplicaSet {
-    members.iter().fold(ReplicaSet::EMPTY, |s, &r| s.with(r))
-}
-
-/// A log of (record id, epoch) entries.
-fn log(entries: &[(RecordId, Epoch)]) -> Log {
-    let mut l = Log::default();
-    for &(id, epoch) in entries {
-        l.append(Entry { id, epoch });
-    }
-    l
-}
-
-/// A leads epoch 0 with ISR {A,B,C}; B and C follow it. No records yet.
-fn led(cfg: &Config) -> State {
-    run(
-        cfg,
-        &init(cfg),
-        &[elect(A), lead(A, 0), follow(B, 0), follow(C, 0)],
-    )
-}
 
 /// `led`, then record a (id 0) written by A and fetched twice by B and C, so
 /// that A knows both hold it; the HW is still 0.
@@ -182,17 +33,6 @@ fn replicated_one(cfg: &Config) -> State {
             fetch(C, A),
         ],
     )
-}
-
-/// The elections enabled in `s`.
-fn elections(cfg: &Config, s: &State) -> Vec<(ReplicaId, Election)> {
-    enabled_actions(cfg, s)
-        .into_iter()
-        .filter_map(|a| match a {
-            Action::ControllerElectLeader { replica, election } => Some((replica, election)),
-            _ => None,
-        })
-        .collect()
 }
 
 /// A hand-built state: controller leader `leader` at `epoch` with ISR `isr`
@@ -282,15 +122,6 @@ fn elect_clean_names_the_leader_in_a_new_epoch_and_keeps_the_isr() {
     );
     assert_eq!(s.request(0).unwrap().leader, Some(A));
     assert_eq!(s.request(1).unwrap().leader, None);
-}
-
-/// ISR {A}, ELR {B}, no leader (epoch 1); every replica alive.
-fn isr_a_elr_b(cfg: &Config) -> State {
-    let mut s = init(cfg);
-    s.controller.epoch = Some(1);
-    s.controller.isr = set(&[A]);
-    s.controller.elr = set(&[B]);
-    s
 }
 
 #[test]
@@ -928,13 +759,6 @@ fn fetch_by_a_follower_ahead_of_its_leader_truncates_it_to_the_leaders_leo() {
 }
 
 // --- LeaderAdvanceHw ----------------------------------------------------------
-
-fn hw_advances(cfg: &Config, s: &State) -> Vec<Action> {
-    enabled_actions(cfg, s)
-        .into_iter()
-        .filter(|a| matches!(a, Action::LeaderAdvanceHw { .. }))
-        .collect()
-}
 
 #[test]
 fn hw_advances_to_the_lowest_leo_the_leader_knows_over_its_isr() {

@@ -16,148 +16,33 @@
 //! Elections: clean from the live ISR, else from the ELR when ELR is on;
 //! unclean only when enabled and no live ISR (nor, with ELR, ELR) member.
 
-use highwater_model::actions::{apply, enabled};
+use highwater_model::actions::apply;
 use highwater_model::controller::Election;
 use highwater_model::render::state_table;
-use highwater_model::state::{Epoch, Offset, RecordId, ReplicaId, ReplicaSet};
-use highwater_model::{Acks, Action, Config, PartitionModel, State, Truncation};
+use highwater_model::state::{ReplicaId, ReplicaSet};
+use highwater_model::{Action, Config, State};
 
-const A: ReplicaId = 0;
-const B: ReplicaId = 1;
-const C: ReplicaId = 2;
+mod common;
+use common::*;
 
 // --- helpers ------------------------------------------------------------------
 
-/// Three replicas, min.insync.replicas=2, acks=all, KIP-320 fencing, ELR on,
-/// room for three records, epochs 0..=3, one clean and two unclean crashes.
-fn base() -> Config {
+/// The shared `base()` (three replicas, min.insync.replicas=2, acks=all,
+/// KIP-320 fencing, ELR on, room for three records, epochs 0..=3) with one
+/// clean and two unclean crashes.
+fn base_two_unclean_crashes() -> Config {
     Config {
-        replicas: 3,
-        records: 3,
-        max_epoch: 3,
-        min_isr: 2,
-        acks: Acks::All,
-        truncation: Truncation::Fenced,
-        elr: true,
-        unclean_election: false,
-        clean_crashes: 1,
         unclean_crashes: 2,
-        // Elections fill a leaderless partition only, unless a test adds moves.
-        leader_moves: 0,
-    }
-}
-
-fn no_elr() -> Config {
-    Config {
-        elr: false,
         ..base()
     }
 }
 
-fn init(cfg: &Config) -> State {
-    PartitionModel::new(*cfg).init_state()
-}
-
-fn enabled_actions(cfg: &Config, s: &State) -> Vec<Action> {
-    let mut out = Vec::new();
-    enabled(cfg, s, &mut out);
-    out
-}
-
-fn is_enabled(cfg: &Config, s: &State, a: Action) -> bool {
-    enabled_actions(cfg, s).contains(&a)
-}
-
-#[track_caller]
-fn assert_enabled(cfg: &Config, s: &State, a: Action) {
-    let names: Vec<String> = enabled_actions(cfg, s)
-        .iter()
-        .map(|a| a.to_string())
-        .collect();
-    assert!(
-        is_enabled(cfg, s, a),
-        "{a} should be enabled; enabled: [{}]\n{}",
-        names.join(", "),
-        state_table(s)
-    );
-}
-
-#[track_caller]
-fn assert_disabled(cfg: &Config, s: &State, a: Action) {
-    assert!(
-        !is_enabled(cfg, s, a),
-        "{a} should not be enabled\n{}",
-        state_table(s)
-    );
-}
-
-/// Applies an enabled action.
-#[track_caller]
-fn step(cfg: &Config, s: &State, a: Action) -> State {
-    assert_enabled(cfg, s, a);
-    apply(cfg, s, a).unwrap_or(*s)
-}
-
-/// Applies actions in turn, each asserted enabled.
-#[track_caller]
-fn run(cfg: &Config, s: &State, actions: &[Action]) -> State {
-    actions.iter().fold(*s, |s, &a| step(cfg, &s, a))
-}
-
-fn elect(replica: ReplicaId) -> Action {
-    Action::ControllerElectLeader {
-        replica,
-        election: Election::Clean,
+/// `base_two_unclean_crashes()` with ELR off.
+fn no_elr() -> Config {
+    Config {
+        elr: false,
+        ..base_two_unclean_crashes()
     }
-}
-fn elect_elr(replica: ReplicaId) -> Action {
-    Action::ControllerElectLeader {
-        replica,
-        election: Election::Elr,
-    }
-}
-fn ctrl_shrink(replica: ReplicaId) -> Action {
-    Action::ControllerShrinkIsr { replica }
-}
-fn lead(replica: ReplicaId, epoch: Epoch) -> Action {
-    Action::BecomeLeader { replica, epoch }
-}
-fn follow(replica: ReplicaId, epoch: Epoch) -> Action {
-    Action::BecomeFollower { replica, epoch }
-}
-fn produce(leader: ReplicaId, record: RecordId) -> Action {
-    Action::Produce { leader, record }
-}
-fn fetch(follower: ReplicaId, leader: ReplicaId) -> Action {
-    Action::FollowerFetch { follower, leader }
-}
-fn advance(leader: ReplicaId, hw: Offset) -> Action {
-    Action::LeaderAdvanceHw { leader, hw }
-}
-fn shrink(leader: ReplicaId, follower: ReplicaId) -> Action {
-    Action::LeaderShrinkIsr { leader, follower }
-}
-fn expand(leader: ReplicaId, follower: ReplicaId) -> Action {
-    Action::LeaderExpandIsr { leader, follower }
-}
-fn crash(replica: ReplicaId, clean: bool) -> Action {
-    Action::Crash { replica, clean }
-}
-fn restart(replica: ReplicaId) -> Action {
-    Action::Restart { replica }
-}
-
-fn set(members: &[ReplicaId]) -> ReplicaSet {
-    members.iter().fold(ReplicaSet::EMPTY, |s, &r| s.with(r))
-}
-
-/// A leads epoch 0 with ISR {A,B,C}; B and C follow it. No records yet.
-fn led(cfg: &Config) -> State {
-    run(
-        cfg,
-        &init(cfg),
-        &[elect(A), lead(A, 0), follow(B, 0), follow(C, 0)],
-    )
 }
 
 #[track_caller]
@@ -170,23 +55,6 @@ fn assert_isr_elr(s: &State, isr: &[ReplicaId], elr: &[ReplicaId]) {
     );
 }
 
-fn hw_advances(cfg: &Config, s: &State) -> Vec<Action> {
-    enabled_actions(cfg, s)
-        .into_iter()
-        .filter(|a| matches!(a, Action::LeaderAdvanceHw { .. }))
-        .collect()
-}
-
-fn elections(cfg: &Config, s: &State) -> Vec<(ReplicaId, Election)> {
-    enabled_actions(cfg, s)
-        .into_iter()
-        .filter_map(|a| match a {
-            Action::ControllerElectLeader { replica, election } => Some((replica, election)),
-            _ => None,
-        })
-        .collect()
-}
-
 // --- rule 1: the HW waits for min.insync.replicas -----------------------------
 
 /// A wrote record a (id 0) while its ISR was full, then dropped B and C
@@ -197,7 +65,7 @@ fn leader_alone_with_a_record(cfg: &Config) -> State {
 
 #[test]
 fn rule1_hw_does_not_advance_while_the_leaders_isr_is_below_min_isr() {
-    let cfg = base();
+    let cfg = base_two_unclean_crashes();
     let s = leader_alone_with_a_record(&cfg);
     assert_eq!(s.replica(A).isr, set(&[A]));
     assert_eq!(s.replica(A).leo(), 1);
@@ -216,7 +84,7 @@ fn rule1_hw_does_not_advance_while_the_leaders_isr_is_below_min_isr() {
 
 #[test]
 fn rule1_hw_advances_again_once_the_isr_is_back_at_min_isr() {
-    let cfg = base();
+    let cfg = base_two_unclean_crashes();
     let s = leader_alone_with_a_record(&cfg);
     // B fetches the record and is caught up to the HW (0): back in.
     let s1 = run(&cfg, &s, &[fetch(B, A), expand(A, B)]);
@@ -232,7 +100,7 @@ fn rule1_hw_advances_again_once_the_isr_is_back_at_min_isr() {
 
 #[test]
 fn rule1_an_isr_of_exactly_min_isr_advances_the_hw() {
-    let cfg = base();
+    let cfg = base_two_unclean_crashes();
     let s = run(
         &cfg,
         &led(&cfg),
@@ -246,7 +114,7 @@ fn rule1_an_isr_of_exactly_min_isr_advances_the_hw() {
 
 #[test]
 fn rule2_controller_shrink_enters_the_elr_only_below_min_isr() {
-    let cfg = base();
+    let cfg = base_two_unclean_crashes();
     let s = led(&cfg);
     let s1 = step(&cfg, &s, ctrl_shrink(C));
     assert_isr_elr(&s1, &[A, B], &[]);
@@ -260,7 +128,7 @@ fn rule2_controller_shrink_enters_the_elr_only_below_min_isr() {
 
 #[test]
 fn rule2_leader_shrink_enters_the_elr_only_below_min_isr() {
-    let cfg = base();
+    let cfg = base_two_unclean_crashes();
     let s = led(&cfg);
     let s1 = step(&cfg, &s, shrink(A, C));
     assert_isr_elr(&s1, &[A, B], &[]);
@@ -273,7 +141,7 @@ fn rule2_every_replica_leaving_below_min_isr_enters_the_elr() {
     // min.insync.replicas=3: each removal leaves the ISR short.
     let cfg = Config {
         min_isr: 3,
-        ..base()
+        ..base_two_unclean_crashes()
     };
     let s = run(&cfg, &led(&cfg), &[shrink(A, B)]);
     assert_isr_elr(&s, &[A, C], &[B]);
@@ -294,7 +162,7 @@ fn rule2_without_elr_nobody_enters_it() {
 
 #[test]
 fn rule2_an_unclean_shutdown_the_controller_has_not_heard_of_does_not_keep_it_out() {
-    let cfg = base();
+    let cfg = base_two_unclean_crashes();
     // C crashes uncleanly; until it restarts, the controller cannot know.
     let s = run(&cfg, &led(&cfg), &[shrink(A, B), crash(C, false)]);
     assert!(s.replica(C).unclean_down);
@@ -311,7 +179,7 @@ fn rule2_an_unclean_shutdown_the_controller_has_not_heard_of_does_not_keep_it_ou
 
 #[test]
 fn rule3_with_elr_the_last_isr_member_is_removed_and_the_isr_may_empty() {
-    let cfg = base();
+    let cfg = base_two_unclean_crashes();
     // The leader last.
     let s = run(
         &cfg,
@@ -359,7 +227,7 @@ fn rule3_without_elr_the_last_replica_standing_stays_in_the_isr() {
 
 #[test]
 fn rule4_the_elr_empties_when_the_isr_is_back_at_min_isr() {
-    let cfg = base();
+    let cfg = base_two_unclean_crashes();
     // ISR {A}, ELR {B}; C comes back, B does not.
     let s = run(&cfg, &led(&cfg), &[shrink(A, C), shrink(A, B)]);
     assert_isr_elr(&s, &[A], &[B]);
@@ -371,7 +239,7 @@ fn rule4_the_elr_empties_when_the_isr_is_back_at_min_isr() {
 fn rule4_a_replica_rejoining_the_isr_leaves_the_elr() {
     let cfg = Config {
         min_isr: 3,
-        ..base()
+        ..base_two_unclean_crashes()
     };
     let s = run(&cfg, &led(&cfg), &[shrink(A, B), shrink(A, C)]);
     assert_isr_elr(&s, &[A], &[B, C]);
@@ -384,7 +252,7 @@ fn rule4_a_replica_rejoining_the_isr_leaves_the_elr() {
 
 #[test]
 fn rule4_a_replica_elected_from_the_elr_leaves_it() {
-    let cfg = base();
+    let cfg = base_two_unclean_crashes();
     let s = run(
         &cfg,
         &led(&cfg),
@@ -402,7 +270,7 @@ fn rule4_a_replica_elected_from_the_elr_leaves_it() {
 
 #[test]
 fn rule4_a_clean_restart_keeps_an_elr_member_eligible() {
-    let cfg = base();
+    let cfg = base_two_unclean_crashes();
     let s = run(
         &cfg,
         &led(&cfg),
@@ -417,7 +285,7 @@ fn rule4_a_clean_restart_keeps_an_elr_member_eligible() {
 
 #[test]
 fn rule5_an_unclean_restart_leaves_the_elr() {
-    let cfg = base();
+    let cfg = base_two_unclean_crashes();
     let s = run(
         &cfg,
         &led(&cfg),
@@ -430,7 +298,7 @@ fn rule5_an_unclean_restart_leaves_the_elr() {
 
 #[test]
 fn rule5_an_unclean_restart_leaves_the_isr_without_entering_the_elr() {
-    let cfg = base();
+    let cfg = base_two_unclean_crashes();
     // ISR after its removal is still at min.insync.replicas.
     let s = run(&cfg, &led(&cfg), &[crash(C, false)]);
     let s1 = step(&cfg, &s, restart(C));
@@ -445,7 +313,7 @@ fn rule5_an_unclean_restart_leaves_the_isr_without_entering_the_elr() {
 
 #[test]
 fn rule5_a_clean_restart_stays_in_the_isr() {
-    let cfg = base();
+    let cfg = base_two_unclean_crashes();
     let s = run(&cfg, &led(&cfg), &[crash(C, true), restart(C)]);
     assert_isr_elr(&s, &[A, B, C], &[]);
 }
@@ -459,7 +327,7 @@ fn rule5_without_elr_an_unclean_restart_keeps_the_isr() {
 
 #[test]
 fn rule5_the_uncleanly_restarted_replica_rejoins_through_a_normal_expand() {
-    let cfg = base();
+    let cfg = base_two_unclean_crashes();
     // a is committed on all three; C has not flushed it and loses it.
     let s = run(
         &cfg,
@@ -499,7 +367,7 @@ fn rule5_the_uncleanly_restarted_replica_rejoins_through_a_normal_expand() {
 fn rule5_a_caught_up_replica_can_rejoin_after_an_unclean_restart() {
     let cfg = Config {
         records: 1,
-        ..base()
+        ..base_two_unclean_crashes()
     };
     let s = run(
         &cfg,
@@ -534,20 +402,11 @@ fn rule5_a_caught_up_replica_can_rejoin_after_an_unclean_restart() {
 
 // --- elections ----------------------------------------------------------------
 
-/// Leaderless at epoch 1: ISR {A}, ELR {B}, C in neither; every replica alive.
-fn isr_a_elr_b(cfg: &Config) -> State {
-    let mut s = init(cfg);
-    s.controller.epoch = Some(1);
-    s.controller.isr = set(&[A]);
-    s.controller.elr = set(&[B]);
-    s
-}
-
 #[test]
 fn election_is_clean_from_a_live_isr_member_first() {
     let cfg = Config {
         unclean_election: true,
-        ..base()
+        ..base_two_unclean_crashes()
     };
     let s = isr_a_elr_b(&cfg);
     assert_eq!(elections(&cfg, &s), vec![(A, Election::Clean)]);
@@ -555,7 +414,7 @@ fn election_is_clean_from_a_live_isr_member_first() {
 
 #[test]
 fn election_is_from_the_elr_only_with_elr_on_and_the_isr_dead() {
-    let cfg = base();
+    let cfg = base_two_unclean_crashes();
     let mut s = isr_a_elr_b(&cfg);
     s.replica_mut(A).alive = false;
     assert_eq!(elections(&cfg, &s), vec![(B, Election::Elr)]);
@@ -568,7 +427,7 @@ fn election_is_from_the_elr_only_with_elr_on_and_the_isr_dead() {
 fn election_is_unclean_only_when_enabled_and_no_live_isr_or_elr_member() {
     let cfg = Config {
         unclean_election: true,
-        ..base()
+        ..base_two_unclean_crashes()
     };
     let mut s = isr_a_elr_b(&cfg);
     s.replica_mut(A).alive = false;
@@ -600,7 +459,7 @@ fn election_is_unclean_only_when_enabled_and_no_live_isr_or_elr_member() {
 fn unclean_election_clears_the_elr() {
     let cfg = Config {
         unclean_election: true,
-        ..base()
+        ..base_two_unclean_crashes()
     };
     // ISR {}, ELR {A,B}, both dead; C was never eligible.
     let s = run(
@@ -630,7 +489,7 @@ fn unclean_election_clears_the_elr() {
 
 #[test]
 fn an_elr_member_restarting_uncleanly_is_no_longer_electable() {
-    let cfg = base();
+    let cfg = base_two_unclean_crashes();
     // ISR {}, ELR {A,B}; B crashes uncleanly and comes back: only A remains
     // eligible, and it is dead, so nobody can be elected.
     let s = run(
