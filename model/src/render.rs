@@ -71,19 +71,32 @@ fn log_text(s: &State, r: u8) -> String {
     parts.join(" ")
 }
 
-fn history_text(s: &State, epoch_of: fn(&crate::state::RecordHistory) -> Option<u8>) -> String {
-    let items: Vec<String> = s.records[..s.produced as usize]
-        .iter()
-        .enumerate()
-        .filter_map(|(id, h)| {
-            epoch_of(h).map(|e| format!("{}@{} (epoch {e})", record_name(id as u8), h.offset))
-        })
+fn history_text(s: &State, epoch_of: EpochOf) -> String {
+    let items: Vec<String> = record_facts(s, epoch_of)
+        .map(|f| format!("{}@{} (epoch {})", f.record, f.offset, f.epoch))
         .collect();
     if items.is_empty() {
         "none".to_string()
     } else {
         items.join(", ")
     }
+}
+
+/// Which epoch of a record's history to show (acknowledged or visible).
+type EpochOf = fn(&crate::state::RecordHistory) -> Option<u8>;
+
+/// The produced records that `epoch_of` marks, with offset and epoch.
+fn record_facts(s: &State, epoch_of: EpochOf) -> impl Iterator<Item = RecordFact> + '_ {
+    s.records[..s.produced as usize]
+        .iter()
+        .enumerate()
+        .filter_map(move |(id, h)| {
+            epoch_of(h).map(|epoch| RecordFact {
+                record: record_name(id as u8).to_string(),
+                offset: h.offset,
+                epoch,
+            })
+        })
 }
 
 /// A counterexample: the initial state, then each action and the state it
@@ -156,19 +169,6 @@ fn names(s: ReplicaSet) -> Vec<String> {
 }
 
 pub fn state_json(s: &State) -> StateJson {
-    let facts = |epoch_of: fn(&crate::state::RecordHistory) -> Option<u8>| {
-        s.records[..s.produced as usize]
-            .iter()
-            .enumerate()
-            .filter_map(|(id, h)| {
-                epoch_of(h).map(|epoch| RecordFact {
-                    record: record_name(id as u8).to_string(),
-                    offset: h.offset,
-                    epoch,
-                })
-            })
-            .collect()
-    };
     StateJson {
         replicas: s
             .ids()
@@ -197,7 +197,7 @@ pub fn state_json(s: &State) -> StateJson {
             isr: names(s.controller.isr),
             elr: names(s.controller.elr),
         },
-        acknowledged: facts(|h| h.acked),
-        visible: facts(|h| h.visible),
+        acknowledged: record_facts(s, |h| h.acked).collect(),
+        visible: record_facts(s, |h| h.visible).collect(),
     }
 }

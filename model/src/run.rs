@@ -251,7 +251,7 @@ fn attach_shortest(model: &PartitionModel, properties: &mut [PropertyResult], na
     if targets.is_empty() {
         return;
     }
-    for (name, trace) in shortest::shortest_counterexamples(model, &targets, |_| {}) {
+    for (name, trace) in shortest::shortest_counterexamples(model, &targets) {
         if let (Some(p), Some(trace)) = (properties.iter_mut().find(|p| p.name == name), trace) {
             p.verdict = Verdict::Counterexample;
             p.counterexample = Some(steps(model, &trace));

@@ -48,19 +48,11 @@ impl Hasher for FingerprintHasher {
 
 type ParentMap = HashMap<u64, u64, BuildHasherDefault<FingerprintHasher>>;
 
-/// Progress of a search, for the caller to report.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct SearchStats {
-    pub unique_states: u64,
-    pub depth: u32,
-}
-
 /// For each always-property, the shortest trace to a state that breaks it;
-/// None for those that hold. `progress` is called after each level.
+/// None for those that hold.
 pub fn shortest_counterexamples(
     model: &PartitionModel,
     targets: &[Property<PartitionModel>],
-    mut progress: impl FnMut(SearchStats),
 ) -> Vec<(&'static str, Option<Trace>)> {
     let init = model.init_state();
     let mut parent = ParentMap::default();
@@ -68,7 +60,6 @@ pub fn shortest_counterexamples(
     let init_fp = fingerprint(&init);
     parent.insert(init_fp, init_fp);
     let mut level = VecDeque::from([init.representative()]);
-    let mut stats = SearchStats::default();
     let mut actions = Vec::new();
     'search: while !level.is_empty() {
         let mut next_level = VecDeque::new();
@@ -96,9 +87,6 @@ pub fn shortest_counterexamples(
                 }
             }
         }
-        stats.unique_states = parent.len() as u64;
-        stats.depth += 1;
-        progress(stats);
         level = next_level;
     }
     targets

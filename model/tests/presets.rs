@@ -82,7 +82,7 @@ fn shortest(name: &str) -> (Config, &'static str, usize) {
         .filter(|q| q.name == property)
         .collect();
     assert_eq!(target.len(), 1, "{name} names an existing property");
-    let found = shortest_counterexamples(&model, &target, |_| {});
+    let found = shortest_counterexamples(&model, &target);
     let (found_name, trace) = &found[0];
     let trace = trace
         .as_ref()

@@ -882,6 +882,31 @@ struct ProducerResult {
     latencies_us: Vec<u64>,
 }
 
+/// Files a produce answer under its request: latency and acknowledged
+/// records, or the error. Answers to requests already timed out are dropped.
+fn record_answer(
+    resp: ProduceResponse,
+    in_flight: &mut HashMap<u64, (Instant, Vec<RecordId>)>,
+    out: &mut ProducerResult,
+) {
+    let Some((sent, ids)) = in_flight.remove(&resp.request_id) else {
+        return;
+    };
+    match resp.result {
+        Ok((base, epoch)) => {
+            out.latencies_us.push(sent.elapsed().as_micros() as u64);
+            for (i, id) in ids.into_iter().enumerate() {
+                out.acked.push(AckedRecord {
+                    id,
+                    offset: base + i as u64,
+                    epoch,
+                });
+            }
+        }
+        Err(e) => *out.errors.entry(e.to_string()).or_default() += 1,
+    }
+}
+
 fn run_producer(
     k: usize,
     config: ConcurrentConfig,
@@ -933,23 +958,7 @@ fn run_producer(
             }
         }
         match answers.recv_timeout(Duration::from_millis(5)) {
-            Ok(resp) => {
-                if let Some((sent, ids)) = in_flight.remove(&resp.request_id) {
-                    match resp.result {
-                        Ok((base, epoch)) => {
-                            out.latencies_us.push(sent.elapsed().as_micros() as u64);
-                            for (i, id) in ids.into_iter().enumerate() {
-                                out.acked.push(AckedRecord {
-                                    id,
-                                    offset: base + i as u64,
-                                    epoch,
-                                });
-                            }
-                        }
-                        Err(e) => *out.errors.entry(e.to_string()).or_default() += 1,
-                    }
-                }
-            }
+            Ok(resp) => record_answer(resp, &mut in_flight, &mut out),
             Err(RecvTimeoutError::Timeout) => {
                 if in_flight.len() >= config.max_in_flight || shared.metadata().leader.is_none() {
                     thread::sleep(Duration::from_micros(200));
@@ -965,21 +974,7 @@ fn run_producer(
     let deadline = Instant::now() + timeout;
     while !in_flight.is_empty() && Instant::now() < deadline {
         if let Ok(resp) = answers.recv_timeout(Duration::from_millis(10)) {
-            if let Some((sent, ids)) = in_flight.remove(&resp.request_id) {
-                match resp.result {
-                    Ok((base, epoch)) => {
-                        out.latencies_us.push(sent.elapsed().as_micros() as u64);
-                        for (i, id) in ids.into_iter().enumerate() {
-                            out.acked.push(AckedRecord {
-                                id,
-                                offset: base + i as u64,
-                                epoch,
-                            });
-                        }
-                    }
-                    Err(e) => *out.errors.entry(e.to_string()).or_default() += 1,
-                }
-            }
+            record_answer(resp, &mut in_flight, &mut out);
         }
     }
     out.timeouts += in_flight.len() as u64;

@@ -413,6 +413,24 @@ impl<L: ReplicaLog> Partition<L> {
 
     // --- Truncation (follower) and OffsetsForLeaderEpoch (leader) ----------
 
+    /// A follower in `phase` with no request in flight (or one timed out)
+    /// starts one: its leader and the new request's correlation id.
+    fn start_follower_request(&mut self, phase: Phase, now: u64) -> Option<(ReplicaId, u64)> {
+        let timeout = self.request_timeout_ms;
+        let RoleState::Follower(f) = &self.role else {
+            return None;
+        };
+        if f.phase != phase || !Self::may_send(f.in_flight, now, timeout) {
+            return None;
+        }
+        let leader = f.leader;
+        let correlation_id = self.next_correlation_id();
+        if let RoleState::Follower(f) = &mut self.role {
+            f.in_flight = Some((correlation_id, now));
+        }
+        Some((leader, correlation_id))
+    }
+
     /// A truncating follower's next OffsetsForLeaderEpoch: for the latest
     /// epoch in its log. `None` when not truncating or one is in flight.
     pub fn offsets_for_leader_epoch_request(
@@ -422,18 +440,7 @@ impl<L: ReplicaLog> Partition<L> {
         self.maybe_finish_truncation();
         let latest = self.log.latest_epoch()?;
         let epoch = self.leader_epoch?;
-        let timeout = self.request_timeout_ms;
-        let RoleState::Follower(f) = &self.role else {
-            return None;
-        };
-        if f.phase != Phase::Truncating || !Self::may_send(f.in_flight, now, timeout) {
-            return None;
-        }
-        let leader = f.leader;
-        let correlation_id = self.next_correlation_id();
-        if let RoleState::Follower(f) = &mut self.role {
-            f.in_flight = Some((correlation_id, now));
-        }
+        let (leader, correlation_id) = self.start_follower_request(Phase::Truncating, now)?;
         Some((
             leader,
             OffsetsForLeaderEpochRequest {
@@ -550,18 +557,7 @@ impl<L: ReplicaLog> Partition<L> {
     /// fetching or a fetch is in flight.
     pub fn fetch_request(&mut self, now: u64) -> Option<(ReplicaId, FetchRequest)> {
         let epoch = self.leader_epoch?;
-        let timeout = self.request_timeout_ms;
-        let RoleState::Follower(f) = &self.role else {
-            return None;
-        };
-        if f.phase != Phase::Fetching || !Self::may_send(f.in_flight, now, timeout) {
-            return None;
-        }
-        let leader = f.leader;
-        let correlation_id = self.next_correlation_id();
-        if let RoleState::Follower(f) = &mut self.role {
-            f.in_flight = Some((correlation_id, now));
-        }
+        let (leader, correlation_id) = self.start_follower_request(Phase::Fetching, now)?;
         Some((
             leader,
             FetchRequest {

@@ -151,6 +151,11 @@ impl LogDir {
                 .insert(tp.clone(), log.high_watermark());
             self.log_starts.insert(tp.clone(), log.log_start_offset());
         }
+        self.write_checkpoints()
+    }
+
+    /// Writes the three broker-level checkpoint files from memory.
+    fn write_checkpoints(&self) -> Result<()> {
         checkpoint::write_offsets(
             &self.path.join(RECOVERY_POINT_CHECKPOINT),
             &self.recovery_points,
@@ -198,15 +203,7 @@ impl LogDir {
             self.high_watermarks.insert(tp.clone(), hw);
             self.log_starts.insert(tp, lso);
         }
-        checkpoint::write_offsets(
-            &self.path.join(RECOVERY_POINT_CHECKPOINT),
-            &self.recovery_points,
-        )?;
-        checkpoint::write_offsets(
-            &self.path.join(REPLICATION_CHECKPOINT),
-            &self.high_watermarks,
-        )?;
-        checkpoint::write_offsets(&self.path.join(LOG_START_CHECKPOINT), &self.log_starts)?;
+        self.write_checkpoints()?;
         let marker = format!("{{\"version\":\"0\",\"broker_epoch\":\"{broker_epoch}\"}}");
         checkpoint::write_atomically(&self.path.join(CLEAN_SHUTDOWN_MARKER), marker.as_bytes())
     }
