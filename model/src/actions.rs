@@ -333,7 +333,18 @@ fn fetch_leader(cfg: &Config, s: &State, follower: ReplicaId) -> Option<ReplicaI
     };
     let l = s.replica(leader);
     let fenced_ok = !cfg.truncation.is_fenced() || l.epoch == f.epoch;
-    (f.alive && leader != follower && l.presumes_leadership(leader) && fenced_ok).then_some(leader)
+    let may_fetch = f.alive && leader != follower && l.presumes_leadership(leader) && fenced_ok;
+    (may_fetch && fetch_changes_something(s, follower, leader)).then_some(leader)
+}
+
+/// An idle fetch (nothing to copy, nothing new to learn on either side) is
+/// not a step: it would leave the state as it was.
+fn fetch_changes_something(s: &State, follower: ReplicaId, leader: ReplicaId) -> bool {
+    let (f, l) = (s.replica(follower), s.replica(leader));
+    f.leo() != l.leo()
+        || f.hw != l.hw.min(f.leo())
+        || l.follower_leo[follower as usize] != Some(f.leo())
+        || l.stale_fetch.contains(follower)
 }
 
 fn follower_fetch(s: &mut State, follower: ReplicaId, leader: ReplicaId) {

@@ -317,7 +317,11 @@ fn print_report(r: &Report) {
     }
     println!();
     match (&r.expected, r.mismatches.is_empty()) {
-        (Some(e), true) => println!("verdict: as expected ({e})"),
+        (Some(e), true) if r.search.exhaustive() => println!("verdict: as expected ({e})"),
+        (Some(e), true) => println!(
+            "verdict: nothing found against the expectation ({e}); a search that is not \
+             exhaustive proves no property"
+        ),
         (Some(e), false) => {
             println!("verdict: NOT as expected (expected: {e})");
             for m in &r.mismatches {
