@@ -1,1 +1,13 @@
-//! Conformance between the model and the implementation (lockstep, trace checking, replay).
+//! Conformance between the model (`highwater-model`) and the implementation
+//! (`highwater`): the only crate that sees both.
+//!
+//! - [`mapping`]: a model configuration and action as the implementation's
+//!   step driver takes them.
+//! - [`abstraction`]: the abstraction function, from a snapshot of the
+//!   implementation's cluster to the model's state.
+//! - [`lockstep`]: one sequence of model actions run on both, states compared
+//!   after every step.
+
+pub mod abstraction;
+pub mod lockstep;
+pub mod mapping;

@@ -127,43 +127,10 @@ fn pick(cands: &[(StepAction, u32)], choice: u16) -> StepAction {
 
 /// The model's always-properties, on a snapshot.
 fn check(s: &ClusterSnapshot) -> Result<(), String> {
-    if let Some(l) = s.lost_records(|h| h.visible).first() {
-        return Err(format!("committed record {l} lost"));
+    match s.broken_properties().first() {
+        Some(b) => Err(format!("{}: {}", b.property, b.detail)),
+        None => Ok(()),
     }
-    if let Some(l) = s.lost_records(|h| h.acked).first() {
-        return Err(format!("acknowledged record {l} lost"));
-    }
-    if let Some((a, b)) = s.divergence_below_hw() {
-        return Err(format!("replicas {a} and {b} disagree below their HWs"));
-    }
-    for r in &s.replicas {
-        if r.high_watermark > r.log_end_offset {
-            return Err(format!("replica {}: HW above LEO", r.id));
-        }
-    }
-    if let Some(l) = s.controller.leader {
-        if !s.controller.isr.contains(&l) {
-            return Err(format!("leader {l} is not in the ISR"));
-        }
-    }
-    // Strong ISR: below a presumed leader's HW, every ISR member (not down
-    // after an unclean crash) holds the leader's records.
-    for l in s.replicas.iter().filter(|r| r.presumes_leadership()) {
-        let hw = l.high_watermark as usize;
-        for &m in &s.controller.isr {
-            let r = s.replica(m).unwrap();
-            if r.unclean_down {
-                continue;
-            }
-            if r.log.len() < hw || r.log[..hw] != l.log[..hw] {
-                return Err(format!(
-                    "ISR member {m} lacks leader {}'s records below its HW",
-                    l.id
-                ));
-            }
-        }
-    }
-    Ok(())
 }
 
 fn walk(config: StepConfig, choices: &[u16]) -> Result<(), TestCaseError> {

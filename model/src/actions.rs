@@ -214,7 +214,7 @@ pub fn apply(cfg: &Config, s: &State, action: Action) -> Option<State> {
 /// state: recovery points matter only while an unclean crash may still
 /// happen, and are dropped (0) once none is left; a request's ISR matters
 /// only to its leader, and is dropped once that leader can no longer take it.
-fn forget_what_no_longer_matters(cfg: &Config, s: &mut State) {
+pub fn forget_what_no_longer_matters(cfg: &Config, s: &mut State) {
     if s.unclean_crashes >= cfg.unclean_crashes {
         for r in 0..s.n {
             s.replica_mut(r).recovery_point = 0;
@@ -222,9 +222,10 @@ fn forget_what_no_longer_matters(cfg: &Config, s: &mut State) {
     }
     for epoch in 0..=cfg.max_epoch {
         if let Some(req) = s.request(epoch) {
-            let takeable = req
-                .leader
-                .is_some_and(|l| leader_may_still_take(s, l, epoch));
+            // A leader that is down never takes its request: it may restart
+            // only once the controller names another leader, in a newer epoch,
+            // and restarting sets its epoch to that newer one.
+            let takeable = req.leader.is_some_and(|l| accepts_request(s, l, epoch));
             if !takeable && !req.isr.is_empty() {
                 s.requests[epoch as usize] = Some(Request {
                     isr: ReplicaSet::EMPTY,
@@ -232,16 +233,6 @@ fn forget_what_no_longer_matters(cfg: &Config, s: &mut State) {
                 });
             }
         }
-    }
-}
-
-/// Whether replica `l` may yet accept the LeaderAndIsr of `epoch`: now, or
-/// after a restart (which sets its epoch to the controller's).
-fn leader_may_still_take(s: &State, l: ReplicaId, epoch: Epoch) -> bool {
-    if s.replica(l).alive {
-        accepts_request(s, l, epoch)
-    } else {
-        s.controller.epoch.is_none_or(|c| epoch >= c)
     }
 }
 

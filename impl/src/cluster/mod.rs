@@ -18,6 +18,6 @@ pub mod step;
 pub mod trace;
 
 pub use crate::replication::log::{record_id, record_key};
-pub use snapshot::{ClusterSnapshot, RecordHistory, ReplicaSnapshot};
+pub use snapshot::{BrokenProperty, ClusterSnapshot, RecordHistory, ReplicaSnapshot};
 pub use step::{StepAction, StepCluster, StepConfig};
 pub use trace::{Actor, Event, Trace, TraceEntry};

@@ -11,6 +11,21 @@ use crate::replication::{
     ControllerState, LeaderAndIsr, LeaderEpoch, LeaderView, LogEntry, RecordId, ReplicaId,
 };
 
+/// The safety properties, by the names the model gives them.
+pub const COMMITTED_RECORDS_SURVIVE: &str = "committed records survive";
+pub const ACKNOWLEDGED_RECORDS_SURVIVE: &str = "acknowledged records survive";
+pub const STRONG_ISR: &str = "strong ISR";
+pub const LEADER_IN_ISR: &str = "leader in ISR";
+pub const HW_WITHIN_LOG: &str = "HW <= LEO";
+pub const NO_DIVERGENCE_BELOW_HW: &str = "logs agree below the HW";
+
+/// A safety property a cluster breaks, and how.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BrokenProperty {
+    pub property: &'static str,
+    pub detail: String,
+}
+
 /// One replica, as the model's `Replica`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReplicaSnapshot {
@@ -122,6 +137,67 @@ impl ClusterSnapshot {
                 let agree = a.log.len() >= n && b.log.len() >= n && a.log[..n] == b.log[..n];
                 if !agree {
                     return Some((a.id, b.id));
+                }
+            }
+        }
+        None
+    }
+
+    /// The safety properties (named as the model names them) that this
+    /// cluster breaks, each with what breaks it; empty when all hold.
+    pub fn broken_properties(&self) -> Vec<BrokenProperty> {
+        let mut out = Vec::new();
+        let mut broken = |property, detail| out.push(BrokenProperty { property, detail });
+        if let Some(l) = self.lost_records(|h| h.visible).first() {
+            broken(
+                COMMITTED_RECORDS_SURVIVE,
+                format!("committed record {l} lost"),
+            );
+        }
+        if let Some(l) = self.lost_records(|h| h.acked).first() {
+            broken(
+                ACKNOWLEDGED_RECORDS_SURVIVE,
+                format!("acknowledged record {l} lost"),
+            );
+        }
+        if let Some((l, m)) = self.strong_isr_violation() {
+            broken(
+                STRONG_ISR,
+                format!("ISR member {m} lacks leader {l}'s records below its HW"),
+            );
+        }
+        if let Some(l) = self.controller.leader {
+            if !self.controller.isr.contains(&l) {
+                broken(LEADER_IN_ISR, format!("leader {l} is not in the ISR"));
+            }
+        }
+        for r in &self.replicas {
+            if r.high_watermark > r.log_end_offset {
+                broken(HW_WITHIN_LOG, format!("replica {}: HW above LEO", r.id));
+            }
+        }
+        if let Some((a, b)) = self.divergence_below_hw() {
+            broken(
+                NO_DIVERGENCE_BELOW_HW,
+                format!("replicas {a} and {b} disagree below their HWs"),
+            );
+        }
+        out
+    }
+
+    /// Strong ISR: below a presumed leader's HW, every quorum ISR member
+    /// (except one down after an unclean crash, until it restarts) holds the
+    /// leader's records. Returns the first (leader, member) that does not.
+    pub fn strong_isr_violation(&self) -> Option<(ReplicaId, ReplicaId)> {
+        for l in self.replicas.iter().filter(|r| r.presumes_leadership()) {
+            let hw = l.high_watermark as usize;
+            for &m in &self.controller.isr {
+                let Some(r) = self.replica(m) else { continue };
+                if r.unclean_down {
+                    continue;
+                }
+                if r.log.len() < hw || l.log.len() < hw || r.log[..hw] != l.log[..hw] {
+                    return Some((l.id, m));
                 }
             }
         }

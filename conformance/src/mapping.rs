@@ -1,0 +1,102 @@
+//! The model's configuration and actions in the implementation's terms.
+
+use highwater::cluster::{StepAction, StepConfig};
+use highwater::replication::{self as imp, ReplicationConfig};
+use highwater_model::controller::Election;
+use highwater_model::{Acks, Action, Config, Truncation};
+
+/// The step-driver configuration that runs the protocol `cfg` describes.
+/// Bounds (records, epochs, crashes) are not the implementation's business:
+/// the model's enabled actions keep within them.
+pub fn step_config(cfg: &Config) -> StepConfig {
+    let mut step = StepConfig::new(u32::from(cfg.replicas));
+    step.replication = ReplicationConfig {
+        min_insync_replicas: usize::from(cfg.min_isr),
+        truncation: truncation(cfg.truncation),
+        elr: cfg.elr,
+        ..step.replication
+    };
+    step.unclean_leader_election = cfg.unclean_election;
+    step.acks = acks(cfg.acks);
+    step
+}
+
+pub fn truncation(t: Truncation) -> imp::TruncationMode {
+    match t {
+        Truncation::Hw => imp::TruncationMode::Hw,
+        Truncation::Epoch => imp::TruncationMode::Epoch,
+        Truncation::EpochIterative => imp::TruncationMode::EpochIterative,
+        Truncation::Fenced => imp::TruncationMode::Fenced,
+    }
+}
+
+pub fn acks(a: Acks) -> imp::Acks {
+    match a {
+        Acks::None => imp::Acks::None,
+        Acks::Leader => imp::Acks::Leader,
+        Acks::All => imp::Acks::All,
+    }
+}
+
+pub fn election(e: Election) -> imp::Election {
+    match e {
+        Election::Clean => imp::Election::Clean,
+        Election::Elr => imp::Election::Elr,
+        Election::Unclean => imp::Election::Unclean,
+    }
+}
+
+/// The model's action as one step of the step driver.
+pub fn step_action(a: Action) -> StepAction {
+    let id = u32::from;
+    match a {
+        Action::ControllerElectLeader {
+            replica,
+            election: e,
+        } => StepAction::ControllerElectLeader {
+            replica: id(replica),
+            election: election(e),
+        },
+        Action::ControllerShrinkIsr { replica } => StepAction::ControllerShrinkIsr {
+            replica: id(replica),
+        },
+        Action::BecomeLeader { replica, epoch } => StepAction::BecomeLeader {
+            replica: id(replica),
+            epoch: i32::from(epoch),
+        },
+        Action::BecomeFollower { replica, epoch } => StepAction::BecomeFollower {
+            replica: id(replica),
+            epoch: i32::from(epoch),
+        },
+        Action::Produce { leader, record } => StepAction::Produce {
+            leader: id(leader),
+            record: u64::from(record),
+        },
+        Action::FollowerFetch { follower, leader } => StepAction::FollowerFetch {
+            follower: id(follower),
+            leader: id(leader),
+        },
+        Action::LeaderAdvanceHw { leader, hw } => StepAction::LeaderAdvanceHw {
+            leader: id(leader),
+            hw: u64::from(hw),
+        },
+        Action::LeaderShrinkIsr { leader, follower } => StepAction::LeaderShrinkIsr {
+            leader: id(leader),
+            follower: id(follower),
+        },
+        Action::LeaderExpandIsr { leader, follower } => StepAction::LeaderExpandIsr {
+            leader: id(leader),
+            follower: id(follower),
+        },
+        Action::Flush { replica } => StepAction::Flush {
+            replica: id(replica),
+        },
+        Action::Crash { replica, clean } => StepAction::Crash {
+            replica: id(replica),
+            clean,
+        },
+        Action::Restart { replica } => StepAction::Restart {
+            replica: id(replica),
+        },
+    }
+}
