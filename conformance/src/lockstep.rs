@@ -18,10 +18,10 @@ pub struct Divergence {
     /// The actions taken, the last one being where they parted.
     pub steps: Vec<Action>,
     pub what: String,
-    /// The model's state after the last step.
-    pub model: State,
+    /// The model's state after the last step (boxed: states are large).
+    pub model: Box<State>,
     /// The implementation's, when it could be abstracted.
-    pub implementation: Option<State>,
+    pub implementation: Option<Box<State>>,
 }
 
 impl fmt::Display for Divergence {
@@ -54,7 +54,7 @@ impl Lockstep {
         let imp = StepCluster::new(dir, step_config(cfg)).map_err(|e| Divergence {
             steps: Vec::new(),
             what: format!("the cluster did not start: {e}"),
-            model,
+            model: Box::new(model),
             implementation: None,
         })?;
         let both = Lockstep {
@@ -108,8 +108,8 @@ impl Lockstep {
         Divergence {
             steps: self.steps.clone(),
             what,
-            model: self.model,
-            implementation,
+            model: Box::new(self.model),
+            implementation: implementation.map(Box::new),
         }
     }
 
