@@ -42,8 +42,9 @@ pub enum Truncation {
     /// KIP-279: repeat the epoch lookup until the logs agree.
     EpochIterative,
     /// KIP-320: as KIP-279, but fetch and truncation are fenced by the current
-    /// leader epoch, the HW only counts followers on the leader's epoch, and the
-    /// ISR expands only once the HW has reached the leader's epoch.
+    /// leader epoch (so a follower reports its LEO only to a leader of its own
+    /// epoch), and the ISR expands only once the HW has reached the leader's
+    /// epoch.
     Fenced,
 }
 
@@ -79,8 +80,9 @@ pub struct Config {
     pub unclean_election: bool,
     pub clean_crashes: u8,
     pub unclean_crashes: u8,
-    /// Leadership moves from a live leader (controlled shutdown,
-    /// preferred-leader election) allowed in a run.
+    /// Clean elections while the controller still names a leader (controlled
+    /// shutdown, preferred-leader election, or failover from a leader not yet
+    /// removed) allowed in a run.
     pub leader_moves: u8,
 }
 

@@ -77,8 +77,9 @@ struct ModelArgs {
     /// Unclean crashes (unflushed suffix lost) allowed in a run.
     #[arg(long)]
     unclean_crashes: Option<u8>,
-    /// Leadership moves from a live leader (controlled shutdown,
-    /// preferred-leader election) allowed in a run.
+    /// Clean elections while the controller still names a leader (controlled
+    /// shutdown, preferred-leader election, or failover from a leader not yet
+    /// removed) allowed in a run.
     #[arg(long)]
     leader_moves: Option<u8>,
 }

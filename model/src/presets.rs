@@ -111,7 +111,7 @@ pub const PRESETS: &[Preset] = &[
     },
     Preset {
         name: "hw-truncation",
-        summary: "truncation to the HW (before KIP-101): a follower drops a committed record it held, then leads",
+        summary: "truncation to the HW (before KIP-101): a follower drops a record its leader commits, then leads without it",
         config: Config {
             truncation: Truncation::Hw,
             ..SAFE

@@ -83,7 +83,7 @@ pub struct ClusterSnapshot {
     pub records: BTreeMap<RecordId, RecordHistory>,
     pub clean_crashes: u32,
     pub unclean_crashes: u32,
-    /// Elections that moved leadership from a live leader.
+    /// Elections that moved leadership from a named leader (alive or not).
     pub leader_moves: u32,
 }
 

@@ -304,7 +304,7 @@ impl StepCluster {
 
     /// ControllerElectLeader: the controller makes `replica` the leader in a
     /// new epoch (the LeaderAndIsr is delivered by later steps). A clean
-    /// election may move leadership from a live leader (counted in the
+    /// election may move leadership while a leader is named (counted in the
     /// snapshot's `leader_moves`).
     pub fn controller_elect_leader(&mut self, replica: ReplicaId) -> Result<Election> {
         self.tick();

@@ -157,8 +157,8 @@ impl Controller {
     }
 
     /// Which election, if any, may make `r` (alive, not the leader) the
-    /// leader now: clean from the ISR, which may also move leadership from a
-    /// live leader (controlled shutdown, preferred-leader election); the
+    /// leader now: clean from the ISR, which may also move leadership while a
+    /// leader is named (controlled shutdown, preferred-leader election); the
     /// others only fill a leaderless partition: with no ISR member alive,
     /// from the ELR; else unclean when enabled and no ELR member is alive.
     pub fn election_kind(&self, r: ReplicaId) -> Option<Election> {

@@ -186,3 +186,29 @@ pub fn isr_a_elr_b(cfg: &Config) -> State {
     s.controller.elr = set(&[B]);
     s
 }
+
+/// Breadth-first over the states of `cfg` reachable by the actions `keep`
+/// allows (up to `limit` states), calling `visit` on each state with the
+/// actions it enables.
+pub fn explore(
+    cfg: &Config,
+    limit: usize,
+    keep: impl Fn(&Action) -> bool,
+    mut visit: impl FnMut(&State, &[Action]),
+) {
+    use std::collections::{HashSet, VecDeque};
+    let init = init(cfg);
+    let mut seen: HashSet<State> = HashSet::from([init]);
+    let mut queue = VecDeque::from([init]);
+    while let Some(s) = queue.pop_front() {
+        let actions = enabled_actions(cfg, &s);
+        visit(&s, &actions);
+        for &a in actions.iter().filter(|a| keep(a)) {
+            if let Some(next) = apply(cfg, &s, a) {
+                if seen.len() < limit && seen.insert(next) {
+                    queue.push_back(next);
+                }
+            }
+        }
+    }
+}
