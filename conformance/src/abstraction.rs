@@ -5,17 +5,17 @@
 
 use highwater::cluster::{ClusterSnapshot, ReplicaSnapshot};
 use highwater::replication::{LeaderView as ImplLeaderView, LogEntry};
-use highwater_model::actions::forget_what_no_longer_matters;
+use highwater_model::actions::{accepts_request, forget_what_no_longer_matters};
 use highwater_model::state::{
-    Controller, Entry, LeaderView, Log, RecordHistory, Replica, ReplicaSet, Request, MAX_RECORDS,
-    MAX_REPLICAS,
+    Controller, Entry, Epoch, LeaderView, Log, RecordHistory, Replica, ReplicaSet, Request,
+    MAX_RECORDS, MAX_REPLICAS,
 };
 use highwater_model::{Config, State};
 use std::fmt::Display;
 
 /// `snap` as a model state, forgetting what the model forgets (see
 /// `forget_what_no_longer_matters`) so that equal behaviour means equal
-/// states.
+/// states; compare it through [`comparable`].
 pub fn abstract_state(cfg: &Config, snap: &ClusterSnapshot) -> Result<State, String> {
     let mut s = State {
         n: small(snap.replicas.len(), "replica count")?,
@@ -72,6 +72,25 @@ pub fn abstract_state(cfg: &Config, snap: &ClusterSnapshot) -> Result<State, Str
     s.leader_moves = small(snap.leader_moves, "leader moves")?;
     forget_what_no_longer_matters(cfg, &mut s);
     Ok(s)
+}
+
+/// `s` without what only the model's history decides: the ISR of a request
+/// whose leader can no longer take it (the model keeps part of the current
+/// one for a sometimes-property, as an intersection over the epoch's past
+/// ISRs, which no snapshot holds).
+pub fn comparable(s: &State) -> State {
+    let mut out = *s;
+    for (epoch, slot) in out.requests.iter_mut().enumerate() {
+        if let Some(req) = slot {
+            let takeable = req
+                .leader
+                .is_some_and(|l| accepts_request(s, l, epoch as Epoch));
+            if !takeable {
+                req.isr = ReplicaSet::EMPTY;
+            }
+        }
+    }
+    out
 }
 
 fn replica(r: &ReplicaSnapshot) -> Result<Replica, String> {

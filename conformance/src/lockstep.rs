@@ -3,7 +3,7 @@
 //! seen through the abstraction function, must equal the model's after every
 //! step.
 
-use crate::abstraction::abstract_state;
+use crate::abstraction::{abstract_state, comparable};
 use crate::mapping::{step_action, step_config};
 use highwater::cluster::StepCluster;
 use highwater_model::actions::{apply, enabled};
@@ -121,13 +121,11 @@ impl Lockstep {
             .map_err(|e| self.diverged(None, format!("no snapshot: {e}")))?;
         let seen = abstract_state(&self.cfg, &snap)
             .map_err(|e| self.diverged(None, format!("no model state: {e}")))?;
-        if seen == self.model {
+        let (model, imp) = (comparable(&self.model), comparable(&seen));
+        if model == imp {
             return Ok(());
         }
-        let what = format!(
-            "states differ: {}",
-            differences(&self.model, &seen).join("; ")
-        );
+        let what = format!("states differ: {}", differences(&model, &imp).join("; "));
         Err(self.diverged(Some(seen), what))
     }
 }

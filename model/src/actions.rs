@@ -213,8 +213,10 @@ pub fn apply(cfg: &Config, s: &State, action: Action) -> Option<State> {
 /// States that differ only in what can no longer affect the run are one
 /// state: recovery points matter only while an unclean crash may still
 /// happen, and are dropped (0) once none is left; a request's ISR matters
-/// only to its leader, and is dropped once that leader can no longer take it
-/// (except in the current epoch's request, which the properties read).
+/// only to its leader, and once that leader can no longer take it, only to
+/// "a removed follower rejoins": of the current epoch's request the members
+/// still in the controller's ISR are kept (a member added later is outside
+/// them), of older requests nothing.
 pub fn forget_what_no_longer_matters(cfg: &Config, s: &mut State) {
     if s.unclean_crashes >= cfg.unclean_crashes {
         for r in 0..s.n {
@@ -222,23 +224,21 @@ pub fn forget_what_no_longer_matters(cfg: &Config, s: &mut State) {
         }
     }
     for epoch in 0..=cfg.max_epoch {
-        // The current epoch's ISR is kept: it is the ISR the leader was
-        // elected with, which "a removed follower rejoins" compares against.
-        if s.controller.epoch == Some(epoch) {
+        let Some(req) = s.request(epoch) else {
+            continue;
+        };
+        // A leader that is down never takes its request: it may restart only
+        // once the controller names another leader, in a newer epoch, and
+        // restarting sets its epoch to that newer one.
+        if req.leader.is_some_and(|l| accepts_request(s, l, epoch)) {
             continue;
         }
-        if let Some(req) = s.request(epoch) {
-            // A leader that is down never takes its request: it may restart
-            // only once the controller names another leader, in a newer epoch,
-            // and restarting sets its epoch to that newer one.
-            let takeable = req.leader.is_some_and(|l| accepts_request(s, l, epoch));
-            if !takeable && !req.isr.is_empty() {
-                s.requests[epoch as usize] = Some(Request {
-                    isr: ReplicaSet::EMPTY,
-                    ..req
-                });
-            }
-        }
+        let isr = if s.controller.epoch == Some(epoch) {
+            req.isr.intersection(s.controller.isr)
+        } else {
+            ReplicaSet::EMPTY
+        };
+        s.requests[epoch as usize] = Some(Request { isr, ..req });
     }
 }
 

@@ -46,7 +46,9 @@ pub fn properties() -> Vec<Property<PartitionModel>> {
             c.leader
                 .is_some_and(|l| c.isr == crate::state::ReplicaSet::single(l))
         }),
-        // Only an expand adds to the ISR a leader was elected with.
+        // Only an expand adds to the ISR a leader was elected with (of which
+        // the state keeps the members not removed since; see
+        // `forget_what_no_longer_matters`).
         Property::sometimes(SOMETIMES_FOLLOWER_REJOINS, |_, s: &State| {
             let c = &s.controller;
             c.epoch

@@ -39,6 +39,9 @@ impl ReplicaSet {
     pub fn with(self, r: ReplicaId) -> Self {
         ReplicaSet(self.0 | (1 << r))
     }
+    pub fn intersection(self, other: ReplicaSet) -> Self {
+        ReplicaSet(self.0 & other.0)
+    }
     pub fn without(self, r: ReplicaId) -> Self {
         ReplicaSet(self.0 & !(1 << r))
     }

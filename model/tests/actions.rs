@@ -312,13 +312,23 @@ fn controller_shrink_of_the_leader_leaves_the_partition_leaderless_in_a_new_epoc
     assert_eq!(next.controller.elr, ReplicaSet::EMPTY, "ISR still at min");
     assert_eq!(next.controller.leader, None);
     assert_eq!(next.controller.epoch, Some(1));
-    // A leaderless request's ISR is read by no one, so the model drops it.
+    // No leader takes a leaderless request; its ISR is kept only for "a
+    // removed follower rejoins", while it is the current epoch's.
     assert_eq!(
         next.request(1),
         Some(Request {
             leader: None,
-            isr: ReplicaSet::EMPTY
+            isr: set(&[B, C])
         })
+    );
+    let elected = step(&cfg, &next, elect(B));
+    assert_eq!(
+        elected.request(1),
+        Some(Request {
+            leader: None,
+            isr: ReplicaSet::EMPTY
+        }),
+        "dropped once an older epoch's"
     );
     // A still presumes it leads until it hears of epoch 1.
     assert!(next.replica(A).presumes_leadership(A));

@@ -16,15 +16,20 @@ fn every_enabled_action_changes_the_state_in_every_preset() {
         let mut cfg = p.config;
         cfg.records = cfg.records.min(2);
         cfg.max_epoch = cfg.max_epoch.min(2);
-        common::explore(&cfg, 300_000, |_| true, |s, actions| {
-            for &a in actions {
-                assert!(
-                    apply(&cfg, s, a).is_some(),
-                    "{}: {a} is enabled but changes nothing in\n{}",
-                    p.name,
-                    state_table(s)
-                );
-            }
-        });
+        common::explore(
+            &cfg,
+            300_000,
+            |_| true,
+            |s, actions| {
+                for &a in actions {
+                    assert!(
+                        apply(&cfg, s, a).is_some(),
+                        "{}: {a} is enabled but changes nothing in\n{}",
+                        p.name,
+                        state_table(s)
+                    );
+                }
+            },
+        );
     }
 }
