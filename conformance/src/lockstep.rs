@@ -5,9 +5,10 @@
 
 use crate::abstraction::{abstract_state, comparable};
 use crate::mapping::{step_action, step_config};
-use highwater::cluster::StepCluster;
+use highwater::cluster::{StepCluster, StepConfig};
 use highwater_model::actions::{apply, enabled};
 use highwater_model::render::state_table;
+use highwater_model::state::{MAX_EPOCH, MAX_RECORDS};
 use highwater_model::{Action, Config, PartitionModel, State};
 use std::fmt;
 use std::path::Path;
@@ -50,8 +51,15 @@ impl Lockstep {
     /// Both in their initial states; the implementation keeps its files
     /// under `dir`.
     pub fn start(cfg: &Config, dir: &Path) -> Result<Lockstep, Divergence> {
+        Lockstep::start_with(cfg, step_config(cfg), dir)
+    }
+
+    /// As [`Lockstep::start`], with the implementation configured as `imp`
+    /// rather than as the model: how mutation tests run an implementation
+    /// with an old rule against the model with today's.
+    pub fn start_with(cfg: &Config, imp: StepConfig, dir: &Path) -> Result<Lockstep, Divergence> {
         let model = PartitionModel::new(*cfg).init_state();
-        let imp = StepCluster::new(dir, step_config(cfg)).map_err(|e| Divergence {
+        let imp = StepCluster::new(dir, imp).map_err(|e| Divergence {
             steps: Vec::new(),
             what: format!("the cluster did not start: {e}"),
             model: Box::new(model),
@@ -94,6 +102,81 @@ impl Lockstep {
         self.compare()
     }
 
+    /// The converse of [`Lockstep::step`]: every action the model's rules
+    /// forbid now is offered to the implementation, which must refuse it or
+    /// take it without a change the model can see (an idle fetch, a flush
+    /// whose recovery point nothing reads). Actions the model forbids only
+    /// by its bounds (records, epochs, crashes, leader moves) are not
+    /// offered: the implementation has no bounds.
+    pub fn check_refusals(&mut self) -> Result<(), Divergence> {
+        let unbounded = Config {
+            records: MAX_RECORDS as u8,
+            max_epoch: MAX_EPOCH,
+            clean_crashes: u8::MAX,
+            unclean_crashes: u8::MAX,
+            leader_moves: u8::MAX,
+            ..self.cfg
+        };
+        let mut allowed = Vec::new();
+        enabled(&unbounded, &self.model, &mut allowed);
+        let epoch_left = self.model.controller.next_epoch() <= MAX_EPOCH;
+        let record_left = usize::from(self.model.produced) < MAX_RECORDS;
+        for a in every_action(&self.model) {
+            let bounded = match a {
+                Action::ControllerElectLeader { .. } | Action::ControllerShrinkIsr { .. } => {
+                    !epoch_left
+                }
+                Action::Produce { .. } => !record_left,
+                _ => false,
+            };
+            if bounded || allowed.contains(&a) {
+                continue;
+            }
+            if self.imp.apply(step_action(a)).is_err() {
+                continue;
+            }
+            let snap = self
+                .imp
+                .snapshot()
+                .map_err(|e| self.diverged(None, format!("no snapshot: {e}")))?;
+            let seen = abstract_state(&self.cfg, &snap)
+                .map_err(|e| self.diverged(None, format!("after {a}, no model state: {e}")))?;
+            if comparable(&seen) != comparable(&self.model) {
+                let what = format!(
+                    "the implementation took {a}, which the model does not enable: {}",
+                    differences(&comparable(&self.model), &comparable(&seen)).join("; ")
+                );
+                return Err(self.diverged(Some(seen), what));
+            }
+        }
+        Ok(())
+    }
+
+    /// For each choice, takes the enabled action [`pick`] makes of it, until
+    /// the choices run out or nothing is enabled; `check` looks at both after
+    /// every step (for instance [`Lockstep::check_refusals`], or a property
+    /// failing through [`Lockstep::fail`]).
+    pub fn walk(
+        &mut self,
+        choices: &[u16],
+        mut check: impl FnMut(&mut Lockstep) -> Result<(), Divergence>,
+    ) -> Result<(), Divergence> {
+        for &choice in choices {
+            let actions = self.enabled();
+            if actions.is_empty() {
+                break;
+            }
+            self.step(pick(&actions, choice))?;
+            check(self)?;
+        }
+        Ok(())
+    }
+
+    /// A divergence here, for `what` a check found.
+    pub fn fail(&self, what: String) -> Divergence {
+        self.diverged(None, what)
+    }
+
     pub fn model(&self) -> &State {
         &self.model
     }
@@ -130,19 +213,80 @@ impl Lockstep {
     }
 }
 
-/// Runs both from their initial states, choosing at step `i` the enabled
-/// action `choices[i] % count` (the model's order), until the choices run out
-/// or nothing is enabled. Returns the actions taken.
-pub fn run(cfg: &Config, choices: &[u16], dir: &Path) -> Result<Vec<Action>, Divergence> {
-    let mut both = Lockstep::start(cfg, dir)?;
-    for &choice in choices {
-        let actions = both.enabled();
-        if actions.is_empty() {
-            break;
+/// Every action of the model's vocabulary in a state of `s.n` replicas, each
+/// with every argument it can take (the next record only, as producers send
+/// records in order; elections of the kind the model would name).
+fn every_action(s: &State) -> Vec<Action> {
+    use highwater_model::controller::Election;
+    let ids = s.ids();
+    let mut out = Vec::new();
+    for r in ids.clone() {
+        for election in [Election::Clean, Election::Elr, Election::Unclean] {
+            out.push(Action::ControllerElectLeader {
+                replica: r,
+                election,
+            });
         }
-        both.step(actions[usize::from(choice) % actions.len()])?;
+        out.push(Action::ControllerShrinkIsr { replica: r });
+        for epoch in 0..=MAX_EPOCH {
+            out.push(Action::BecomeLeader { replica: r, epoch });
+            out.push(Action::BecomeFollower { replica: r, epoch });
+        }
+        out.push(Action::Produce {
+            leader: r,
+            record: s.produced,
+        });
+        for hw in 0..=MAX_RECORDS as u8 {
+            out.push(Action::LeaderAdvanceHw { leader: r, hw });
+        }
+        for other in ids.clone().filter(|&o| o != r) {
+            out.push(Action::FollowerFetch {
+                follower: r,
+                leader: other,
+            });
+            out.push(Action::LeaderShrinkIsr {
+                leader: r,
+                follower: other,
+            });
+            out.push(Action::LeaderExpandIsr {
+                leader: r,
+                follower: other,
+            });
+        }
+        out.push(Action::Flush { replica: r });
+        out.push(Action::Crash {
+            replica: r,
+            clean: true,
+        });
+        out.push(Action::Crash {
+            replica: r,
+            clean: false,
+        });
+        out.push(Action::Restart { replica: r });
     }
-    Ok(both.steps)
+    out
+}
+
+/// Picks an action by `choice`, with weights that favour progress (records
+/// written, copied, committed, flushed) over churn, so that random runs
+/// reach long logs and crashes with something to lose.
+pub fn pick(actions: &[Action], choice: u16) -> Action {
+    let weight = |a: &Action| match a {
+        Action::Produce { .. }
+        | Action::FollowerFetch { .. }
+        | Action::LeaderAdvanceHw { .. }
+        | Action::Flush { .. } => 4,
+        _ => 1,
+    };
+    let total: usize = actions.iter().map(weight).sum();
+    let mut at = usize::from(choice) % total.max(1);
+    for a in actions {
+        if at < weight(a) {
+            return *a;
+        }
+        at -= weight(a);
+    }
+    actions[0]
 }
 
 /// Runs `actions` (a model path, such as a counterexample) on both; returns

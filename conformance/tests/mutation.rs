@@ -1,0 +1,62 @@
+//! Mutation: the implementation run with one of Kafka's old rules (each
+//! historical preset's switch: acks, min.insync.replicas, truncation mode,
+//! ELR, unclean election) against the model with today's rules. Lockstep,
+//! with its check that the implementation refuses what the model forbids,
+//! must notice within a bounded number of random runs; otherwise it would
+//! not notice that bug either, were it written by mistake. The runs are
+//! seeded, so the outcome does not depend on luck.
+
+use highwater_conformance::lockstep::Lockstep;
+use highwater_conformance::mapping::step_config;
+use highwater_model::presets::{Expect, PRESETS, SAFE};
+use highwater_model::Config;
+use proptest::prelude::Rng;
+use proptest::test_runner::{RngAlgorithm, TestRng};
+
+/// Random runs allowed per mutant.
+const RUNS: usize = 400;
+const STEPS: usize = 80;
+
+/// `cfg` with today's rules and its own bounds.
+fn todays_rules(cfg: &Config) -> Config {
+    Config {
+        acks: SAFE.acks,
+        min_isr: SAFE.min_isr,
+        truncation: SAFE.truncation,
+        elr: SAFE.elr,
+        unclean_election: SAFE.unclean_election,
+        ..*cfg
+    }
+}
+
+#[test]
+fn lockstep_notices_every_historical_rule_in_the_implementation() {
+    let mut rng = TestRng::deterministic_rng(RngAlgorithm::ChaCha);
+    let mut missed = Vec::new();
+    for p in PRESETS
+        .iter()
+        .filter(|p| matches!(p.expect, Expect::Breaks(_)))
+    {
+        let model = todays_rules(&p.config);
+        let mut caught = None;
+        for run in 1..=RUNS {
+            let choices: Vec<u16> = (0..STEPS).map(|_| rng.next_u32() as u16).collect();
+            let dir = tempfile::tempdir().expect("a temporary directory");
+            let result = Lockstep::start_with(&model, step_config(&p.config), dir.path()).and_then(
+                |mut both| {
+                    both.check_refusals()?;
+                    both.walk(&choices, Lockstep::check_refusals)
+                },
+            );
+            if let Err(d) = result {
+                caught = Some((run, d));
+                break;
+            }
+        }
+        match caught {
+            Some((run, d)) => println!("{}: noticed in run {run}: {}", p.name, d.what),
+            None => missed.push(p.name),
+        }
+    }
+    assert!(missed.is_empty(), "lockstep did not notice: {missed:?}");
+}
