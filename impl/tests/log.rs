@@ -300,6 +300,43 @@ fn offset_for_timestamp_finds_first_at_or_after() {
 }
 
 #[test]
+fn an_hw_change_rewrites_only_the_hw_checkpoint() {
+    use std::os::unix::fs::MetadataExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let tp = TopicPartition::new("orders", 0).unwrap();
+    let mut ld = LogDir::open(tmp.path()).unwrap();
+    let (mut log, _) = ld.open_log(&tp, small_config()).unwrap();
+    fill(&mut log, 10);
+    log.flush(10).unwrap();
+    ld.checkpoint([(&tp, &log)]).unwrap();
+    // Each write is a new file renamed into place: a new inode.
+    let inode = |name: &str| std::fs::metadata(tmp.path().join(name)).unwrap().ino();
+    let names = [
+        "recovery-point-offset-checkpoint",
+        "replication-offset-checkpoint",
+        "log-start-offset-checkpoint",
+    ];
+    let before: Vec<u64> = names.iter().map(|n| inode(n)).collect();
+    log.set_high_watermark(5).unwrap();
+    ld.checkpoint([(&tp, &log)]).unwrap();
+    let after: Vec<u64> = names.iter().map(|n| inode(n)).collect();
+    assert_eq!(
+        after[0], before[0],
+        "recovery point unchanged, not rewritten"
+    );
+    assert_ne!(after[1], before[1], "the HW file is rewritten");
+    assert_eq!(after[2], before[2], "log start unchanged, not rewritten");
+    let hw = std::fs::read_to_string(tmp.path().join(names[1])).unwrap();
+    assert_eq!(hw, "0\n1\norders 0 5\n");
+    ld.checkpoint([(&tp, &log)]).unwrap();
+    assert_eq!(
+        inode(names[1]),
+        after[1],
+        "nothing changed, nothing written"
+    );
+}
+
+#[test]
 fn log_dir_checkpoints_and_clean_shutdown() {
     let tmp = tempfile::tempdir().unwrap();
     let tp = TopicPartition::new("orders", 2).unwrap();

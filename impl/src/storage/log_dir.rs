@@ -41,6 +41,9 @@ pub struct LogDir {
     recovery_points: BTreeMap<TopicPartition, u64>,
     high_watermarks: BTreeMap<TopicPartition, u64>,
     log_starts: BTreeMap<TopicPartition, u64>,
+    /// A checkpoint write failed: the files may be older than memory, so the
+    /// next checkpoint writes all three.
+    files_stale: bool,
 }
 
 fn read_or_empty(path: &Path) -> Result<BTreeMap<TopicPartition, u64>> {
@@ -70,6 +73,7 @@ impl LogDir {
             recovery_points: read_or_empty(&path.join(RECOVERY_POINT_CHECKPOINT))?,
             high_watermarks: read_or_empty(&path.join(REPLICATION_CHECKPOINT))?,
             log_starts: read_or_empty(&path.join(LOG_START_CHECKPOINT))?,
+            files_stale: false,
         };
         if clean_shutdown {
             fs::remove_file(&marker).map_err(|e| Error::io(&marker, "remove marker", e))?;
@@ -138,20 +142,46 @@ impl LogDir {
         Log::open(&self.path.join(tp.dir_name()), config, self.load_params(tp))
     }
 
-    /// Records the offsets of `logs` and writes the three checkpoint files
-    /// (each atomically). Partitions not in `logs` keep their entries.
+    /// Records the offsets of `logs` and writes those of the three
+    /// checkpoint files whose contents changed (each atomically): an HW
+    /// change, the common case, rewrites one file, not three. Partitions not
+    /// in `logs` keep their entries.
     pub fn checkpoint<'a>(
         &mut self,
         logs: impl IntoIterator<Item = (&'a TopicPartition, &'a Log)>,
     ) -> Result<()> {
+        let (mut rp, mut hw, mut start) = (false, false, false);
         for (tp, log) in logs {
-            self.recovery_points
-                .insert(tp.clone(), log.recovery_point());
-            self.high_watermarks
-                .insert(tp.clone(), log.high_watermark());
-            self.log_starts.insert(tp.clone(), log.log_start_offset());
+            rp |= self
+                .recovery_points
+                .insert(tp.clone(), log.recovery_point())
+                != Some(log.recovery_point());
+            hw |= self
+                .high_watermarks
+                .insert(tp.clone(), log.high_watermark())
+                != Some(log.high_watermark());
+            start |= self.log_starts.insert(tp.clone(), log.log_start_offset())
+                != Some(log.log_start_offset());
         }
-        self.write_checkpoints()
+        let all = self.files_stale;
+        let written = (|| {
+            if rp || all {
+                self.write(RECOVERY_POINT_CHECKPOINT, &self.recovery_points)?;
+            }
+            if hw || all {
+                self.write(REPLICATION_CHECKPOINT, &self.high_watermarks)?;
+            }
+            if start || all {
+                self.write(LOG_START_CHECKPOINT, &self.log_starts)?;
+            }
+            Ok(())
+        })();
+        self.files_stale = written.is_err();
+        written
+    }
+
+    fn write(&self, name: &str, offsets: &BTreeMap<TopicPartition, u64>) -> Result<()> {
+        checkpoint::write_offsets(&self.path.join(name), offsets)
     }
 
     /// Writes the three broker-level checkpoint files from memory.
