@@ -10,7 +10,7 @@ use crate::state::{Controller, ReplicaId, ReplicaSet, Request, State};
 pub enum Election {
     /// From the live ISR.
     Clean,
-    /// KIP-966: from the ELR, when no ISR member is alive.
+    /// KIP-966: from the ELR, once the ISR is empty.
     Elr,
     /// Any live replica, when no clean candidate is alive (data may be lost).
     Unclean,
@@ -24,9 +24,18 @@ pub fn election_kind(cfg: &Config, s: &State, r: ReplicaId) -> Option<Election> 
     }
     let live = |set: ReplicaSet| set.iter().any(|x| s.replica(x).alive);
     let is_move = c.leader.is_some();
+    // With the ELR, the controller removes each failed ISR member first (so
+    // that it may enter the ELR) and elects otherwise only from an empty
+    // ISR; without it, the last member stays, and it is enough that no
+    // member is alive.
+    let no_clean_choice = if cfg.elr {
+        c.isr.is_empty()
+    } else {
+        !live(c.isr)
+    };
     if c.isr.contains(r) && (!is_move || s.leader_moves < cfg.leader_moves) {
         Some(Election::Clean)
-    } else if c.leader.is_some() || live(c.isr) {
+    } else if c.leader.is_some() || !no_clean_choice {
         None
     } else if cfg.elr && c.elr.contains(r) {
         Some(Election::Elr)

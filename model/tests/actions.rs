@@ -125,22 +125,27 @@ fn elect_clean_names_the_leader_in_a_new_epoch_and_keeps_the_isr() {
 }
 
 #[test]
-fn elect_from_elr_is_enabled_only_with_elr_on_and_no_live_isr_member() {
+fn elect_from_elr_is_enabled_only_with_elr_on_and_an_empty_isr() {
     let cfg = base();
     let s = isr_a_elr_b(&cfg);
     // A live ISR member wins: no ELR election.
     assert_eq!(elections(&cfg, &s), vec![(A, Election::Clean)]);
 
+    // A dead member still in the ISR is removed first (into the ELR).
     let mut dead_isr = s;
     dead_isr.replica_mut(A).alive = false;
-    assert_eq!(elections(&cfg, &dead_isr), vec![(B, Election::Elr)]);
+    assert!(elections(&cfg, &dead_isr).is_empty());
+    let empty = step(&cfg, &dead_isr, ctrl_shrink(A));
+    assert_eq!(empty.controller.isr, ReplicaSet::EMPTY);
+    assert_eq!(empty.controller.elr, set(&[A, B]));
+    assert_eq!(elections(&cfg, &empty), vec![(B, Election::Elr)]);
 
     // ELR off: B is no candidate (and C neither without unclean election).
     let off = Config { elr: false, ..cfg };
     assert!(elections(&off, &dead_isr).is_empty());
 
     // A dead ELR member is no candidate.
-    let mut dead_elr = dead_isr;
+    let mut dead_elr = empty;
     dead_elr.replica_mut(B).alive = false;
     assert!(elections(&cfg, &dead_elr).is_empty());
 }
@@ -182,9 +187,11 @@ fn elect_unclean_is_enabled_only_when_allowed_and_no_live_isr_or_elr_member() {
     // Live ISR member: only the clean election.
     assert_eq!(elections(&cfg, &s), vec![(A, Election::Clean)]);
 
-    // ISR dead, ELR member alive: only the ELR election.
+    // ISR dead and removed, ELR member alive: only the ELR election.
     let mut s2 = s;
     s2.replica_mut(A).alive = false;
+    assert!(elections(&cfg, &s2).is_empty(), "A is removed first");
+    let s2 = step(&cfg, &s2, ctrl_shrink(A));
     assert_eq!(elections(&cfg, &s2), vec![(B, Election::Elr)]);
 
     // ISR and ELR dead: unclean election of the live replica.
@@ -220,6 +227,7 @@ fn elect_unclean_makes_the_leader_the_isr_and_clears_the_elr() {
     let mut s = isr_a_elr_b(&cfg);
     s.replica_mut(A).alive = false;
     s.replica_mut(B).alive = false;
+    let s = step(&cfg, &s, ctrl_shrink(A));
     let next = step(&cfg, &s, elect_unclean(C));
     assert_eq!(next.controller.leader, Some(C));
     assert_eq!(next.controller.epoch, Some(2));

@@ -413,13 +413,17 @@ fn election_is_clean_from_a_live_isr_member_first() {
 }
 
 #[test]
-fn election_is_from_the_elr_only_with_elr_on_and_the_isr_dead() {
+fn election_is_from_the_elr_only_with_elr_on_and_the_isr_empty() {
     let cfg = base_two_unclean_crashes();
     let mut s = isr_a_elr_b(&cfg);
     s.replica_mut(A).alive = false;
-    assert_eq!(elections(&cfg, &s), vec![(B, Election::Elr)]);
+    // KIP-966: the failed member leaves the ISR (for the ELR) before an ELR
+    // election.
+    assert!(elections(&cfg, &s).is_empty());
     // ELR off: the ELR gives no candidate.
     assert!(elections(&no_elr(), &s).is_empty());
+    let s = step(&cfg, &s, ctrl_shrink(A));
+    assert_eq!(elections(&cfg, &s), vec![(B, Election::Elr)]);
     // Reached by a path: see rule4_a_replica_elected_from_the_elr_leaves_it.
 }
 
@@ -431,6 +435,7 @@ fn election_is_unclean_only_when_enabled_and_no_live_isr_or_elr_member() {
     };
     let mut s = isr_a_elr_b(&cfg);
     s.replica_mut(A).alive = false;
+    let mut s = step(&cfg, &s, ctrl_shrink(A));
     // A live ELR member rules out an unclean election.
     assert_eq!(elections(&cfg, &s), vec![(B, Election::Elr)]);
     s.replica_mut(B).alive = false;

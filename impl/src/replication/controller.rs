@@ -18,7 +18,7 @@ use super::types::{LeaderEpoch, ReplicaId};
 pub enum Election {
     /// From the live ISR.
     Clean,
-    /// KIP-966: from the ELR, when no ISR member is alive.
+    /// KIP-966: from the ELR, once the ISR is empty.
     Elr,
     /// Any live replica, when no clean candidate is alive (data may be lost).
     Unclean,
@@ -159,15 +159,24 @@ impl Controller {
     /// Which election, if any, may make `r` (alive, not the leader) the
     /// leader now: clean from the ISR, which may also move leadership while a
     /// leader is named (controlled shutdown, preferred-leader election); the
-    /// others only fill a leaderless partition: with no ISR member alive,
-    /// from the ELR; else unclean when enabled and no ELR member is alive.
+    /// others only fill a leaderless partition with no clean choice (an
+    /// empty ISR with the ELR, no live ISR member without): from the ELR;
+    /// else unclean when enabled and no ELR member is alive.
     pub fn election_kind(&self, r: ReplicaId) -> Option<Election> {
         if self.leader == Some(r) || !self.alive.contains(&r) {
             return None;
         }
+        // With the ELR, failed ISR members are removed first (so that they
+        // may enter the ELR) and other elections need an empty ISR; without
+        // it, the last member stays, and no live member is enough.
+        let no_clean_choice = if self.config.elr {
+            self.isr.is_empty()
+        } else {
+            !self.live(&self.isr)
+        };
         if self.isr.contains(&r) {
             Some(Election::Clean)
-        } else if self.leader.is_some() || self.live(&self.isr) {
+        } else if self.leader.is_some() || !no_clean_choice {
             None
         } else if self.config.elr && self.elr.contains(&r) {
             Some(Election::Elr)
