@@ -150,6 +150,42 @@ mod loom_tests {
         });
     }
 
+    /// A consumer bounded by the HW finds every slot below the HW written,
+    /// and never an HW above the end offset it then loads.
+    #[test]
+    fn loom_consumers_below_the_hw_see_written_data() {
+        loom::model(|| {
+            let p = Arc::new(Published::new(0, 0, 0));
+            let slots = Arc::new([Slot::new(0), Slot::new(0)]);
+            let (p2, s2) = (p.clone(), slots.clone());
+            let writer = loom::thread::spawn(move || {
+                for i in 0..2u64 {
+                    s2[i as usize].store(i + 1, Ordering::Relaxed);
+                    p2.publish_end(i + 1);
+                    p2.publish_high_watermark(i + 1);
+                }
+            });
+            let hw = p.high_watermark();
+            assert!(p.log_end_offset() >= hw, "HW above the end offset");
+            for i in 0..hw {
+                assert_eq!(slots[i as usize].load(Ordering::Relaxed), i + 1);
+            }
+            writer.join().unwrap();
+        });
+    }
+
+    /// A consumer waiting for the HW to pass an offset is woken.
+    #[test]
+    fn loom_no_lost_wakeup_for_the_hw() {
+        loom::model(|| {
+            let p = Arc::new(Published::new(0, 1, 0));
+            let p2 = p.clone();
+            let writer = loom::thread::spawn(move || p2.publish_high_watermark(1));
+            assert!(p.wait_until(Duration::from_secs(3600), |p| p.high_watermark() >= 1));
+            writer.join().unwrap();
+        });
+    }
+
     /// A waiter for the end offset is never left sleeping after it passes.
     #[test]
     fn loom_no_lost_wakeup() {
