@@ -7,7 +7,9 @@
 //!   implementation's cluster to the model's state.
 //! - [`lockstep`]: one sequence of model actions run on both, states compared
 //!   after every step.
+//! - [`replay`]: a model counterexample, to run on the implementation.
 
 pub mod abstraction;
 pub mod lockstep;
 pub mod mapping;
+pub mod replay;

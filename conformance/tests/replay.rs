@@ -4,10 +4,8 @@
 
 use highwater::cluster::ClusterSnapshot;
 use highwater_conformance::lockstep::Lockstep;
+use highwater_conformance::replay::shortest_counterexample;
 use highwater_model::presets::{Expect, PRESETS};
-use highwater_model::properties::properties;
-use highwater_model::shortest::shortest_counterexamples;
-use highwater_model::PartitionModel;
 
 fn broken(snap: &ClusterSnapshot) -> Vec<&'static str> {
     snap.broken_properties()
@@ -23,17 +21,8 @@ fn every_historical_counterexample_breaks_the_implementation_too() {
         let Expect::Breaks(property) = p.expect else {
             continue;
         };
-        let model = PartitionModel::new(p.config);
-        let targets: Vec<_> = properties()
-            .into_iter()
-            .filter(|q| q.name == property)
-            .collect();
-        let (_, trace) = shortest_counterexamples(&model, &targets)
-            .pop()
-            .expect("one target, one answer");
-        let trace =
-            trace.unwrap_or_else(|| panic!("{}: the model finds no counterexample", p.name));
-        let actions: Vec<_> = trace.iter().filter_map(|(_, a)| *a).collect();
+        let actions = shortest_counterexample(&p.config, property)
+            .unwrap_or_else(|| panic!("{}: the model finds no counterexample", p.name));
 
         let dir = tempfile::tempdir().expect("a temporary directory");
         let mut both =
