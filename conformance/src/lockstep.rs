@@ -253,6 +253,7 @@ fn every_action(s: &State) -> Vec<Action> {
                 follower: other,
             });
         }
+        out.push(Action::LeaderLearnsIsr { leader: r });
         out.push(Action::Flush { replica: r });
         out.push(Action::Crash {
             replica: r,

@@ -88,6 +88,7 @@ pub fn step_action(a: Action) -> StepAction {
             leader: id(leader),
             follower: id(follower),
         },
+        Action::LeaderLearnsIsr { leader } => StepAction::LeaderLearnsIsr { leader: id(leader) },
         Action::Flush { replica } => StepAction::Flush {
             replica: id(replica),
         },

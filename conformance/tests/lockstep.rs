@@ -99,6 +99,7 @@ fn the_implementation_moves_as_the_model_in_every_preset() {
         "LeaderAdvanceHw",
         "LeaderShrinkIsr",
         "LeaderExpandIsr",
+        "LeaderLearnsIsr",
         "Flush",
         "Crash",
         "Restart",

@@ -134,6 +134,33 @@ fn acks_all_is_refused_below_min_insync_replicas() {
 }
 
 #[test]
+fn the_leader_learns_the_isr_the_controller_shrank() {
+    let (_d, mut c) = cluster(safe());
+    start(&mut c);
+    assert!(not_enabled(c.leader_learns_isr(0)), "nothing to learn yet");
+    // Brokers 1 and 2 fail; the controller drops them on its own.
+    c.crash(1, true).unwrap();
+    c.controller_shrink_isr(1).unwrap();
+    c.crash(2, false).unwrap();
+    c.controller_shrink_isr(2).unwrap();
+    assert_eq!(c.controller().isr(), vec![0]);
+    // The leader's copy still has all three, so it takes acks=all writes.
+    let a = c.produce(0).unwrap();
+    c.leader_learns_isr(0).unwrap();
+    assert_eq!(c.snapshot().unwrap().replica(0).unwrap().isr, vec![0]);
+    assert!(matches!(
+        c.produce(0),
+        Err(Error::Api(ApiError::NotEnoughReplicas))
+    ));
+    assert!(not_enabled(c.leader_learns_isr(0)), "learnt once");
+    assert!(
+        not_enabled(c.leader_learns_isr(1)),
+        "only the leader learns"
+    );
+    assert_eq!(c.snapshot().unwrap().records[&a].acked, None);
+}
+
+#[test]
 fn acks_all_appended_then_isr_too_small_is_not_acknowledged() {
     let (_d, mut c) = cluster(StepConfig {
         replication: highwater::replication::ReplicationConfig {

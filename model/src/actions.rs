@@ -43,6 +43,9 @@ pub enum Action {
         leader: ReplicaId,
         follower: ReplicaId,
     },
+    /// The leader learns an ISR the controller shrank on its own (a broker
+    /// failure, an unclean restart), as Kafka's leaders do from the metadata.
+    LeaderLearnsIsr { leader: ReplicaId },
     /// A replica fsyncs its log: its recovery point moves to its LEO.
     Flush { replica: ReplicaId },
     /// A broker stops: cleanly (log kept) or not (unflushed suffix lost).
@@ -87,6 +90,7 @@ impl fmt::Display for Action {
             Action::LeaderExpandIsr { leader, follower } => {
                 write!(f, "LeaderExpandIsr({}, add {})", n(leader), n(follower))
             }
+            Action::LeaderLearnsIsr { leader } => write!(f, "LeaderLearnsIsr({})", n(leader)),
             Action::Flush { replica } => write!(f, "Flush({})", n(replica)),
             Action::Crash { replica, clean } => {
                 let how = if clean { "clean" } else { "unclean" };
@@ -147,6 +151,9 @@ pub fn enabled(cfg: &Config, s: &State, out: &mut Vec<Action>) {
                 out.push(Action::LeaderExpandIsr { leader, follower });
             }
         }
+        if may_learn_isr(s, leader) {
+            out.push(Action::LeaderLearnsIsr { leader });
+        }
     }
     for replica in ids.clone() {
         let r = s.replica(replica);
@@ -198,6 +205,9 @@ pub fn apply(cfg: &Config, s: &State, action: Action) -> Option<State> {
         Action::LeaderExpandIsr { leader, follower } => {
             let isr = n.controller.isr.with(follower);
             leader_alters_isr(cfg, n, leader, isr)
+        }
+        Action::LeaderLearnsIsr { leader } => {
+            n.replica_mut(leader).isr = n.controller.isr;
         }
         Action::Flush { replica } => {
             let r = n.replica_mut(replica);
@@ -456,6 +466,14 @@ fn may_leader_expand(cfg: &Config, s: &State, leader: ReplicaId, follower: Repli
 /// member cannot miss a record an earlier leader committed.
 fn hw_reached_own_epoch(l: &crate::state::Replica) -> bool {
     l.hw == l.leo() || l.log.get(l.hw).map(|e| e.epoch) == l.epoch
+}
+
+/// The true leader's copy of the ISR lacks the controller's own removals.
+/// (Additions go through the leader, so the copy is never smaller.)
+fn may_learn_isr(s: &State, leader: ReplicaId) -> bool {
+    is_true_leader(s, leader)
+        && s.replica(leader).isr != s.controller.isr
+        && s.controller.isr.contains(leader)
 }
 
 fn leader_alters_isr(cfg: &Config, s: &mut State, leader: ReplicaId, isr: ReplicaSet) {

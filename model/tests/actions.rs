@@ -951,6 +951,42 @@ fn only_the_true_leader_changes_the_isr() {
     assert_disabled(&cfg, &zombie2, expand(A, C));
 }
 
+fn learn(leader: ReplicaId) -> Action {
+    Action::LeaderLearnsIsr { leader }
+}
+
+#[test]
+fn the_leader_learns_the_controllers_own_isr_removals() {
+    let cfg = base();
+    let s = led(&cfg);
+    assert_disabled(&cfg, &s, learn(A));
+    // The controller drops failed C; A's copy still lists it.
+    let s1 = run(&cfg, &s, &[crash(C, true), ctrl_shrink(C)]);
+    assert_eq!(s1.controller.isr, set(&[A, B]));
+    assert_eq!(s1.replica(A).isr, set(&[A, B, C]));
+    let s2 = step(&cfg, &s1, learn(A));
+    assert_eq!(s2.replica(A).isr, set(&[A, B]));
+    assert_eq!(s2.controller, s1.controller, "the controller is unchanged");
+    assert_disabled(&cfg, &s2, learn(A));
+    // With B gone too, the leader learns it is alone and refuses acks=all.
+    let s3 = run(&cfg, &s2, &[crash(B, false), ctrl_shrink(B)]);
+    assert_enabled(&cfg, &s3, produce(A, 0));
+    let s4 = step(&cfg, &s3, learn(A));
+    assert_eq!(s4.replica(A).isr, set(&[A]));
+    assert_disabled(&cfg, &s4, produce(A, 0));
+}
+
+#[test]
+fn only_the_true_leader_learns_the_isr() {
+    let cfg = base();
+    let s = run(&cfg, &led(&cfg), &[crash(C, true), ctrl_shrink(C)]);
+    assert_enabled(&cfg, &s, learn(A));
+    // A deposed leader learns nothing: the metadata names another leader.
+    let deposed = step(&cfg, &s, ctrl_shrink(A));
+    assert!(deposed.replica(A).presumes_leadership(A));
+    assert_disabled(&cfg, &deposed, learn(A));
+}
+
 #[test]
 fn leader_shrink_sets_the_quorum_and_the_leaders_isr() {
     let cfg = base();

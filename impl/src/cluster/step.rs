@@ -101,6 +101,9 @@ pub enum StepAction {
         leader: ReplicaId,
         follower: ReplicaId,
     },
+    LeaderLearnsIsr {
+        leader: ReplicaId,
+    },
     Flush {
         replica: ReplicaId,
     },
@@ -485,6 +488,24 @@ impl StepCluster {
         self.alter_partition(leader, req)
     }
 
+    /// LeaderLearnsIsr: the leader of the controller's current epoch learns
+    /// the ISR the controller shrank on its own (Kafka's metadata update).
+    pub fn leader_learns_isr(&mut self, leader: ReplicaId) -> Result<()> {
+        let (epoch, isr) = match (self.controller.leader(), self.controller.leader_epoch()) {
+            (Some(l), Some(e)) if l == leader => (e, self.controller.state().isr),
+            _ => {
+                return not_enabled(format!(
+                    "the controller does not name replica {leader} leader"
+                ))
+            }
+        };
+        self.tick();
+        if !self.up_mut(leader)?.handle_isr_update(epoch, &isr) {
+            return not_enabled(format!("leader {leader} has nothing to learn"));
+        }
+        Ok(())
+    }
+
     fn alter_partition(
         &mut self,
         leader: ReplicaId,
@@ -636,6 +657,7 @@ impl StepCluster {
             StepAction::LeaderExpandIsr { leader, follower } => {
                 self.leader_expand_isr(leader, follower)
             }
+            StepAction::LeaderLearnsIsr { leader } => self.leader_learns_isr(leader),
             StepAction::Flush { replica } => self.flush(replica),
             StepAction::Crash { replica, clean } => self.crash(replica, clean),
             StepAction::Restart { replica } => self.restart(replica).map(drop),
