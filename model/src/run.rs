@@ -173,19 +173,32 @@ pub fn run(
             }
         })
         .collect();
-    // The shortest counterexample of each broken property, and of the one the
-    // preset expects to break even if an early stop left it undecided.
-    let mut targets: Vec<&str> = properties
-        .iter()
-        .filter(|p| p.verdict == Verdict::Counterexample)
-        .map(|p| p.name)
-        .collect();
-    if let Some(Expect::Breaks(name)) = expect {
-        if !targets.contains(&name) && (stopped_early || !opts.search.exhaustive()) {
-            targets.push(name);
+    match expect {
+        // Which other properties the stopped search had stumbled on depends
+        // on its threads' timing; report instead, the same in every run,
+        // those broken within as many steps as the expected one.
+        Some(Expect::Breaks(name)) if stopped_early => {
+            for p in &mut properties {
+                p.verdict = Verdict::NotChecked;
+            }
+            attach_shortest_until(&model, &mut properties, name);
+        }
+        _ => {
+            // The shortest counterexample of each broken property, and of the
+            // one the preset expects to break even if the search missed it.
+            let mut targets: Vec<&str> = properties
+                .iter()
+                .filter(|p| p.verdict == Verdict::Counterexample)
+                .map(|p| p.name)
+                .collect();
+            if let Some(Expect::Breaks(name)) = expect {
+                if !targets.contains(&name) && !opts.search.exhaustive() {
+                    targets.push(name);
+                }
+            }
+            attach_shortest(&model, &mut properties, &targets);
         }
     }
-    attach_shortest(&model, &mut properties, &targets);
     let mismatches = expect
         .map(|e| mismatches(e, &properties, opts.search))
         .unwrap_or_default();
@@ -251,7 +264,31 @@ fn attach_shortest(model: &PartitionModel, properties: &mut [PropertyResult], na
     if targets.is_empty() {
         return;
     }
-    for (name, trace) in shortest::shortest_counterexamples(model, &targets) {
+    attach(
+        model,
+        properties,
+        shortest::shortest_counterexamples(model, &targets),
+    );
+}
+
+/// Finds the shortest counterexample of `until`, and of every other
+/// always-property broken within as many steps.
+fn attach_shortest_until(model: &PartitionModel, properties: &mut [PropertyResult], until: &str) {
+    let targets: Vec<_> = model
+        .properties()
+        .into_iter()
+        .filter(|p| p.expectation == Expectation::Always)
+        .collect();
+    let found = shortest::shortest_counterexamples_until(model, &targets, until);
+    attach(model, properties, found);
+}
+
+fn attach(
+    model: &PartitionModel,
+    properties: &mut [PropertyResult],
+    found: Vec<(&'static str, Option<shortest::Trace>)>,
+) {
+    for (name, trace) in found {
         if let (Some(p), Some(trace)) = (properties.iter_mut().find(|p| p.name == name), trace) {
             p.verdict = Verdict::Counterexample;
             p.counterexample = Some(steps(model, &trace));

@@ -54,6 +54,26 @@ pub fn shortest_counterexamples(
     model: &PartitionModel,
     targets: &[Property<PartitionModel>],
 ) -> Vec<(&'static str, Option<Trace>)> {
+    search(model, targets, None)
+}
+
+/// As [`shortest_counterexamples`], but stops once the search has finished
+/// the level at which `until` (one of `targets`) breaks: every target broken
+/// within that many steps gets its shortest trace, the others None. The
+/// answer is the same in every run, whatever else a search stumbled on.
+pub fn shortest_counterexamples_until(
+    model: &PartitionModel,
+    targets: &[Property<PartitionModel>],
+    until: &str,
+) -> Vec<(&'static str, Option<Trace>)> {
+    search(model, targets, targets.iter().position(|p| p.name == until))
+}
+
+fn search(
+    model: &PartitionModel,
+    targets: &[Property<PartitionModel>],
+    until: Option<usize>,
+) -> Vec<(&'static str, Option<Trace>)> {
     let init = model.init_state();
     let mut parent = ParentMap::default();
     let mut found: Vec<Option<u64>> = vec![None; targets.len()];
@@ -86,6 +106,9 @@ pub fn shortest_counterexamples(
                     next_level.push_back(rep);
                 }
             }
+        }
+        if until.is_some_and(|u| found[u].is_some()) {
+            break;
         }
         level = next_level;
     }

@@ -192,3 +192,52 @@ fn a_simulation_finds_an_acks_1_loss_but_claims_no_proof() {
     assert_eq!(acked.verdict, Verdict::Counterexample);
     assert!(acked.counterexample.is_some(), "with its shortest path");
 }
+
+/// A historical preset stops at its first counterexample; what it then
+/// reports is the same in every run (every property broken within as many
+/// steps as the expected one), not whatever the threads stumbled on.
+#[test]
+fn a_stopped_run_reports_the_same_every_time() {
+    let p = preset("unclean-election");
+    let Expect::Breaks(expected) = p.expect else {
+        panic!("a historical preset")
+    };
+    let opts = RunOptions {
+        threads: 2,
+        search: Search::Dfs,
+        time_limit: None,
+        stop_at_first: true,
+    };
+    let summary = |r: &run::Report| -> Vec<(&str, Verdict, Option<usize>)> {
+        r.properties
+            .iter()
+            .map(|q| {
+                (
+                    q.name,
+                    q.verdict,
+                    q.counterexample.as_ref().map(|c| c.len()),
+                )
+            })
+            .collect()
+    };
+    let first = summary(&run::run(p.config, None, Some(p.expect), &opts, |_| {}));
+    let limit = first
+        .iter()
+        .find(|(name, _, _)| *name == expected)
+        .and_then(|&(_, _, len)| len)
+        .expect("the expected counterexample");
+    for &(name, verdict, len) in &first {
+        if verdict == Verdict::Counterexample {
+            assert!(
+                len.is_some_and(|l| l <= limit),
+                "{name} is longer than {expected}"
+            );
+        } else {
+            assert_eq!(verdict, Verdict::NotChecked, "{name}");
+        }
+    }
+    for _ in 0..3 {
+        let again = summary(&run::run(p.config, None, Some(p.expect), &opts, |_| {}));
+        assert_eq!(again, first);
+    }
+}
