@@ -292,6 +292,12 @@ fn print_report(r: &Report) {
         r.peak_memory_mib
             .map_or(String::new(), |m| format!(", peak memory {m:.0} MiB"))
     );
+    if r.properties.iter().any(|p| p.counterexample.is_some()) {
+        println!(
+            "shortest counterexamples found in {:.1}s more (breadth-first, symmetry-reduced)",
+            r.shortest_seconds
+        );
+    }
     println!();
     for prop in &r.properties {
         let verdict = match prop.verdict {

@@ -105,6 +105,8 @@ pub struct Report {
     pub search: Search,
     pub threads: usize,
     pub progress: Progress,
+    /// Seconds spent after the search finding shortest counterexamples.
+    pub shortest_seconds: f64,
     pub states_per_second: f64,
     pub peak_memory_mib: Option<f64>,
     pub properties: Vec<PropertyResult>,
@@ -173,6 +175,7 @@ pub fn run(
             }
         })
         .collect();
+    let shortest_start = Instant::now();
     match expect {
         // Which other properties the stopped search had stumbled on depends
         // on its threads' timing; report instead, the same in every run,
@@ -208,6 +211,7 @@ pub fn run(
         search: opts.search,
         threads: opts.threads,
         progress,
+        shortest_seconds: shortest_start.elapsed().as_secs_f64(),
         states_per_second: progress.states_per_second(),
         peak_memory_mib: peak_memory_mib(),
         properties,
