@@ -18,6 +18,10 @@ use std::path::Path;
 pub struct Divergence {
     /// The actions taken, the last one being where they parted.
     pub steps: Vec<Action>,
+    /// Actions the model does not enable that the implementation took
+    /// without a visible change, each after that many steps: needed, with
+    /// `steps`, to repeat the run.
+    pub silent: Vec<(usize, Action)>,
     pub what: String,
     /// The model's state after the last step (boxed: states are large).
     pub model: Box<State>,
@@ -28,8 +32,24 @@ pub struct Divergence {
 impl fmt::Display for Divergence {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "after {} step(s): {}", self.steps.len(), self.what)?;
+        // Actions the implementation took unseen, one line after each step.
+        let silent = |f: &mut fmt::Formatter<'_>, after: usize| {
+            let took: Vec<String> = self
+                .silent
+                .iter()
+                .filter(|(k, _)| *k == after)
+                .map(|(_, a)| a.to_string())
+                .collect();
+            if took.is_empty() {
+                Ok(())
+            } else {
+                writeln!(f, "    then, unseen by the model: {}", took.join(", "))
+            }
+        };
+        silent(f, 0)?;
         for (i, a) in self.steps.iter().enumerate() {
             writeln!(f, "  step {}: {a}", i + 1)?;
+            silent(f, i + 1)?;
         }
         writeln!(f, "model:\n{}", state_table(&self.model))?;
         match &self.implementation {
@@ -45,6 +65,7 @@ pub struct Lockstep {
     model: State,
     imp: StepCluster,
     steps: Vec<Action>,
+    silent: Vec<(usize, Action)>,
 }
 
 impl Lockstep {
@@ -61,6 +82,7 @@ impl Lockstep {
         let model = PartitionModel::new(*cfg).init_state();
         let imp = StepCluster::new(dir, imp).map_err(|e| Divergence {
             steps: Vec::new(),
+            silent: Vec::new(),
             what: format!("the cluster did not start: {e}"),
             model: Box::new(model),
             implementation: None,
@@ -70,6 +92,7 @@ impl Lockstep {
             model,
             imp,
             steps: Vec::new(),
+            silent: Vec::new(),
         };
         both.compare()?;
         Ok(both)
@@ -135,6 +158,7 @@ impl Lockstep {
             if self.imp.apply(step_action(a)).is_err() {
                 continue;
             }
+            self.silent.push((self.steps.len(), a));
             let snap = self
                 .imp
                 .snapshot()
@@ -190,6 +214,7 @@ impl Lockstep {
     fn diverged(&self, implementation: Option<State>, what: String) -> Divergence {
         Divergence {
             steps: self.steps.clone(),
+            silent: self.silent.clone(),
             what,
             model: Box::new(self.model),
             implementation: implementation.map(Box::new),
