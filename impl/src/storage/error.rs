@@ -144,8 +144,6 @@ pub enum Error {
     InvalidBatch(BatchError),
     /// An append whose offsets do not follow the log end offset.
     NonMonotonicAppend { expected: u64, got: u64 },
-    /// An append with a leader epoch below the latest one in the log.
-    StaleEpoch { epoch: i32, latest: i32 },
     /// An offset outside `[log start offset, log end offset]`.
     OffsetOutOfRange {
         offset: u64,
@@ -230,10 +228,6 @@ impl fmt::Display for Error {
             Error::NonMonotonicAppend { expected, got } => write!(
                 f,
                 "append at offset {got} does not follow the log end offset {expected}"
-            ),
-            Error::StaleEpoch { epoch, latest } => write!(
-                f,
-                "append with leader epoch {epoch} below the latest epoch {latest}"
             ),
             Error::OffsetOutOfRange {
                 offset,

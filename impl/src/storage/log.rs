@@ -289,14 +289,12 @@ impl Log {
             }));
         }
         let epoch = h.partition_leader_epoch;
-        if let Some(latest) = self.epochs.latest_epoch() {
-            if epoch >= 0 && epoch < latest {
-                return Err(Error::StaleEpoch { epoch, latest });
-            }
-        }
         self.maybe_roll(bytes.len(), h.last_offset())?;
         // The epoch entry is persisted before the data: after a crash it may
-        // point past the log end, and loading trims it.
+        // point past the log end, and loading trims it. An epoch below the
+        // latest is taken as Kafka takes it (an unfenced follower may hold
+        // records of a later epoch than it then leads in): the cache drops
+        // the entries it no longer strictly follows.
         self.epochs.assign(epoch, h.base_offset)?;
         let seg = self.active.clone();
         let position = seg.size();
