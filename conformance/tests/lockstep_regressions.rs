@@ -76,16 +76,14 @@ fn a_leader_appends_below_a_later_epoch_it_fetched_unfenced() {
     );
 }
 
-/// KNOWN DIVERGENCE, not fixed. Without KIP-320's fencing a log's epochs can
-/// go down (A here ends with a2 b4 c3). The model takes KIP-279's exchange to
-/// end at the first offset where the logs differ, which holds only while
-/// epochs rise; the implementation runs the exchange on epoch caches, as
-/// Kafka does, and answers a request beyond the stale leader's epochs with
-/// its latest epoch where Kafka answers UNDEFINED. At the last step C keeps
-/// a2 b4 in the model (and would in Kafka, truncating to its HW) but is cut
-/// to a2 by the implementation. Found by lockstep with wide bounds.
+/// Without KIP-320's fencing a log's epochs can go down (A here ends with
+/// a2 b4 c3). The model took KIP-279's exchange to end at the first offset
+/// where the logs differ, which holds only while epochs rise, and the
+/// implementation answered a request beyond a stale leader's epochs with its
+/// latest epoch: at the last step the model kept C's a2 b4, the
+/// implementation cut it to a2. Both now run the exchange on epoch caches as
+/// Kafka does (UNDEFINED, so C keeps what is below its HW).
 #[test]
-#[ignore = "known divergence: KIP-279 truncation against a log whose epochs go down"]
 fn a_follower_truncates_against_a_stale_leader_whose_epochs_go_down() {
     let (a, b, c) = (0, 1, 2);
     let cfg = Config {

@@ -293,13 +293,13 @@ fn become_leader(s: &mut State, replica: ReplicaId, epoch: Epoch) {
 
 fn become_follower(cfg: &Config, s: &mut State, replica: ReplicaId, epoch: Epoch) {
     let req = s.request(epoch).expect("enabled only for a sent request");
-    let leader_log = match req.leader {
-        Some(l) if cfg.truncation != Truncation::Hw => Some(s.replica(l).log),
+    let leader = match req.leader {
+        Some(l) if cfg.truncation != Truncation::Hw => Some(*s.replica(l)),
         _ => None,
     };
     let r = s.replica_mut(replica);
     if req.leader.is_some() {
-        let offset = truncation_offset(cfg.truncation, r, leader_log.as_ref());
+        let offset = truncation_offset(cfg.truncation, r, leader.as_ref());
         r.truncate_to(offset);
     }
     r.epoch = Some(epoch);

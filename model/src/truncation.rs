@@ -1,53 +1,121 @@
 //! Where a follower truncates when it follows a new leader epoch, one rule per
 //! historical Kafka version. Each returns the offset to truncate to; the
 //! follower never truncates above its own LEO.
+//!
+//! The epoch-based rules run OffsetsForLeaderEpoch as Kafka does, on leader
+//! epoch caches: (epoch, start offset) pairs kept strictly rising in both, as
+//! Kafka's `LeaderEpochFileCache` keeps them. While each log's epochs rise
+//! along it, KIP-279's exchange ends at the first offset where the two logs
+//! differ; without KIP-320's fencing a log's epochs can go down, and then the
+//! caches, not the logs, decide.
 
 use crate::config::Truncation;
-use crate::state::{Log, Offset, Replica};
+use crate::state::{Epoch, Log, Offset, Replica};
 
 /// The offset `follower` truncates to on becoming a follower of `leader`
-/// (`leader` is None under `hw`, which never consults the leader).
-pub fn truncation_offset(mode: Truncation, follower: &Replica, leader: Option<&Log>) -> Offset {
+/// (None under `hw`, which never consults the leader).
+pub fn truncation_offset(mode: Truncation, follower: &Replica, leader: Option<&Replica>) -> Offset {
     let offset = match (mode, leader) {
         (Truncation::Hw, _) | (_, None) => follower.hw,
-        (Truncation::Epoch, Some(leader)) => kip101(follower, leader),
-        (Truncation::EpochIterative | Truncation::Fenced, Some(leader)) => {
-            first_divergence(&follower.log, leader)
-        }
+        (_, Some(leader)) => exchange(mode, follower, leader),
     };
     offset.min(follower.leo())
 }
 
-/// KIP-101: the follower sends the epoch of its last record. The leader
-/// answers its LEO when that is also its own latest epoch, else the start of
-/// the first later epoch in its log; with no answer (an empty leader log, or
-/// no later epoch) the follower falls back to its HW.
-pub fn kip101(follower: &Replica, leader: &Log) -> Offset {
-    let Some(last) = follower.log.last() else {
-        return 0;
-    };
-    if leader.last().map(|e| e.epoch) == Some(last.epoch) {
-        return leader.leo();
+/// A leader epoch cache: (epoch, start offset), both strictly rising.
+pub type EpochCache = Vec<(Epoch, Offset)>;
+
+/// Kafka's `LeaderEpochFileCache.assign`: nothing for the latest epoch at or
+/// after its start; otherwise drop every trailing entry the new one does not
+/// strictly follow, then add it.
+pub fn assign(cache: &mut EpochCache, epoch: Epoch, start: Offset) {
+    if cache.last().is_some_and(|&(e, s)| e == epoch && start >= s) {
+        return;
     }
-    leader
-        .entries()
-        .iter()
-        .position(|e| e.epoch > last.epoch)
-        .map_or(follower.hw, |p| p as Offset)
+    while cache.last().is_some_and(|&(e, s)| e >= epoch || s >= start) {
+        cache.pop();
+    }
+    cache.push((epoch, start));
 }
 
-/// KIP-279: the follower repeats OffsetsForLeaderEpoch, each time for its
-/// latest remaining epoch, and truncates to min(leader's end offset for that
-/// epoch, its own) until both agree. As a leader epoch has one leader and an
-/// (offset, epoch) pair therefore names one record, the exchange ends at the
-/// first offset where the two logs differ, which is what is computed here.
-pub fn first_divergence(follower: &Log, leader: &Log) -> Offset {
-    follower
-        .entries()
+/// The cache of the first `upto` entries of `log`, as appends build it.
+pub fn cache_of(log: &Log, upto: Offset) -> EpochCache {
+    let mut cache = EpochCache::new();
+    for (offset, e) in log.entries()[..upto as usize].iter().enumerate() {
+        assign(&mut cache, e.epoch, offset as Offset);
+    }
+    cache
+}
+
+/// Kafka's `endOffsetFor`: the largest epoch at or below `requested` and
+/// where it ends (the latest ends at `leo`); None (UNDEFINED) when
+/// `requested` is above every epoch but is not the latest.
+pub fn end_offset_for(
+    cache: &EpochCache,
+    requested: Epoch,
+    leo: Offset,
+) -> Option<(Epoch, Offset)> {
+    if cache.last().is_some_and(|&(e, _)| e == requested) {
+        return Some((requested, leo));
+    }
+    let higher = cache.iter().position(|&(e, _)| e > requested)?;
+    Some(match higher {
+        // Below every epoch: that data is gone, start where the first begins.
+        0 => (requested, cache[0].1),
+        _ => (cache[higher - 1].0, cache[higher].1),
+    })
+}
+
+/// The leader's answer to OffsetsForLeaderEpoch for `requested`. KIP-101's
+/// leader answers from its records' epochs; from KIP-279 on the leader has
+/// also recorded its own epoch where it began leading.
+fn leader_answer(mode: Truncation, leader: &Replica, requested: Epoch) -> Option<(Epoch, Offset)> {
+    let mut cache = cache_of(&leader.log, leader.leo());
+    if mode != Truncation::Epoch {
+        if let Some(epoch) = leader.epoch {
+            assign(&mut cache, epoch, leading_since(leader, epoch));
+        }
+    }
+    end_offset_for(&cache, requested, leader.leo())
+}
+
+/// Where `leader` began leading `epoch`: its first record of that epoch (one
+/// leader per epoch, so no one else wrote it), or its LEO if it has none
+/// (a leader's log only grows while it leads).
+fn leading_since(leader: &Replica, epoch: Epoch) -> Offset {
+    let entries = leader.log.entries();
+    entries
         .iter()
-        .zip(leader.entries())
-        .take_while(|(f, l)| f == l)
-        .count() as Offset
+        .position(|e| e.epoch == epoch)
+        .map_or(leader.leo(), |p| p as Offset)
+}
+
+/// The follower's side (Kafka's `getOffsetTruncationState`): it asks about
+/// its latest epoch; KIP-101 truncates to the answer at once; KIP-279 cuts
+/// back and asks again while the answer names an epoch it lacks. With no
+/// answer (UNDEFINED) it falls back to its HW.
+fn exchange(mode: Truncation, follower: &Replica, leader: &Replica) -> Offset {
+    let mut leo = follower.leo();
+    loop {
+        let own = cache_of(&follower.log, leo);
+        let Some(&(latest, _)) = own.last() else {
+            return leo;
+        };
+        let fallback = follower.hw.min(leo);
+        let Some((epoch, end)) = leader_answer(mode, leader, latest) else {
+            return fallback;
+        };
+        if mode == Truncation::Epoch {
+            return end.min(leo);
+        }
+        match end_offset_for(&own, epoch, leo) {
+            None => return fallback,
+            // It lacks the leader's epoch: cut back to the end of its largest
+            // epoch below it, and ask about that one.
+            Some((own_epoch, own_end)) if own_epoch != epoch => leo = own_end.min(leo),
+            Some((_, own_end)) => return own_end.min(end).min(leo),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -71,72 +139,118 @@ mod tests {
         }
     }
 
+    /// A leader leading `epoch` with this log.
+    fn leader(entries: &[(u8, u8)], epoch: Epoch) -> Replica {
+        Replica {
+            log: log(entries),
+            epoch: Some(epoch),
+            ..Replica::default()
+        }
+    }
+
+    fn at(mode: Truncation, f: &Replica, l: &Replica) -> Offset {
+        truncation_offset(mode, f, Some(l))
+    }
+
     #[test]
     fn hw_mode_truncates_to_local_hw_whatever_the_leader_has() {
         let f = follower(&[(0, 0), (1, 0)], 1);
-        let leader = log(&[(0, 0), (1, 0)]);
-        assert_eq!(truncation_offset(Truncation::Hw, &f, Some(&leader)), 1);
+        assert_eq!(at(Truncation::Hw, &f, &leader(&[(0, 0), (1, 0)], 0)), 1);
     }
 
     #[test]
     fn kip101_keeps_a_suffix_of_the_leaders_latest_epoch() {
         let f = follower(&[(0, 0), (1, 0)], 1);
-        assert_eq!(kip101(&f, &log(&[(0, 0), (1, 0)])), 2);
+        assert_eq!(at(Truncation::Epoch, &f, &leader(&[(0, 0), (1, 0)], 0)), 2);
     }
 
     #[test]
     fn kip101_cuts_at_the_first_later_epoch() {
         let f = follower(&[(0, 0), (1, 0)], 0);
-        assert_eq!(kip101(&f, &log(&[(0, 0), (2, 1)])), 1);
+        assert_eq!(at(Truncation::Epoch, &f, &leader(&[(0, 0), (2, 1)], 1)), 1);
     }
 
     #[test]
     fn kip101_falls_back_to_hw_without_an_answer() {
         let f = follower(&[(0, 1), (1, 1)], 1);
-        assert_eq!(kip101(&f, &log(&[(0, 0)])), 1);
-        assert_eq!(kip101(&f, &Log::default()), 1);
+        assert_eq!(at(Truncation::Epoch, &f, &leader(&[(0, 0)], 0)), 1);
+        assert_eq!(at(Truncation::Epoch, &f, &leader(&[], 2)), 1);
     }
 
     #[test]
-    fn kip101_misses_a_divergence_within_an_older_epoch() {
-        // The follower's last epoch (0) is not the leader's latest, and the
-        // leader's first later epoch starts at 2: the divergent record at
-        // offset 1 survives. KIP-279 finds it.
+    fn kip101_misses_a_divergence_within_an_older_epoch_and_kip279_finds_it() {
+        let f = follower(&[(0, 0), (1, 1)], 0);
+        let l = leader(&[(0, 0), (2, 0), (3, 2)], 2);
+        assert_eq!(
+            at(Truncation::Epoch, &f, &l),
+            2,
+            "KIP-101 keeps b1 at offset 1"
+        );
+        assert_eq!(at(Truncation::EpochIterative, &f, &l), 1);
+        assert_eq!(at(Truncation::Fenced, &f, &l), 1);
+    }
+
+    #[test]
+    fn kip279_ends_at_the_first_difference_while_epochs_rise() {
         let f = follower(&[(0, 0), (1, 0)], 0);
-        let leader = log(&[(0, 0), (2, 1), (3, 2)]);
-        assert_eq!(kip101(&f, &leader), 1);
-        let f2 = follower(&[(0, 0), (1, 1)], 0);
-        let leader2 = log(&[(0, 0), (2, 2)]);
-        assert_eq!(kip101(&f2, &leader2), 1);
-        let f3 = follower(&[(0, 0), (1, 1)], 0);
-        let leader3 = log(&[(0, 0), (2, 0), (3, 2)]);
-        assert_eq!(kip101(&f3, &leader3), 2, "KIP-101 keeps b1 at offset 1");
-        assert_eq!(first_divergence(&f3.log, &leader3), 1);
+        assert_eq!(
+            at(
+                Truncation::EpochIterative,
+                &f,
+                &leader(&[(0, 0), (2, 1)], 1)
+            ),
+            1
+        );
+        let f = follower(&[(0, 0)], 0);
+        assert_eq!(
+            at(
+                Truncation::EpochIterative,
+                &f,
+                &leader(&[(0, 0), (2, 1)], 1)
+            ),
+            1
+        );
+        let f = follower(&[(1, 1)], 0);
+        assert_eq!(at(Truncation::EpochIterative, &f, &leader(&[(0, 0)], 2)), 0);
     }
 
     #[test]
-    fn first_divergence_is_the_longest_common_prefix() {
-        assert_eq!(
-            first_divergence(&log(&[(0, 0), (1, 0)]), &log(&[(0, 0), (2, 1)])),
-            1
-        );
-        assert_eq!(
-            first_divergence(&log(&[(0, 0)]), &log(&[(0, 0), (2, 1)])),
-            1
-        );
-        assert_eq!(first_divergence(&log(&[(1, 1)]), &log(&[(0, 0)])), 0);
+    fn a_request_beyond_a_stale_leaders_epochs_is_undefined_and_the_hw_decides() {
+        // A leads epoch 3 but holds a record of epoch 4 (fetched unfenced):
+        // its cache forgets epoch 4, so a follower whose latest epoch is 4
+        // gets no answer and keeps what is below its HW.
+        let l = leader(&[(0, 2), (1, 4), (2, 3)], 3);
+        let f = follower(&[(0, 2), (1, 4)], 2);
+        assert_eq!(at(Truncation::EpochIterative, &f, &l), 2);
+        let f = follower(&[(0, 2), (1, 4)], 1);
+        assert_eq!(at(Truncation::EpochIterative, &f, &l), 1);
+    }
+
+    #[test]
+    fn the_cache_keeps_epochs_and_starts_rising() {
+        let mut c = EpochCache::new();
+        assign(&mut c, 2, 0);
+        assign(&mut c, 4, 1);
+        assign(&mut c, 4, 2);
+        assert_eq!(c, vec![(2, 0), (4, 1)]);
+        assign(&mut c, 3, 2);
+        assert_eq!(c, vec![(2, 0), (3, 2)], "epoch 4 is dropped");
+        assert_eq!(end_offset_for(&c, 2, 3), Some((2, 2)));
+        assert_eq!(end_offset_for(&c, 3, 3), Some((3, 3)));
+        assert_eq!(end_offset_for(&c, 4, 3), None);
+        assert_eq!(end_offset_for(&c, 1, 3), Some((1, 0)));
     }
 
     #[test]
     fn truncation_never_goes_above_the_follower_leo() {
         let f = follower(&[(0, 0)], 0);
-        let leader = log(&[(0, 0), (1, 0)]);
+        let l = leader(&[(0, 0), (1, 0)], 0);
         for mode in [
             Truncation::Epoch,
             Truncation::EpochIterative,
             Truncation::Fenced,
         ] {
-            assert_eq!(truncation_offset(mode, &f, Some(&leader)), 1, "{mode}");
+            assert_eq!(at(mode, &f, &l), 1, "{mode}");
         }
     }
 }

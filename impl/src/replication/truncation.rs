@@ -18,10 +18,8 @@ use crate::storage::{EpochCache, EpochEndOffset};
 /// - `epoch-iterative`, `fenced` (KIP-279): the leader's own epoch counts
 ///   from the offset where it became leader, written or not (Kafka >= 2.1,
 ///   KAFKA-7415). A request beyond every epoch the leader knows (only a
-///   stale leader, unfenced, can get one) is answered with its latest epoch
-///   ending at its LEO, where Kafka answers UNDEFINED and the follower
-///   truncates to its HW: the model's KIP-279 rule is the first offset where
-///   the logs differ, and this answer is what reaches it.
+///   stale leader, unfenced, can get one) is UNDEFINED, and the follower
+///   truncates to its HW.
 pub fn leader_end_offset(
     mode: TruncationMode,
     records: &[EpochEntry],
@@ -38,13 +36,7 @@ pub fn leader_end_offset(
     if requested < 0 {
         return None;
     }
-    cache.end_offset_for(requested, log_end_offset).or_else(|| {
-        let latest = cache.latest_epoch().unwrap_or(requested).min(requested);
-        Some(EpochEndOffset {
-            epoch: latest,
-            end_offset: log_end_offset,
-        })
-    })
+    cache.end_offset_for(requested, log_end_offset)
 }
 
 /// What a follower does with an answer.
@@ -152,8 +144,10 @@ mod tests {
             assert_eq!(exchange(m, &[0, 2], 0, &[0, 1, 3], 3, 2), 1);
             // An empty leader: its own epoch starts at 0, so all goes.
             assert_eq!(exchange(m, &[0], 1, &[], 1, 0), 0);
-            // A stale leader that never saw the follower's epoch.
-            assert_eq!(exchange(m, &[0, 1], 0, &[0, 0], 0, 0), 1);
+            // A stale leader that never saw the follower's epoch: no answer,
+            // so the follower's HW decides.
+            assert_eq!(exchange(m, &[0, 1], 0, &[0, 0], 0, 0), 0);
+            assert_eq!(exchange(m, &[0, 1], 1, &[0, 0], 0, 0), 1);
             assert_eq!(exchange(m, &[0], 0, &[0, 0], 1, 2), 1);
         }
     }
@@ -163,11 +157,10 @@ mod tests {
         let l = entries(&[(1, 0), (3, 5)]);
         let m = TruncationMode::Fenced;
         assert_eq!(leader_end_offset(m, &l, 9, 4, 9, -1), None);
-        let a = leader_end_offset(m, &l, 9, 4, 9, 7).unwrap();
         assert_eq!(
-            (a.epoch, a.end_offset),
-            (4, 9),
-            "beyond every epoch: its latest"
+            leader_end_offset(m, &l, 9, 4, 9, 7),
+            None,
+            "beyond every epoch: UNDEFINED, as in Kafka"
         );
         let a = leader_end_offset(m, &l, 9, 4, 9, 3).unwrap();
         assert_eq!((a.epoch, a.end_offset), (3, 9), "its own epoch starts at 9");
