@@ -10,7 +10,7 @@ use highwater_model::actions::{apply, enabled};
 use highwater_model::render::state_table;
 use highwater_model::state::{MAX_EPOCH, MAX_RECORDS};
 use highwater_model::{Action, Config, PartitionModel, State};
-use std::fmt;
+use std::fmt::{self, Debug};
 use std::path::Path;
 
 /// Where the implementation stopped behaving as the model.
@@ -325,82 +325,58 @@ pub fn replay(cfg: &Config, actions: &[Action], dir: &Path) -> Result<Lockstep, 
     Ok(both)
 }
 
+/// A bit set shown as bits.
+struct Bits(u8);
+
+impl Debug for Bits {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:#b}", self.0)
+    }
+}
+
 /// Which parts of two states differ, named as the model names them.
 pub fn differences(model: &State, imp: &State) -> Vec<String> {
     let mut out = Vec::new();
-    for r in model.ids() {
-        let (m, i) = (model.replica(r), imp.replica(r));
-        let name = highwater_model::state::replica_name(r);
-        let mut field = |what: &str, a: String, b: String| {
-            if a != b {
-                out.push(format!("{name}.{what}: model {a}, implementation {b}"));
-            }
-        };
-        field("alive", format!("{}", m.alive), format!("{}", i.alive));
-        field("log", format!("{:?}", m.log), format!("{:?}", i.log));
-        field("hw", format!("{}", m.hw), format!("{}", i.hw));
-        field(
-            "recovery_point",
-            format!("{}", m.recovery_point),
-            format!("{}", i.recovery_point),
-        );
-        field("epoch", format!("{:?}", m.epoch), format!("{:?}", i.epoch));
-        field(
-            "leader",
-            format!("{:?}", m.leader),
-            format!("{:?}", i.leader),
-        );
-        field("isr", format!("{:?}", m.isr), format!("{:?}", i.isr));
-        field(
-            "follower_leo",
-            format!("{:?}", &m.follower_leo[..model.n as usize]),
-            format!("{:?}", &i.follower_leo[..model.n as usize]),
-        );
-        field(
-            "stale_fetch",
-            format!("{:?}", m.stale_fetch),
-            format!("{:?}", i.stale_fetch),
-        );
-        field(
-            "pending_acks",
-            format!("{:#b}", m.pending_acks),
-            format!("{:#b}", i.pending_acks),
-        );
-        field(
-            "unclean_down",
-            format!("{}", m.unclean_down),
-            format!("{}", i.unclean_down),
-        );
-    }
-    let mut field = |what: &str, a: String, b: String| {
+    let mut field = |what: &str, a: &dyn Debug, b: &dyn Debug| {
+        let (a, b) = (format!("{a:?}"), format!("{b:?}"));
         if a != b {
             out.push(format!("{what}: model {a}, implementation {b}"));
         }
     };
-    field(
-        "controller",
-        format!("{:?}", model.controller),
-        format!("{:?}", imp.controller),
-    );
-    field(
-        "requests",
-        format!("{:?}", model.requests),
-        format!("{:?}", imp.requests),
-    );
-    field(
-        "records",
-        format!("{:?}", &model.records[..model.produced as usize]),
-        format!("{:?}", &imp.records[..imp.produced as usize]),
-    );
-    field(
-        "crashes (clean, unclean)",
-        format!("{:?}", (model.clean_crashes, model.unclean_crashes)),
-        format!("{:?}", (imp.clean_crashes, imp.unclean_crashes)),
-    );
-    field(
-        "leader moves",
-        format!("{}", model.leader_moves),
-        format!("{}", imp.leader_moves),
-    );
+    for r in model.ids() {
+        let (m, i) = (model.replica(r), imp.replica(r));
+        let name = |what: &str| format!("{}.{what}", highwater_model::state::replica_name(r));
+        let n = model.n as usize;
+        field(&name("alive"), &m.alive, &i.alive);
+        field(&name("log"), &m.log, &i.log);
+        field(&name("hw"), &m.hw, &i.hw);
+        field(
+            &name("recovery_point"),
+            &m.recovery_point,
+            &i.recovery_point,
+        );
+        field(&name("epoch"), &m.epoch, &i.epoch);
+        field(&name("leader"), &m.leader, &i.leader);
+        field(&name("isr"), &m.isr, &i.isr);
+        field(
+            &name("follower_leo"),
+            &&m.follower_leo[..n],
+            &&i.follower_leo[..n],
+        );
+        field(&name("stale_fetch"), &m.stale_fetch, &i.stale_fetch);
+        field(
+            &name("pending_acks"),
+            &Bits(m.pending_acks),
+            &Bits(i.pending_acks),
+        );
+        field(&name("unclean_down"), &m.unclean_down, &i.unclean_down);
+    }
+    field("controller", &model.controller, &imp.controller);
+    field("requests", &model.requests, &imp.requests);
+    let records = |s: &State| s.records[..s.produced as usize].to_vec();
+    field("records", &records(model), &records(imp));
+    let crashes = |s: &State| (s.clean_crashes, s.unclean_crashes);
+    field("crashes (clean, unclean)", &crashes(model), &crashes(imp));
+    field("leader moves", &model.leader_moves, &imp.leader_moves);
     out
 }

@@ -431,15 +431,11 @@ fn become_follower_under_hw_does_not_wait_for_the_leader() {
 
 #[test]
 fn become_follower_consulting_the_leader_waits_until_it_leads() {
-    for mode in [
+    for cfg in with_modes(&[
         Truncation::Epoch,
         Truncation::EpochIterative,
         Truncation::Fenced,
-    ] {
-        let cfg = Config {
-            truncation: mode,
-            ..base()
-        };
+    ]) {
         let s = run(&cfg, &init(&cfg), &[elect(A)]);
         assert_disabled(&cfg, &s, follow(B, 0));
         let s2 = step(&cfg, &s, lead(A, 0));
@@ -699,15 +695,7 @@ fn fenced_fetch_requires_the_same_epoch() {
     let s2 = step(&fenced, &s, follow(B, 1));
     assert_enabled(&fenced, &s2, fetch(B, A));
 
-    for mode in [
-        Truncation::Hw,
-        Truncation::Epoch,
-        Truncation::EpochIterative,
-    ] {
-        let cfg = Config {
-            truncation: mode,
-            ..base()
-        };
+    for cfg in with_modes(UNFENCED) {
         assert_enabled(&cfg, &s, fetch(B, A));
     }
 }
@@ -1055,15 +1043,7 @@ fn fenced_expand_waits_until_the_hw_reaches_the_leaders_epoch() {
     // HW 1 sits on b0, a record of epoch 0: KIP-320 keeps C out.
     let s = expand_across_epochs(&fenced, 1);
     assert_disabled(&fenced, &s, expand(A, C));
-    for mode in [
-        Truncation::Hw,
-        Truncation::Epoch,
-        Truncation::EpochIterative,
-    ] {
-        let cfg = Config {
-            truncation: mode,
-            ..base()
-        };
+    for cfg in with_modes(UNFENCED) {
         assert_enabled(&cfg, &s, expand(A, C));
     }
     // HW 2 sits on c1, the leader's epoch: allowed.

@@ -492,7 +492,7 @@ impl StepCluster {
     /// the ISR the controller shrank on its own (Kafka's metadata update).
     pub fn leader_learns_isr(&mut self, leader: ReplicaId) -> Result<()> {
         let (epoch, isr) = match (self.controller.leader(), self.controller.leader_epoch()) {
-            (Some(l), Some(e)) if l == leader => (e, self.controller.state().isr),
+            (Some(l), Some(e)) if l == leader => (e, self.controller.isr()),
             _ => {
                 return not_enabled(format!(
                     "the controller does not name replica {leader} leader"

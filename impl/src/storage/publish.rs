@@ -128,11 +128,11 @@ mod loom_tests {
     use crate::sync::Arc;
     use loom::sync::atomic::AtomicU64 as Slot;
 
-    /// Readers that load the end offset find every slot below it written,
-    /// even with relaxed slot accesses: the publication orders them.
-    #[test]
-    fn loom_readers_never_see_unwritten_data() {
-        loom::model(|| {
+    /// A writer fills two slots, publishing each (and the HW too with
+    /// `with_hw`); a reader loads `bound` and finds every slot below it
+    /// written, and the end offset it loads next not below it.
+    fn readers_below(with_hw: bool, bound: fn(&Published) -> u64) {
+        loom::model(move || {
             let p = Arc::new(Published::new(0, 0, 0));
             let slots = Arc::new([Slot::new(0), Slot::new(0)]);
             let (p2, s2) = (p.clone(), slots.clone());
@@ -140,48 +140,43 @@ mod loom_tests {
                 for i in 0..2u64 {
                     s2[i as usize].store(i + 1, Ordering::Relaxed);
                     p2.publish_end(i + 1);
+                    if with_hw {
+                        p2.publish_high_watermark(i + 1);
+                    }
                 }
             });
-            let end = p.log_end_offset();
-            for i in 0..end {
+            let bound = bound(&p);
+            assert!(p.log_end_offset() >= bound, "bound above the end offset");
+            for i in 0..bound {
                 assert_eq!(slots[i as usize].load(Ordering::Relaxed), i + 1);
             }
             writer.join().unwrap();
         });
+    }
+
+    /// Readers that load the end offset find every slot below it written,
+    /// even with relaxed slot accesses: the publication orders them.
+    #[test]
+    fn loom_readers_never_see_unwritten_data() {
+        readers_below(false, Published::log_end_offset);
     }
 
     /// A consumer bounded by the HW finds every slot below the HW written,
     /// and never an HW above the end offset it then loads.
     #[test]
     fn loom_consumers_below_the_hw_see_written_data() {
-        loom::model(|| {
-            let p = Arc::new(Published::new(0, 0, 0));
-            let slots = Arc::new([Slot::new(0), Slot::new(0)]);
-            let (p2, s2) = (p.clone(), slots.clone());
-            let writer = loom::thread::spawn(move || {
-                for i in 0..2u64 {
-                    s2[i as usize].store(i + 1, Ordering::Relaxed);
-                    p2.publish_end(i + 1);
-                    p2.publish_high_watermark(i + 1);
-                }
-            });
-            let hw = p.high_watermark();
-            assert!(p.log_end_offset() >= hw, "HW above the end offset");
-            for i in 0..hw {
-                assert_eq!(slots[i as usize].load(Ordering::Relaxed), i + 1);
-            }
-            writer.join().unwrap();
-        });
+        readers_below(true, Published::high_watermark);
     }
 
-    /// A consumer waiting for the HW to pass an offset is woken.
-    #[test]
-    fn loom_no_lost_wakeup_for_the_hw() {
-        loom::model(|| {
-            let p = Arc::new(Published::new(0, 1, 0));
+    /// A waiter for `done` is never left sleeping after `publish` makes it
+    /// true. loom's wait_timeout never times out by itself, so a lost
+    /// wake-up shows up as a deadlock loom reports.
+    fn wakes(end: u64, publish: fn(&Published), done: fn(&Published) -> bool) {
+        loom::model(move || {
+            let p = Arc::new(Published::new(0, end, 0));
             let p2 = p.clone();
-            let writer = loom::thread::spawn(move || p2.publish_high_watermark(1));
-            assert!(p.wait_until(Duration::from_secs(3600), |p| p.high_watermark() >= 1));
+            let writer = loom::thread::spawn(move || publish(&p2));
+            assert!(p.wait_until(Duration::from_secs(3600), done));
             writer.join().unwrap();
         });
     }
@@ -189,14 +184,16 @@ mod loom_tests {
     /// A waiter for the end offset is never left sleeping after it passes.
     #[test]
     fn loom_no_lost_wakeup() {
-        loom::model(|| {
-            let p = Arc::new(Published::new(0, 0, 0));
-            let p2 = p.clone();
-            let writer = loom::thread::spawn(move || p2.publish_end(1));
-            // loom's wait_timeout never times out by itself, so a lost
-            // wake-up shows up as a deadlock loom reports.
-            assert!(p.wait_until(Duration::from_secs(3600), |p| p.log_end_offset() >= 1));
-            writer.join().unwrap();
-        });
+        wakes(0, |p| p.publish_end(1), |p| p.log_end_offset() >= 1);
+    }
+
+    /// A consumer waiting for the HW to pass an offset is woken.
+    #[test]
+    fn loom_no_lost_wakeup_for_the_hw() {
+        wakes(
+            1,
+            |p| p.publish_high_watermark(1),
+            |p| p.high_watermark() >= 1,
+        );
     }
 }

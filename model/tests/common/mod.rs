@@ -30,6 +30,21 @@ pub fn base() -> Config {
     }
 }
 
+/// `base()` under each of `modes`.
+pub fn with_modes(modes: &[Truncation]) -> impl Iterator<Item = Config> + '_ {
+    modes.iter().map(|&truncation| Config {
+        truncation,
+        ..base()
+    })
+}
+
+/// The truncation modes before KIP-320's fencing.
+pub const UNFENCED: &[Truncation] = &[
+    Truncation::Hw,
+    Truncation::Epoch,
+    Truncation::EpochIterative,
+];
+
 pub fn init(cfg: &Config) -> State {
     PartitionModel::new(*cfg).init_state()
 }
