@@ -2,6 +2,7 @@
 
 use highwater::cluster::{StepAction, StepConfig};
 use highwater::replication::{self as imp, ReplicationConfig};
+use highwater_model::config::Mutation;
 use highwater_model::controller::Election;
 use highwater_model::{Acks, Action, Config, Truncation};
 
@@ -14,11 +15,23 @@ pub fn step_config(cfg: &Config) -> StepConfig {
         min_insync_replicas: usize::from(cfg.min_isr),
         truncation: truncation(cfg.truncation),
         elr: cfg.elr,
+        isr_join: isr_join(cfg.mutation),
         ..step.replication
     };
     step.unclean_leader_election = cfg.unclean_election;
     step.acks = acks(cfg.acks);
     step
+}
+
+/// The implementation's ISR-join rule: Kafka's, or the old one the
+/// `expand-on-leader-hw` mutation stands for. (`no-elr-election` is a
+/// mutation of the model's controller alone, for the progress check; the
+/// implementation's controller has no such switch.)
+pub fn isr_join(m: Option<Mutation>) -> imp::IsrJoinRule {
+    match m {
+        Some(Mutation::ExpandOnLeaderHw) => imp::IsrJoinRule::LeaderHwReachedEpochStart,
+        Some(Mutation::NoElrElection) | None => imp::IsrJoinRule::FollowerReachedEpochStart,
+    }
 }
 
 pub fn truncation(t: Truncation) -> imp::TruncationMode {

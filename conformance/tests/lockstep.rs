@@ -106,6 +106,7 @@ fn the_implementation_moves_as_the_model_in_every_preset() {
             clean_crashes: 2,
             unclean_crashes: 2,
             leader_moves: 3,
+            mutation: None,
             ..p.config
         };
         let name = format!("{} (wide bounds)", p.name);

@@ -92,6 +92,7 @@ fn a_follower_truncates_against_a_stale_leader_whose_epochs_go_down() {
         clean_crashes: 2,
         unclean_crashes: 2,
         leader_moves: 3,
+        mutation: None,
         ..Preset::find("unfenced").expect("a preset").config
     };
     replays_in_lockstep_with(

@@ -2,11 +2,11 @@
 //! it does. `enabled` lists the actions of a state in a fixed order (paths and
 //! explorer URLs are action indices), `apply` performs one.
 
-use crate::config::{Acks, Config, Truncation};
+use crate::config::{Acks, Config, Mutation, Truncation};
 use crate::controller::{self, Election};
 use crate::state::{
-    record_name, replica_name, Entry, Epoch, LeaderView, Offset, RecordId, ReplicaId, ReplicaSet,
-    Request, State,
+    record_name, replica_name, Entry, Epoch, LeaderView, Offset, RecordId, Replica, ReplicaId,
+    ReplicaSet, Request, State,
 };
 use crate::truncation::truncation_offset;
 use std::fmt;
@@ -456,16 +456,32 @@ fn may_leader_expand(cfg: &Config, s: &State, leader: ReplicaId, follower: Repli
     if follower == leader || s.controller.isr.contains(follower) || !is_true_leader(s, leader) {
         return false;
     }
-    let caught_up = l.follower_leo[follower as usize].is_some_and(|leo| leo >= l.hw);
-    caught_up
-        && !l.stale_fetch.contains(follower)
-        && (!cfg.truncation.is_fenced() || hw_reached_own_epoch(l))
+    let Some(follower_leo) = l.follower_leo[follower as usize] else {
+        return false;
+    };
+    !l.stale_fetch.contains(follower) && follower_in_sync(cfg, l, follower_leo)
 }
 
-/// KIP-320: every record of earlier epochs is below the HW, so a new ISR
-/// member cannot miss a record an earlier leader committed.
-fn hw_reached_own_epoch(l: &crate::state::Replica) -> bool {
-    l.hw == l.leo() || l.log.get(l.hw).map(|e| e.epoch) == l.epoch
+/// Kafka's `Partition.isFollowerInSync`: the follower's LEO has reached the
+/// leader's HW and (KIP-320 era, KAFKA-7128) the offset where the leader's
+/// epoch began, so a new member holds every record an earlier leader may
+/// have committed. The `expand-on-leader-hw` mutation asks the leader's HW
+/// to reach its epoch start instead, a rule about the leader that can stall
+/// the partition for good.
+fn follower_in_sync(cfg: &Config, l: &Replica, follower_leo: Offset) -> bool {
+    if follower_leo < l.hw {
+        return false;
+    }
+    if !cfg.truncation.is_fenced() {
+        return true;
+    }
+    let epoch = l.epoch.expect("a leader has an epoch");
+    let epoch_start = l.leader_epoch_start(epoch);
+    if cfg.mutation == Some(Mutation::ExpandOnLeaderHw) {
+        l.hw >= epoch_start
+    } else {
+        follower_leo >= epoch_start
+    }
 }
 
 /// The true leader's copy of the ISR lacks the controller's own removals.

@@ -43,8 +43,8 @@ pub enum Truncation {
     EpochIterative,
     /// KIP-320: as KIP-279, but fetch and truncation are fenced by the current
     /// leader epoch (so a follower reports its LEO only to a leader of its own
-    /// epoch), and the ISR expands only once the HW has reached the leader's
-    /// epoch.
+    /// epoch), and a follower rejoins the ISR only once its LEO has reached
+    /// the start of the leader's epoch (KAFKA-7128, `Partition.isFollowerInSync`).
     Fenced,
 }
 
@@ -61,6 +61,30 @@ impl fmt::Display for Truncation {
             Truncation::Epoch => "epoch",
             Truncation::EpochIterative => "epoch-iterative",
             Truncation::Fenced => "fenced",
+        })
+    }
+}
+
+/// A deliberately broken rule, to show that a check can fail: each is a
+/// rule highwater once had or a plausible slip, never one Kafka runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Mutation {
+    /// A follower rejoins the ISR only once the leader's HW has reached the
+    /// start of the leader's epoch (highwater's rule before it followed
+    /// Kafka's `Partition.isFollowerInSync`): the partition can stall.
+    ExpandOnLeaderHw,
+    /// The controller never elects a leader from the ELR (KIP-966's ELR kept
+    /// without its election): once the ISR empties, a partition with live
+    /// eligible replicas waits forever. Safe, but not live.
+    NoElrElection,
+}
+
+impl fmt::Display for Mutation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Mutation::ExpandOnLeaderHw => "expand-on-leader-hw",
+            Mutation::NoElrElection => "no-elr-election",
         })
     }
 }
@@ -84,6 +108,8 @@ pub struct Config {
     /// shutdown, preferred-leader election, or failover from a leader not yet
     /// removed) allowed in a run.
     pub leader_moves: u8,
+    /// A deliberately broken rule (None: the rules as named above).
+    pub mutation: Option<Mutation>,
 }
 
 /// An impossible configuration, explained.
@@ -145,7 +171,11 @@ impl fmt::Display for Config {
             self.clean_crashes,
             self.unclean_crashes,
             self.leader_moves
-        )
+        )?;
+        if let Some(m) = self.mutation {
+            write!(f, " mutation={m}")?;
+        }
+        Ok(())
     }
 }
 

@@ -2,7 +2,7 @@
 //! Every change to the quorum ISR goes through here, so each ELR rule has one
 //! home.
 
-use crate::config::Config;
+use crate::config::{Config, Mutation};
 use crate::state::{Controller, ReplicaId, ReplicaSet, Request, State};
 
 /// How a leader was chosen.
@@ -38,7 +38,7 @@ pub fn election_kind(cfg: &Config, s: &State, r: ReplicaId) -> Option<Election> 
     } else if c.leader.is_some() || !no_clean_choice {
         None
     } else if cfg.elr && c.elr.contains(r) {
-        Some(Election::Elr)
+        (cfg.mutation != Some(Mutation::NoElrElection)).then_some(Election::Elr)
     } else if cfg.unclean_election && !(cfg.elr && live(c.elr)) {
         Some(Election::Unclean)
     } else {

@@ -196,6 +196,17 @@ impl Replica {
         self.hw = self.hw.min(self.leo());
         self.recovery_point = self.recovery_point.min(self.leo());
     }
+    /// Where this replica began leading `epoch` (Kafka's
+    /// `leaderEpochStartOffsetOpt`): its first record of that epoch (one
+    /// leader per epoch, so no one else wrote it), or its LEO if it has none
+    /// (a leader's log only grows while it leads).
+    pub fn leader_epoch_start(&self, epoch: Epoch) -> Offset {
+        self.log
+            .entries()
+            .iter()
+            .position(|e| e.epoch == epoch)
+            .map_or(self.leo(), |p| p as Offset)
+    }
     /// Forgets everything that belongs to a leadership (follower LEOs, the
     /// cached ISR, waiting producers).
     pub fn clear_leader_state(&mut self) {

@@ -73,21 +73,10 @@ fn leader_answer(mode: Truncation, leader: &Replica, requested: Epoch) -> Option
     let mut cache = cache_of(&leader.log, leader.leo());
     if mode != Truncation::Epoch {
         if let Some(epoch) = leader.epoch {
-            assign(&mut cache, epoch, leading_since(leader, epoch));
+            assign(&mut cache, epoch, leader.leader_epoch_start(epoch));
         }
     }
     end_offset_for(&cache, requested, leader.leo())
-}
-
-/// Where `leader` began leading `epoch`: its first record of that epoch (one
-/// leader per epoch, so no one else wrote it), or its LEO if it has none
-/// (a leader's log only grows while it leads).
-fn leading_since(leader: &Replica, epoch: Epoch) -> Offset {
-    let entries = leader.log.entries();
-    entries
-        .iter()
-        .position(|e| e.epoch == epoch)
-        .map_or(leader.leo(), |p| p as Offset)
 }
 
 /// The follower's side (Kafka's `getOffsetTruncationState`): it asks about

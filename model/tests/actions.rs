@@ -6,6 +6,7 @@
 //! (each step asserted enabled), or built by hand where a path would be long.
 
 use highwater_model::actions::apply;
+use highwater_model::config::Mutation;
 use highwater_model::controller::Election;
 use highwater_model::properties::{self, *};
 use highwater_model::state::{
@@ -1020,7 +1021,7 @@ fn leader_expand_needs_a_fetch_caught_up_to_the_hw() {
 
 /// A leads epoch 1 with [a0, b0, c1] and HW `hw`, ISR {A,B}; C follows it on
 /// epoch 1 and has fetched from offset 1.
-fn expand_across_epochs(cfg: &Config, hw: Offset) -> State {
+fn expand_across_epochs(cfg: &Config, hw: Offset, follower_leo: Offset) -> State {
     let isr = set(&[A, B]);
     let mut s = leading(cfg, A, 1, isr);
     s.produced = 3;
@@ -1028,7 +1029,7 @@ fn expand_across_epochs(cfg: &Config, hw: Offset) -> State {
     a.log = log(&[(0, 0), (1, 0), (2, 1)]);
     a.hw = hw;
     a.follower_leo[B as usize] = Some(3);
-    a.follower_leo[C as usize] = Some(hw);
+    a.follower_leo[C as usize] = Some(follower_leo);
     for f in [B, C] {
         let r = s.replica_mut(f);
         r.epoch = Some(1);
@@ -1038,18 +1039,30 @@ fn expand_across_epochs(cfg: &Config, hw: Offset) -> State {
 }
 
 #[test]
-fn fenced_expand_waits_until_the_hw_reaches_the_leaders_epoch() {
+fn fenced_expand_waits_until_the_follower_reaches_the_leaders_epoch_start() {
     let fenced = base();
-    // HW 1 sits on b0, a record of epoch 0: KIP-320 keeps C out.
-    let s = expand_across_epochs(&fenced, 1);
+    // A's epoch 1 starts at offset 2 (c1). C has reached the HW (1) but
+    // not the epoch start: Partition.isFollowerInSync keeps it out.
+    let s = expand_across_epochs(&fenced, 1, 1);
     assert_disabled(&fenced, &s, expand(A, C));
     for cfg in with_modes(UNFENCED) {
         assert_enabled(&cfg, &s, expand(A, C));
     }
-    // HW 2 sits on c1, the leader's epoch: allowed.
-    assert_enabled(&fenced, &expand_across_epochs(&fenced, 2), expand(A, C));
-    // HW at the LEO: allowed.
-    assert_enabled(&fenced, &expand_across_epochs(&fenced, 3), expand(A, C));
+    // C's LEO at the epoch start, the HW still below it: allowed. (The old
+    // rule, now the expand-on-leader-hw mutation, asked the HW to get there.)
+    let s = expand_across_epochs(&fenced, 1, 2);
+    assert_enabled(&fenced, &s, expand(A, C));
+    let old_rule = Config {
+        mutation: Some(Mutation::ExpandOnLeaderHw),
+        ..fenced
+    };
+    assert_disabled(&old_rule, &s, expand(A, C));
+    // The HW at the epoch start and C with it: allowed under both.
+    let s = expand_across_epochs(&fenced, 2, 2);
+    assert_enabled(&fenced, &s, expand(A, C));
+    assert_enabled(&old_rule, &s, expand(A, C));
+    // C below the HW: never.
+    assert_disabled(&fenced, &expand_across_epochs(&fenced, 3, 2), expand(A, C));
 }
 
 #[test]

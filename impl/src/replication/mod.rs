@@ -51,5 +51,6 @@ pub use messages::{
 };
 pub use partition::{FollowerView, Partition, PartitionState, Role};
 pub use types::{
-    Acks, LeaderEpoch, LeaderView, RecordId, ReplicaId, ReplicationConfig, TruncationMode,
+    Acks, IsrJoinRule, LeaderEpoch, LeaderView, RecordId, ReplicaId, ReplicationConfig,
+    TruncationMode,
 };

@@ -15,7 +15,7 @@ use super::messages::{
     ProduceRequest, ProduceResponse,
 };
 use super::truncation::{follower_truncation, leader_end_offset, TruncationStep};
-use super::types::{Acks, LeaderEpoch, LeaderView, ReplicaId, ReplicationConfig};
+use super::types::{Acks, IsrJoinRule, LeaderEpoch, LeaderView, ReplicaId, ReplicationConfig};
 use crate::storage::EpochEndOffset;
 
 /// The leader's view of one follower (Kafka's `Replica` state on the leader).
@@ -811,9 +811,10 @@ impl<L: ReplicaLog> Partition<L> {
     }
 
     /// Whether `follower` may join the ISR: caught up to the HW, its last
-    /// fetch from its current incarnation (KIP-903), and, when fenced, the
-    /// HW has reached this leader's epoch (KIP-320: nothing an earlier
-    /// leader committed can be missing from the new member).
+    /// fetch from its current incarnation (KIP-903), and, when fenced, its
+    /// LEO at or past the start of this leader's epoch (Kafka's
+    /// `Partition.isFollowerInSync`: nothing an earlier leader committed can
+    /// be missing from the new member).
     pub fn is_caught_up_for_isr(&self, follower: ReplicaId) -> bool {
         let RoleState::Leader(l) = &self.role else {
             return false;
@@ -821,9 +822,16 @@ impl<L: ReplicaLog> Partition<L> {
         let Some(v) = l.followers.get(&follower) else {
             return false;
         };
+        let Some(leo) = v.log_end_offset else {
+            return false;
+        };
         let hw = self.log.high_watermark();
-        let epoch_ok = !self.config.truncation.is_fenced() || hw >= l.epoch_start_offset;
-        v.log_end_offset.is_some_and(|leo| leo >= hw) && !v.stale_fetch && epoch_ok
+        let epoch_ok = !self.config.truncation.is_fenced()
+            || match self.config.isr_join {
+                IsrJoinRule::FollowerReachedEpochStart => leo >= l.epoch_start_offset,
+                IsrJoinRule::LeaderHwReachedEpochStart => hw >= l.epoch_start_offset,
+            };
+        leo >= hw && !v.stale_fetch && epoch_ok
     }
 
     /// The leader asks to drop an out-of-sync follower (the leader's half of

@@ -114,6 +114,24 @@ pub struct ReplicationConfig {
     /// `replica.fetch.max.bytes`: the most a fetch response carries
     /// (`usize::MAX` fetches everything, as the model's single-step fetch).
     pub replica_fetch_max_bytes: usize,
+    /// When a caught-up follower may rejoin the ISR (Kafka's rule, or the
+    /// old rule kept to show the stall it causes).
+    #[serde(default)]
+    pub isr_join: IsrJoinRule,
+}
+
+/// When a follower may rejoin the ISR, beyond having reached the leader's HW.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum IsrJoinRule {
+    /// Kafka's `Partition.isFollowerInSync`: with fencing, the follower's LEO
+    /// has also reached the offset where the leader's epoch began.
+    #[default]
+    FollowerReachedEpochStart,
+    /// The rule highwater had before, kept as a mutation: the leader's HW
+    /// must have reached its epoch start. A leader elected with its HW below
+    /// its epoch start and its ISR below min.insync.replicas (KIP-966 holds
+    /// the HW) then never takes anyone back: the partition stalls.
+    LeaderHwReachedEpochStart,
 }
 
 impl Default for ReplicationConfig {
@@ -126,6 +144,7 @@ impl Default for ReplicationConfig {
             elr: true,
             replica_lag_time_max_ms: 30_000,
             replica_fetch_max_bytes: 1 << 20,
+            isr_join: IsrJoinRule::default(),
         }
     }
 }

@@ -27,6 +27,7 @@ pub fn base() -> Config {
         unclean_crashes: 1,
         // Elections fill a leaderless partition only, unless a test adds moves.
         leader_moves: 0,
+        mutation: None,
     }
 }
 
