@@ -54,6 +54,20 @@ pub enum Action {
     Restart { replica: ReplicaId },
 }
 
+impl Action {
+    /// Whether this action, taken in `s`, is a fault: a crash, the
+    /// controller believing a live broker failed, or an unclean election.
+    /// The progress check asks what the partition can do without them.
+    pub fn is_fault(&self, s: &State) -> bool {
+        match *self {
+            Action::Crash { .. } => true,
+            Action::ControllerShrinkIsr { replica } => s.replica(replica).alive,
+            Action::ControllerElectLeader { election, .. } => election == Election::Unclean,
+            _ => false,
+        }
+    }
+}
+
 impl fmt::Display for Action {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let n = replica_name;
@@ -309,7 +323,7 @@ fn become_follower(cfg: &Config, s: &mut State, replica: ReplicaId, epoch: Epoch
 
 // --- Producer ---------------------------------------------------------------
 
-fn produce_enabled(cfg: &Config, s: &State, leader: ReplicaId) -> bool {
+pub fn produce_enabled(cfg: &Config, s: &State, leader: ReplicaId) -> bool {
     let isr_ok = cfg.acks != Acks::All || s.replica(leader).isr.len() >= cfg.min_isr;
     s.produced < cfg.records && isr_ok
 }

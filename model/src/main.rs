@@ -1,10 +1,10 @@
 //! `highwater`: check the partition model, list presets, serve the explorer.
 
 use clap::{Args, Parser, Subcommand};
-use highwater_model::config::{on_off, Acks, Config, Truncation};
+use highwater_model::config::{on_off, Acks, Config, Mutation, Truncation};
 use highwater_model::presets::{Expect, Preset, PRESETS};
 use highwater_model::render;
-use highwater_model::run::{self, Progress, Report, RunOptions, Search, Verdict};
+use highwater_model::run::{self, Ended, Progress, Report, RunOptions, Search, Verdict};
 use highwater_model::PartitionModel;
 use std::io::Write;
 use std::process::ExitCode;
@@ -82,6 +82,12 @@ struct ModelArgs {
     /// removed) allowed in a run.
     #[arg(long)]
     leader_moves: Option<u8>,
+    /// A deliberately broken rule, to see a check fail: expand-on-leader-hw
+    /// (a follower rejoins the ISR only once the leader's HW reaches its
+    /// epoch start: the partition can stall), no-elr-election (the controller
+    /// never elects from the ELR).
+    #[arg(long)]
+    mutation: Option<Mutation>,
 }
 
 #[derive(Args)]
@@ -91,10 +97,15 @@ struct CheckArgs {
     /// Checker threads (default: all cores).
     #[arg(long, short)]
     threads: Option<usize>,
-    /// Exhaustive depth-first search with symmetry reduction (default).
+    /// stateright's exhaustive depth-first search with symmetry reduction
+    /// (checks safety only: no progress check, and shortest counterexamples
+    /// need a second search). The default is highwater's own breadth-first
+    /// search of the state graph: safety, shortest counterexamples and the
+    /// progress check in one pass.
     #[arg(long, conflicts_with_all = ["bfs", "simulate"])]
     dfs: bool,
-    /// stateright's exhaustive breadth-first search (no symmetry reduction: slower, more memory).
+    /// stateright's exhaustive breadth-first search (no symmetry reduction:
+    /// slower, more memory; no progress check).
     #[arg(long, conflicts_with = "simulate")]
     bfs: bool,
     /// Random walks instead of an exhaustive search (proves nothing; finds bugs fast).
@@ -171,6 +182,10 @@ impl ModelArgs {
         set!(clean_crashes);
         set!(unclean_crashes);
         set!(leader_moves);
+        if let Some(m) = self.mutation {
+            changed |= c.mutation != Some(m);
+            c.mutation = Some(m);
+        }
         c.validate().map_err(|e| e.to_string())?;
         Ok((preset, c, changed))
     }
@@ -209,8 +224,10 @@ fn check(args: CheckArgs) -> Result<ExitCode, String> {
         }
     } else if args.bfs {
         Search::Bfs
-    } else {
+    } else if args.dfs {
         Search::Dfs
+    } else {
+        Search::Graph
     };
     // With overrides the preset's expectation no longer applies.
     let expect = (!changed).then_some(preset.expect);
@@ -261,8 +278,16 @@ fn describe(preset: &Preset, cfg: &Config, changed: bool) -> String {
 
 fn search_text(s: Search) -> String {
     match s {
-        Search::Dfs => "exhaustive depth-first, symmetry-reduced".to_string(),
-        Search::Bfs => "exhaustive breadth-first (no symmetry reduction)".to_string(),
+        Search::Graph => {
+            "exhaustive breadth-first over the state graph, symmetry-reduced, with the progress check"
+                .to_string()
+        }
+        Search::Dfs => "stateright's exhaustive depth-first, symmetry-reduced (no progress check)"
+            .to_string(),
+        Search::Bfs => {
+            "stateright's exhaustive breadth-first (no symmetry reduction, no progress check)"
+                .to_string()
+        }
         Search::Simulate { seed, max_depth } => {
             format!("random walks (seed {seed}, depth <= {max_depth}; not exhaustive)")
         }
@@ -292,7 +317,7 @@ fn print_report(r: &Report) {
         r.peak_memory_mib
             .map_or(String::new(), |m| format!(", peak memory {m:.0} MiB"))
     );
-    if r.properties.iter().any(|p| p.counterexample.is_some()) {
+    if r.search != Search::Graph && r.properties.iter().any(|p| p.counterexample.is_some()) {
         println!(
             "shortest counterexamples found in {:.1}s more (breadth-first, symmetry-reduced)",
             r.shortest_seconds
@@ -300,26 +325,85 @@ fn print_report(r: &Report) {
     }
     println!();
     for prop in &r.properties {
-        let verdict = match prop.verdict {
-            Verdict::Holds => "holds",
-            Verdict::Counterexample => "COUNTEREXAMPLE",
-            Verdict::Reached => "reached",
-            Verdict::NotReached => "not reached",
-            Verdict::NoneFound => "no counterexample found (not exhaustive)",
-            Verdict::NotChecked => "not checked (stopped at a counterexample)",
+        let verdict = match (prop.kind, prop.verdict) {
+            ("progress", Verdict::Holds) => "holds (every state can heal)".to_string(),
+            ("progress", Verdict::Counterexample) => format!(
+                "STUCK ({} states cannot heal without a fault)",
+                prop.stuck_states.unwrap_or(0)
+            ),
+            ("progress", Verdict::NotChecked) => match (r.search, r.ended) {
+                (Search::Graph, Ended::StoppedAtCounterexample) => {
+                    "not checked (stopped at a counterexample)".to_string()
+                }
+                (Search::Graph, _) => "not checked (the search did not finish)".to_string(),
+                _ => "not checked (needs the default search's state graph)".to_string(),
+            },
+            (_, Verdict::Holds) => "holds".to_string(),
+            (_, Verdict::Counterexample) => "COUNTEREXAMPLE".to_string(),
+            (_, Verdict::Reached) => "reached".to_string(),
+            (_, Verdict::NotReached) => "not reached".to_string(),
+            (_, Verdict::NoneFound) => "no counterexample found (not exhaustive)".to_string(),
+            (_, Verdict::NotChecked) => "not checked (stopped at a counterexample)".to_string(),
         };
         println!("  {:<9} {:<44} {verdict}", prop.kind, prop.name);
+    }
+    if let Some(pc) = &r.progress_check {
+        println!(
+            "  {:<9} {:<44} {} states (no leader electable without an unclean election)",
+            "", "offline by design", pc.offline_states
+        );
+        if let Some(example) = &pc.offline_example {
+            let raw: Vec<_> = example.iter().map(|s| s.raw).collect();
+            println!(
+                "Shortest path to a partition offline by design (ISR and ELR empty, {} steps):",
+                raw.len() - 1
+            );
+            print!("{}", render::step_table(&raw));
+        }
+        println!(
+            "(healing may use {} leader epochs beyond --max-epoch: a run's epoch bound must not \
+             make a partition look stuck)",
+            highwater_model::state::RECOVERY_EPOCHS
+        );
+        println!(
+            "progress check: {} fault-free edges, {} recovery states beyond the epoch bound, \
+             graph {:.0} MiB, {:.1}s",
+            pc.edges,
+            pc.recovery_states,
+            pc.graph_bytes as f64 / (1024.0 * 1024.0),
+            pc.seconds
+        );
     }
     for prop in &r.properties {
         if let Some(steps) = &prop.counterexample {
             println!();
-            println!(
-                "Shortest counterexample to \"{}\" ({} steps):",
-                prop.name,
-                steps.len() - 1
-            );
             let trace: Vec<_> = steps.iter().map(|s| s.raw).collect();
-            print!("{}", render::step_table(&trace));
+            if prop.kind == "progress" {
+                println!(
+                    "Shortest path to a state that cannot heal (\"{}\", {} steps):",
+                    prop.name,
+                    steps.len() - 1
+                );
+                print!("{}", render::step_table(&trace));
+                print_exits(prop.stuck_exits.as_deref().unwrap_or(&[]));
+                if let Some(cont) = &prop.stuck_continuation {
+                    let raw: Vec<_> = cont.iter().map(|s| s.raw).collect();
+                    println!(
+                        "Every fault-free future ends in a trap: states that lead only to each other, none healthy \
+                         ({}). The shortest way in ({} steps more):",
+                        plural(prop.trap_states.unwrap_or(0), "state"),
+                        raw.len() - 1
+                    );
+                    print!("{}", render::continuation_table(&raw, steps.len()));
+                }
+            } else {
+                println!(
+                    "Shortest counterexample to \"{}\" ({} steps):",
+                    prop.name,
+                    steps.len() - 1
+                );
+                print!("{}", render::step_table(&trace));
+            }
         }
     }
     println!();
@@ -336,6 +420,29 @@ fn print_report(r: &Report) {
             }
         }
         (None, _) => println!("verdict: no expectation (the preset was overridden)"),
+    }
+}
+
+fn plural(n: u64, what: &str) -> String {
+    if n == 1 {
+        format!("1 {what}")
+    } else {
+        format!("{n} {what}s")
+    }
+}
+
+/// What a stuck state can still do: every fault-free action, each leading
+/// to another state that cannot heal.
+fn print_exits(exits: &[run::Step]) {
+    if exits.is_empty() {
+        println!("No action is enabled there without a fault.");
+        return;
+    }
+    println!(
+        "Without a fault, only these are enabled there, and each leads to another state that cannot heal:"
+    );
+    for e in exits {
+        println!("  {}", e.action.as_deref().unwrap_or("?"));
     }
 }
 
@@ -405,7 +512,7 @@ fn explore(args: ExploreArgs) -> Result<ExitCode, String> {
     println!("looking for counterexamples first (exhaustive, symmetry-reduced)...");
     let opts = RunOptions {
         threads: threads(args.threads)?,
-        search: Search::Dfs,
+        search: Search::Graph,
         time_limit: None,
         stop_at_first: false,
     };

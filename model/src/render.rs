@@ -117,6 +117,19 @@ pub fn step_table(path: &[(State, Option<Action>)]) -> String {
     out
 }
 
+/// Steps that continue a path: each action and the state it leads to,
+/// numbered from `first` (the state they start from is not repeated).
+pub fn continuation_table(path: &[(State, Option<Action>)], first: usize) -> String {
+    let mut out = String::new();
+    for (i, (state, action)) in path.iter().enumerate().skip(1) {
+        if let Some(a) = action {
+            let _ = writeln!(out, "step {}: {a}", first + i - 1);
+        }
+        out.push_str(&state_table(state));
+    }
+    out
+}
+
 impl fmt::Debug for State {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&state_table(self))

@@ -1,13 +1,15 @@
 //! One checker run: the chosen search, progress while it runs, a verdict per
-//! property, the shortest counterexample of each broken property, and whether
-//! all of that is what the preset expects.
+//! property (safety, sometimes, and progress), the shortest counterexample of
+//! each broken property, and whether all of that is what the preset expects.
 
 use crate::actions::Action;
 use crate::config::Config;
+use crate::graph::{self, Completion, SearchOptions, SearchProgress, Trace};
 use crate::model::PartitionModel;
 use crate::presets::Expect;
+use crate::progress;
 use crate::render;
-use crate::shortest::{self, Trace};
+use crate::shortest;
 use crate::state::State;
 use serde::Serialize;
 use stateright::{Checker, Expectation, HasDiscoveries, Model, UniformChooser};
@@ -17,9 +19,15 @@ use std::time::{Duration, Instant};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Search {
-    /// Exhaustive depth-first search with symmetry reduction (the default).
+    /// highwater's own exhaustive breadth-first search with symmetry
+    /// reduction (the default): safety, shortest counterexamples and the
+    /// progress check in one pass (`graph.rs`, `progress.rs`).
+    Graph,
+    /// stateright's exhaustive depth-first search with symmetry reduction
+    /// (no progress check).
     Dfs,
-    /// stateright's exhaustive breadth-first search (no symmetry reduction).
+    /// stateright's exhaustive breadth-first search (no symmetry reduction,
+    /// no progress check).
     Bfs,
     /// Random walks: finds counterexamples fast, proves nothing.
     Simulate { seed: u64, max_depth: usize },
@@ -63,9 +71,11 @@ impl Progress {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Verdict {
-    /// An always-property held in every reachable state.
+    /// An always-property held in every reachable state (a progress
+    /// property: every reachable state can heal).
     Holds,
-    /// An always-property failed: a counterexample exists.
+    /// An always-property failed: a counterexample exists (a progress
+    /// property: a reachable state cannot heal without a fault).
     Counterexample,
     /// A sometimes-property was seen.
     Reached,
@@ -73,18 +83,68 @@ pub enum Verdict {
     NotReached,
     /// A non-exhaustive search saw no counterexample.
     NoneFound,
-    /// The run stopped at an earlier counterexample before deciding this one.
+    /// The run stopped at an earlier counterexample before deciding this one,
+    /// or (progress) its search keeps no state graph.
     NotChecked,
 }
 
 #[derive(Clone, Debug, Serialize)]
 pub struct PropertyResult {
     pub name: &'static str,
+    /// "always", "sometimes" or "progress".
     pub kind: &'static str,
     pub verdict: Verdict,
-    /// For a broken always-property, the shortest path to a state breaking it.
+    /// For a broken always-property, the shortest path to a state breaking
+    /// it; for a broken progress property, to a state that cannot heal.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub counterexample: Option<Vec<Step>>,
+    /// Progress: how many states of the bounded model cannot heal.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stuck_states: Option<u64>,
+    /// Progress: every fault-free action enabled in the stuck state, and
+    /// the (also stuck) state it leads to.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stuck_exits: Option<Vec<Step>>,
+    /// Progress: the shortest fault-free continuation from the stuck state
+    /// into a trap (states that lead only to each other, none healthy),
+    /// starting with the stuck state.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stuck_continuation: Option<Vec<Step>>,
+    /// Progress: how many states that trap holds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trap_states: Option<u64>,
+}
+
+impl PropertyResult {
+    fn new(name: &'static str, kind: &'static str, verdict: Verdict) -> PropertyResult {
+        PropertyResult {
+            name,
+            kind,
+            verdict,
+            counterexample: None,
+            stuck_states: None,
+            stuck_exits: None,
+            stuck_continuation: None,
+            trap_states: None,
+        }
+    }
+}
+
+/// The progress check's figures beside its verdicts.
+#[derive(Clone, Debug, Serialize)]
+pub struct ProgressSummary {
+    /// States that can no longer heal but go offline by KIP-966's design.
+    pub offline_states: u64,
+    /// A shortest path to an offline-by-design state.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub offline_example: Option<Vec<Step>>,
+    /// Fault-free edges kept, and recovery states beyond the epoch bound.
+    pub edges: u64,
+    pub recovery_states: u64,
+    /// Bytes held by the state graph at its largest.
+    pub graph_bytes: u64,
+    /// Seconds spent on the backward search.
+    pub seconds: f64,
 }
 
 /// One step of a counterexample, for machines.
@@ -98,18 +158,36 @@ pub struct Step {
     pub raw: (State, Option<Action>),
 }
 
+/// How a search ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Ended {
+    /// Every reachable state was visited.
+    Exhaustive,
+    /// Stopped at the level of the first counterexample (historical presets).
+    StoppedAtCounterexample,
+    /// Stopped by a time or state limit.
+    Limited,
+    /// A simulation: random walks, never exhaustive.
+    Sampled,
+}
+
 #[derive(Clone, Debug, Serialize)]
 pub struct Report {
     pub preset: Option<&'static str>,
     pub config: Config,
     pub search: Search,
     pub threads: usize,
+    pub ended: Ended,
     pub progress: Progress,
     /// Seconds spent after the search finding shortest counterexamples.
     pub shortest_seconds: f64,
     pub states_per_second: f64,
     pub peak_memory_mib: Option<f64>,
     pub properties: Vec<PropertyResult>,
+    /// The progress check (default search, complete runs only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub progress_check: Option<ProgressSummary>,
     pub expected: Option<String>,
     /// Where the run disagrees with the preset's expectation (empty: agrees).
     pub mismatches: Vec<String>,
@@ -123,27 +201,181 @@ pub fn run(
     opts: &RunOptions,
     mut on_progress: impl FnMut(Progress),
 ) -> Report {
+    let outcome = match opts.search {
+        Search::Graph => run_graph(cfg, expect, opts, &mut on_progress),
+        _ => run_stateright(cfg, expect, opts, &mut on_progress),
+    };
+    let mismatches = expect
+        .map(|e| mismatches(e, &outcome.properties, opts.search))
+        .unwrap_or_default();
+    Report {
+        preset,
+        config: cfg,
+        search: opts.search,
+        threads: opts.threads,
+        ended: outcome.ended,
+        progress: outcome.progress,
+        shortest_seconds: outcome.shortest_seconds,
+        states_per_second: outcome.progress.states_per_second(),
+        peak_memory_mib: peak_memory_mib(),
+        properties: outcome.properties,
+        progress_check: outcome.progress_check,
+        expected: None,
+        mismatches,
+    }
+}
+
+/// What a search found, before it is held against the expectation.
+struct Outcome {
+    ended: Ended,
+    progress: Progress,
+    shortest_seconds: f64,
+    properties: Vec<PropertyResult>,
+    progress_check: Option<ProgressSummary>,
+}
+
+/// The default search: the state graph, safety and progress in one pass.
+fn run_graph(
+    cfg: Config,
+    expect: Option<Expect>,
+    opts: &RunOptions,
+    on_progress: &mut impl FnMut(Progress),
+) -> Outcome {
+    let model = PartitionModel::new(cfg);
+    let until: Vec<&str> = match expect {
+        Some(Expect::Breaks(name)) if opts.stop_at_first => vec![name],
+        _ => vec![],
+    };
+    let time_limit = opts.time_limit;
+    let stop = move |p: &SearchProgress| time_limit.is_some_and(|t| p.seconds >= t.as_secs_f64());
+    let mut report = |p: &SearchProgress| on_progress(progress_of(p));
+    let g = graph::search(
+        cfg,
+        SearchOptions {
+            threads: opts.threads,
+            progress: until.is_empty().then_some(progress::PREDICATES),
+            recovery_epochs: crate::state::RECOVERY_EPOCHS,
+            until: &until,
+            stop: &stop,
+            on_progress: &mut report,
+        },
+    );
+    let complete = g.completion == Completion::Exhaustive;
+    let stopped = g.completion == Completion::StoppedAtCounterexample;
+    let mut properties: Vec<PropertyResult> = model
+        .properties()
+        .iter()
+        .zip(&g.first)
+        .map(|(p, first)| {
+            let always = p.expectation == Expectation::Always;
+            let verdict = match (always, first.is_some()) {
+                (true, true) => Verdict::Counterexample,
+                (_, false) if stopped => Verdict::NotChecked,
+                (true, false) if complete => Verdict::Holds,
+                (true, false) => Verdict::NoneFound,
+                (false, true) => Verdict::Reached,
+                (false, false) if complete => Verdict::NotReached,
+                (false, false) => Verdict::NotChecked,
+            };
+            let mut r =
+                PropertyResult::new(p.name, if always { "always" } else { "sometimes" }, verdict);
+            if let (true, Some(n)) = (always, first) {
+                r.counterexample = Some(steps(&model, &g.path_to(*n)));
+            }
+            r
+        })
+        .collect();
+    let mut progress_check = None;
+    if complete {
+        let check = progress::check(&g);
+        for p in &check.properties {
+            let verdict = if p.stuck_states == 0 {
+                Verdict::Holds
+            } else {
+                Verdict::Counterexample
+            };
+            let mut r = PropertyResult::new(p.name, "progress", verdict);
+            r.stuck_states = Some(p.stuck_states);
+            if let Some(stuck) = &p.counterexample {
+                r.counterexample = Some(steps(&model, &stuck.trace));
+                r.stuck_exits = Some(
+                    stuck
+                        .exits
+                        .iter()
+                        .map(|&(a, s)| Step {
+                            action: Some(a.to_string()),
+                            action_index: None,
+                            state: render::state_json(&s),
+                            raw: (s, Some(a)),
+                        })
+                        .collect(),
+                );
+                r.stuck_continuation = Some(steps(&model, &stuck.continuation));
+                r.trap_states = Some(stuck.trap_states);
+            }
+            properties.push(r);
+        }
+        progress_check = Some(ProgressSummary {
+            offline_states: check.offline_states,
+            offline_example: check.offline_example.map(|t| steps(&model, &t)),
+            edges: check.edges,
+            recovery_states: check.recovery_states,
+            graph_bytes: g.memory_bytes() as u64,
+            seconds: check.seconds,
+        });
+    } else {
+        for name in [progress::RECOVERABLE, progress::ACKED_REPLICATED] {
+            properties.push(PropertyResult::new(name, "progress", Verdict::NotChecked));
+        }
+    }
+    Outcome {
+        ended: match g.completion {
+            Completion::Exhaustive => Ended::Exhaustive,
+            Completion::StoppedAtCounterexample => Ended::StoppedAtCounterexample,
+            Completion::Interrupted => Ended::Limited,
+        },
+        progress: progress_of(&g.progress),
+        shortest_seconds: 0.0,
+        properties,
+        progress_check,
+    }
+}
+
+fn progress_of(p: &SearchProgress) -> Progress {
+    Progress {
+        states: p.transitions + 1,
+        unique_states: p.unique_states,
+        max_depth: p.max_depth,
+        seconds: p.seconds,
+    }
+}
+
+/// stateright's checkers: safety and sometimes-properties, then our
+/// breadth-first search for the shortest counterexamples.
+fn run_stateright(
+    cfg: Config,
+    expect: Option<Expect>,
+    opts: &RunOptions,
+    on_progress: &mut impl FnMut(Progress),
+) -> Outcome {
     let model = PartitionModel::new(cfg);
     let start = Instant::now();
     let mut builder = model.clone().checker().threads(opts.threads.max(1));
     if opts.stop_at_first {
         builder = builder.finish_when(HasDiscoveries::AnyFailures);
     }
-    let (progress, found) = match opts.search {
-        Search::Dfs => watch(
-            builder.symmetry().spawn_dfs(),
-            start,
-            opts,
-            &mut on_progress,
-        ),
-        Search::Bfs => watch(builder.spawn_bfs(), start, opts, &mut on_progress),
+    let (progress, found, done) = match opts.search {
+        Search::Dfs | Search::Graph => {
+            watch(builder.symmetry().spawn_dfs(), start, opts, on_progress)
+        }
+        Search::Bfs => watch(builder.spawn_bfs(), start, opts, on_progress),
         Search::Simulate { seed, max_depth } => watch(
             builder
                 .target_max_depth(max_depth)
                 .spawn_simulation(seed, UniformChooser),
             start,
             opts,
-            &mut on_progress,
+            on_progress,
         ),
     };
     let stopped_early = opts.stop_at_first
@@ -167,12 +399,7 @@ pub fn run(
                 (_, false) if stopped_early => ("sometimes", Verdict::NotChecked),
                 (_, false) => ("sometimes", Verdict::NotReached),
             };
-            PropertyResult {
-                name: p.name,
-                kind,
-                verdict,
-                counterexample: None,
-            }
+            PropertyResult::new(p.name, kind, verdict)
         })
         .collect();
     let shortest_start = Instant::now();
@@ -202,21 +429,20 @@ pub fn run(
             attach_shortest(&model, &mut properties, &targets);
         }
     }
-    let mismatches = expect
-        .map(|e| mismatches(e, &properties, opts.search))
-        .unwrap_or_default();
-    Report {
-        preset,
-        config: cfg,
-        search: opts.search,
-        threads: opts.threads,
+    for name in [progress::RECOVERABLE, progress::ACKED_REPLICATED] {
+        properties.push(PropertyResult::new(name, "progress", Verdict::NotChecked));
+    }
+    Outcome {
+        ended: match opts.search {
+            Search::Simulate { .. } => Ended::Sampled,
+            _ if stopped_early => Ended::StoppedAtCounterexample,
+            _ if done => Ended::Exhaustive,
+            _ => Ended::Limited,
+        },
         progress,
         shortest_seconds: shortest_start.elapsed().as_secs_f64(),
-        states_per_second: progress.states_per_second(),
-        peak_memory_mib: peak_memory_mib(),
         properties,
-        expected: None,
-        mismatches,
+        progress_check: None,
     }
 }
 
@@ -226,8 +452,8 @@ fn watch<C: Checker<PartitionModel>>(
     checker: C,
     start: Instant,
     opts: &RunOptions,
-    on_progress: &mut impl FnMut(Progress),
-) -> (Progress, Vec<&'static str>) {
+    on_progress: &mut dyn FnMut(Progress),
+) -> (Progress, Vec<&'static str>, bool) {
     let snapshot = |c: &C| Progress {
         states: c.state_count() as u64,
         unique_states: c.unique_state_count() as u64,
@@ -254,7 +480,7 @@ fn watch<C: Checker<PartitionModel>>(
     }
     // A time-limited simulation keeps running in its threads until the
     // process exits; its figures are final as taken above.
-    (progress, found)
+    (progress, found, done)
 }
 
 /// Finds the shortest counterexample of each named always-property; one
