@@ -506,6 +506,8 @@ fn expand_chunk(ctx: &Ctx<'_>, g: &Graph, phase: Phase, chunk: &[(NodeId, State)
     let bound = ctx.model.cfg.max_epoch;
     let mut out = Expanded::default();
     let mut enabled = Vec::new();
+    let mut local: Vec<(u64, State, bool, bool)> = Vec::new();
+    let mut known: Vec<NodeId> = Vec::new();
     for (node, s) in chunk {
         let mut properties = 0u64;
         if phase == Phase::Bounded {
@@ -561,8 +563,16 @@ fn expand_chunk(ctx: &Ctx<'_>, g: &Graph, phase: Phase, chunk: &[(NodeId, State)
                 recovery_view(ctx.model.cfg, next)
             };
             let rep = next.representative();
-            let fp = fingerprint_of_representative(&rep);
-            let node = g.index.get(&fp).copied().unwrap_or(UNKNOWN);
+            local.push((fingerprint_of_representative(&rep), rep, fault, in_bounds));
+        }
+        // Looked up together, so that the memory accesses overlap.
+        known.clear();
+        known.extend(
+            local
+                .iter()
+                .map(|(fp, ..)| g.index.get(fp).copied().unwrap_or(UNKNOWN)),
+        );
+        for ((fp, rep, fault, in_bounds), &node) in local.drain(..).zip(&known) {
             let needs_state = node == UNKNOWN || (in_bounds && !g.in_bounds(node));
             let state = if needs_state {
                 out.states.push(rep);
