@@ -5,18 +5,22 @@ use serde::Serialize;
 use std::fmt;
 
 /// Producer acknowledgement level.
+/// Spelled as on the command line (and in Kafka's producer config), also in
+/// JSON: "0", "1", "all".
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, clap::ValueEnum)]
-#[serde(rename_all = "kebab-case")]
 pub enum Acks {
     /// Fire and forget: never acknowledged.
     #[value(name = "0")]
+    #[serde(rename = "0")]
     None,
     /// Acknowledged once the leader has appended the record.
     #[value(name = "1")]
+    #[serde(rename = "1")]
     Leader,
     /// Acknowledged once the HW passes the record; refused with
     /// NotEnoughReplicas when |ISR| < min.insync.replicas.
     #[value(name = "all")]
+    #[serde(rename = "all")]
     All,
 }
 

@@ -109,15 +109,26 @@ pub struct SearchOptions<'a> {
     /// Leader epochs recovery may use beyond the bound (at most
     /// [`RECOVERY_EPOCHS`]; fewer only to show why they are needed).
     pub recovery_epochs: u8,
-    /// Stop once the level at which all of these always-properties have
-    /// broken is finished; only properties broken within that depth are
-    /// reported. Empty: search everything.
-    pub until: &'a [&'a str],
+    /// When to stop early: once the level at which these always-properties
+    /// have broken is finished; only properties broken within that depth
+    /// are then reported.
+    pub until: Until<'a>,
     /// Asked between batches: true stops the search (time or state limit,
     /// Ctrl-C); the graph is then incomplete.
     pub stop: &'a (dyn Fn(&SearchProgress) -> bool + Sync),
     /// Called about once a second.
     pub on_progress: &'a mut dyn FnMut(&SearchProgress),
+}
+
+/// When a search stops before it has seen everything.
+#[derive(Clone, Copy, Debug)]
+pub enum Until<'a> {
+    /// Never: search every state.
+    Exhausted,
+    /// Once every one of these always-properties has broken.
+    AllBroken(&'a [&'a str]),
+    /// Once any always-property has broken.
+    AnyBroken,
 }
 
 /// A snapshot of the search.
@@ -302,16 +313,23 @@ pub fn search(cfg: Config, opts: SearchOptions<'_>) -> Graph {
     let recovery = recovery_config(&cfg, opts.recovery_epochs);
     let properties = model.properties();
     assert!(properties.len() <= 64, "property bits fit a u64");
-    let until: Vec<usize> = opts
-        .until
-        .iter()
-        .map(|name| {
-            properties
-                .iter()
-                .position(|p| p.name == *name && p.expectation == Expectation::Always)
-                .unwrap_or_else(|| panic!("no always-property named {name:?}"))
-        })
-        .collect();
+    let index_of = |name: &str| {
+        properties
+            .iter()
+            .position(|p| p.name == name && p.expectation == Expectation::Always)
+            .unwrap_or_else(|| panic!("no always-property named {name:?}"))
+    };
+    // The properties that end the search, and whether all must break.
+    let (until, all): (Vec<usize>, bool) = match opts.until {
+        Until::Exhausted => (vec![], true),
+        Until::AllBroken(names) => (names.iter().map(|n| index_of(n)).collect(), true),
+        Until::AnyBroken => (
+            (0..properties.len())
+                .filter(|&i| properties[i].expectation == Expectation::Always)
+                .collect(),
+            false,
+        ),
+    };
     let start = Instant::now();
     let mut g = Graph {
         cfg,
@@ -346,7 +364,7 @@ pub fn search(cfg: Config, opts: SearchOptions<'_>) -> Graph {
     // Phase 1, the bounded model, level by level.
     let mut level = vec![(root, init)];
     let mut recovery_states = Vec::new();
-    // The depth at which every `until` property has broken, once known.
+    // The depth at which the search may stop, once known.
     let mut stop_depth: Option<u8> = None;
     while let Some(&(first, _)) = level.first() {
         if stop_depth.is_some_and(|d| g.depth(first) > d) {
@@ -365,11 +383,14 @@ pub fn search(cfg: Config, opts: SearchOptions<'_>) -> Graph {
             break;
         }
         if stop_depth.is_none() && !until.is_empty() {
-            let found: Option<Vec<u8>> = until
-                .iter()
-                .map(|&i| g.first[i].map(|n| g.depth(n)))
-                .collect();
-            stop_depth = found.and_then(|d| d.into_iter().max());
+            let depths = until.iter().map(|&i| g.first[i].map(|n| g.depth(n)));
+            stop_depth = if all {
+                depths
+                    .collect::<Option<Vec<u8>>>()
+                    .and_then(|d| d.into_iter().max())
+            } else {
+                depths.flatten().min()
+            };
         }
         level = next;
     }

@@ -2,7 +2,7 @@
 //! (`graph.rs`): the first state found breaking a property is at the least
 //! depth, and its parent chain is a shortest path.
 
-use crate::graph::{self, Completion, SearchOptions};
+use crate::graph::{self, Completion, SearchOptions, Until};
 use crate::model::PartitionModel;
 use stateright::Property;
 
@@ -15,25 +15,26 @@ pub fn shortest_counterexamples(
     model: &PartitionModel,
     targets: &[Property<PartitionModel>],
 ) -> Vec<(&'static str, Option<Trace>)> {
-    search(model, targets, targets.iter().map(|p| p.name).collect())
+    let names: Vec<&str> = targets.iter().map(|p| p.name).collect();
+    search(model, targets, Until::AllBroken(&names))
 }
 
 /// As [`shortest_counterexamples`], but stops once the search has finished
-/// the level at which `until` (one of `targets`) breaks: every target broken
-/// within that many steps gets its shortest trace, the others None. The
-/// answer is the same in every run, whatever else a search stumbled on.
+/// the level `until` names: every target broken within that many steps gets
+/// its shortest trace, the others None. The answer is the same in every
+/// run, whatever else a search stumbled on.
 pub fn shortest_counterexamples_until(
     model: &PartitionModel,
     targets: &[Property<PartitionModel>],
-    until: &str,
+    until: Until<'_>,
 ) -> Vec<(&'static str, Option<Trace>)> {
-    search(model, targets, vec![until])
+    search(model, targets, until)
 }
 
 fn search(
     model: &PartitionModel,
     targets: &[Property<PartitionModel>],
-    until: Vec<&str>,
+    until: Until<'_>,
 ) -> Vec<(&'static str, Option<Trace>)> {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let g = graph::search(
@@ -42,7 +43,7 @@ fn search(
             threads,
             progress: None,
             recovery_epochs: 0,
-            until: &until,
+            until,
             stop: &|_| false,
             on_progress: &mut |_| {},
         },

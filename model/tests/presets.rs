@@ -3,7 +3,7 @@
 //! shorter one (checked independently with stateright's own BFS).
 
 use highwater_model::presets::{Expect, Preset, PRESETS};
-use highwater_model::run::{self, RunOptions, Search, Verdict};
+use highwater_model::run::{self, RunOptions, Search, StopAt, Verdict};
 use highwater_model::shortest::shortest_counterexamples;
 use highwater_model::{Config, PartitionModel};
 use stateright::{Checker, Model};
@@ -13,12 +13,7 @@ fn preset(name: &str) -> &'static Preset {
 }
 
 fn exhaustive(cfg: Config, expect: Expect) -> run::Report {
-    let opts = RunOptions {
-        threads: 2,
-        search: Search::Graph,
-        time_limit: None,
-        stop_at_first: false,
-    };
+    let opts = RunOptions::new(2, Search::Graph);
     run::run(cfg, None, Some(expect), &opts, |_| {})
 }
 
@@ -177,7 +172,9 @@ fn a_simulation_finds_an_acks_1_loss_but_claims_no_proof() {
         // Stops at the loss; the limit only bounds a run that never finds it,
         // so a slow shared machine does not change the outcome.
         time_limit: Some(std::time::Duration::from_secs(120)),
-        stop_at_first: true,
+        max_states: None,
+        stop_at: StopAt::Property("acknowledged records survive"),
+        interrupt: None,
     };
     let report = run::run(p.config, None, Some(p.expect), &opts, |_| {});
     for prop in &report.properties {
@@ -203,10 +200,8 @@ fn a_stopped_run_reports_the_same_every_time() {
         panic!("a historical preset")
     };
     let opts = RunOptions {
-        threads: 2,
-        search: Search::Graph,
-        time_limit: None,
-        stop_at_first: true,
+        stop_at: StopAt::Property(expected),
+        ..RunOptions::new(2, Search::Graph)
     };
     let summary = |r: &run::Report| -> Vec<(&str, Verdict, Option<usize>)> {
         r.properties
@@ -251,12 +246,7 @@ fn a_stopped_run_reports_the_same_every_time() {
 fn the_state_graph_and_staterights_dfs_agree() {
     let p = preset("tla-kip320");
     let run_with = |search| {
-        let opts = RunOptions {
-            threads: 2,
-            search,
-            time_limit: None,
-            stop_at_first: false,
-        };
+        let opts = RunOptions::new(2, search);
         run::run(p.config, None, Some(p.expect), &opts, |_| {})
     };
     let ours = run_with(Search::Graph);

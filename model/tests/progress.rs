@@ -15,12 +15,7 @@ use highwater_model::state::{LeaderView, State, RECOVERY_EPOCHS};
 use highwater_model::{Action, Config};
 
 fn check(cfg: Config) -> Report {
-    let opts = RunOptions {
-        threads: 2,
-        search: Search::Graph,
-        time_limit: None,
-        stop_at_first: false,
-    };
+    let opts = RunOptions::new(2, Search::Graph);
     run::run(cfg, None, None, &opts, |_| {})
 }
 
@@ -162,7 +157,7 @@ fn without_recovery_epochs_the_epoch_bound_looks_like_a_stall() {
                 threads: 2,
                 progress: Some(progress::PREDICATES),
                 recovery_epochs,
-                until: &[],
+                until: graph::Until::Exhausted,
                 stop: &|_| false,
                 on_progress: &mut |_| {},
             },
@@ -222,12 +217,7 @@ fn healthy_means_a_known_leader_a_full_isr_and_the_hw_at_the_end() {
 #[test]
 fn safe_expects_progress() {
     let p = Preset::default_preset();
-    let opts = RunOptions {
-        threads: 2,
-        search: Search::Graph,
-        time_limit: None,
-        stop_at_first: false,
-    };
+    let opts = RunOptions::new(2, Search::Graph);
     let r = run::run(
         Config {
             mutation: Some(Mutation::ExpandOnLeaderHw),

@@ -67,10 +67,12 @@ fn breaking_preset(name: &str) -> Result<(&'static Preset, &'static str), String
     })?;
     match p.expect {
         Expect::Breaks(property) => Ok((p, property)),
-        Expect::Holds { .. } => Err(format!(
-            "preset {name} breaks nothing, so there is nothing to replay; try one of: {}",
-            breaking()
-        )),
+        Expect::Holds { .. } | Expect::NoCounterexample | Expect::AnyCounterexample => {
+            Err(format!(
+                "preset {name} breaks nothing, so there is nothing to replay; try one of: {}",
+                breaking()
+            ))
+        }
     }
 }
 
