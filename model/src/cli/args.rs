@@ -111,6 +111,9 @@ pub struct CheckArgs {
     /// No progress lines.
     #[arg(long, short)]
     pub quiet: bool,
+    /// In step tables, print only what changed at each step.
+    #[arg(long)]
+    pub diff: bool,
 }
 
 /// How to search, and when to stop.

@@ -4,6 +4,7 @@
 use super::args::{bound_warnings, CheckArgs};
 use super::display::Display;
 use super::report::print_report;
+use highwater_model::render::Style;
 use highwater_model::run::{self, Ended, Outcome, Search};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -78,7 +79,7 @@ pub fn check(args: CheckArgs) -> Result<ExitCode, String> {
         let out = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
         println!("{out}");
     } else {
-        print_report(&report);
+        print_report(&report, Style { diff: args.diff });
     }
     if report.ended == Ended::Interrupted {
         return Ok(ExitCode::from(130));

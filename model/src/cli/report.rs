@@ -1,10 +1,12 @@
 //! The text report of a run: figures, one line per property, and each
 //! counterexample as a step table.
 
-use highwater_model::render;
+use highwater_model::properties;
+use highwater_model::render::{self, Style};
+use highwater_model::run::PropertyResult;
 use highwater_model::run::{self, Ended, Outcome, Report, Search, Verdict};
 
-pub fn print_report(r: &Report) {
+pub fn print_report(r: &Report, style: Style) {
     let p = &r.progress;
     let how = match r.ended {
         Ended::Exhaustive | Ended::StoppedAtCounterexample | Ended::Sampled => "done",
@@ -66,7 +68,7 @@ pub fn print_report(r: &Report) {
                 "Shortest path to a partition offline by design (ISR and ELR empty, {} steps):",
                 raw.len() - 1
             );
-            print!("{}", render::step_table(&raw));
+            print!("{}", render::steps_table(&raw, 0, style));
         }
         println!(
             "(healing may use {} leader epochs beyond --max-epoch: a run's epoch bound must not \
@@ -82,38 +84,7 @@ pub fn print_report(r: &Report) {
             pc.seconds
         );
     }
-    for prop in &r.properties {
-        if let Some(steps) = &prop.counterexample {
-            println!();
-            let trace: Vec<_> = steps.iter().map(|s| s.raw).collect();
-            if prop.kind == "progress" {
-                println!(
-                    "Shortest path to a state that cannot heal (\"{}\", {} steps):",
-                    prop.name,
-                    steps.len() - 1
-                );
-                print!("{}", render::step_table(&trace));
-                print_exits(prop.stuck_exits.as_deref().unwrap_or(&[]));
-                if let Some(cont) = &prop.stuck_continuation {
-                    let raw: Vec<_> = cont.iter().map(|s| s.raw).collect();
-                    println!(
-                        "Every fault-free future ends in a trap: states that lead only to each other, none healthy \
-                         ({}). The shortest way in ({} steps more):",
-                        plural(prop.trap_states.unwrap_or(0), "state"),
-                        raw.len() - 1
-                    );
-                    print!("{}", render::continuation_table(&raw, steps.len()));
-                }
-            } else {
-                println!(
-                    "Shortest counterexample to \"{}\" ({} steps):",
-                    prop.name,
-                    steps.len() - 1
-                );
-                print!("{}", render::step_table(&trace));
-            }
-        }
-    }
+    print_counterexamples(r, style);
     println!();
     let expected = r.expected.as_deref().unwrap_or("nothing");
     match r.outcome {
@@ -160,5 +131,78 @@ fn print_exits(exits: &[run::Step]) {
     );
     for e in exits {
         println!("  {}", e.action.as_deref().unwrap_or("?"));
+    }
+}
+
+/// Each distinct counterexample once, naming every property it breaks,
+/// with a closing line saying what broke.
+fn print_counterexamples(r: &Report, style: Style) {
+    let mut printed: Vec<&PropertyResult> = Vec::new();
+    for prop in &r.properties {
+        let Some(steps) = &prop.counterexample else {
+            continue;
+        };
+        let actions = |p: &PropertyResult| -> Option<Vec<String>> {
+            p.counterexample
+                .as_ref()
+                .map(|c| c.iter().filter_map(|s| s.action.clone()).collect())
+        };
+        if printed
+            .iter()
+            .any(|p| p.kind == prop.kind && actions(p) == actions(prop))
+        {
+            continue;
+        }
+        printed.push(prop);
+        let same: Vec<&PropertyResult> = r
+            .properties
+            .iter()
+            .filter(|p| p.kind == prop.kind && actions(p) == actions(prop))
+            .collect();
+        let names = same
+            .iter()
+            .map(|p| format!("\"{}\"", p.name))
+            .collect::<Vec<_>>()
+            .join(" and ");
+        println!();
+        let trace: Vec<_> = steps.iter().map(|s| s.raw).collect();
+        if prop.kind == "progress" {
+            println!(
+                "Shortest path to a state that cannot heal ({names}, {} steps):",
+                steps.len() - 1
+            );
+            print!("{}", render::steps_table(&trace, 0, style));
+            print_exits(prop.stuck_exits.as_deref().unwrap_or(&[]));
+            if let Some(cont) = &prop.stuck_continuation {
+                let raw: Vec<_> = cont.iter().map(|s| s.raw).collect();
+                println!(
+                    "Every fault-free future ends in a trap: states that lead only to each other, none healthy \
+                     ({}). The shortest way in ({} steps more):",
+                    plural(prop.trap_states.unwrap_or(0), "state"),
+                    raw.len() - 1
+                );
+                print!("{}", render::continuation_table(&raw, steps.len(), style));
+            }
+            println!(
+                "Stuck: without a further fault the partition can no longer reach a healthy state{}.",
+                if prop.name == highwater_model::progress::ACKED_REPLICATED {
+                    " in which every acknowledged record is on every live replica below its HW"
+                } else {
+                    ""
+                }
+            );
+        } else {
+            println!(
+                "Shortest counterexample to {names} ({} steps):",
+                steps.len() - 1
+            );
+            print!("{}", render::steps_table(&trace, 0, style));
+            let last = trace.last().expect("a trace has a state").0;
+            for p in &same {
+                if let Some(why) = properties::explain(p.name, &last) {
+                    println!("Broken: {} — {why}.", p.name);
+                }
+            }
+        }
     }
 }
