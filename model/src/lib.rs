@@ -6,6 +6,7 @@ pub mod actions;
 pub mod config;
 pub mod controller;
 pub mod graph;
+pub mod itf;
 pub mod model;
 pub mod presets;
 pub mod progress;

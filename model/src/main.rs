@@ -12,6 +12,8 @@ fn main() -> ExitCode {
         Command::Check(args) => cli::check::check(args),
         Command::Presets { json } => cli::presets::presets(json),
         Command::Explore(args) => cli::explore::explore(args),
+        Command::Replay(args) => cli::replay::replay(args),
+        Command::DumpLog { args } => cli::replay::dump_log(args),
     };
     match result {
         Ok(code) => code,

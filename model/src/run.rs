@@ -212,7 +212,10 @@ pub struct ProgressSummary {
 /// One step of a counterexample, for machines.
 #[derive(Clone, Debug, Serialize)]
 pub struct Step {
+    /// The action as the step tables print it.
     pub action: Option<String>,
+    /// The action as an object: `kind` and its arguments (`itf::action_json`).
+    pub action_detail: Option<serde_json::Value>,
     /// Index of the action among the state's enabled actions (explorer paths).
     pub action_index: Option<usize>,
     pub state: render::StateJson,
@@ -656,6 +659,7 @@ impl Step {
     pub fn new(state: State, action: Option<Action>, action_index: Option<usize>) -> Step {
         Step {
             action: action.map(|a| a.to_string()),
+            action_detail: action.as_ref().map(crate::itf::action_json),
             action_index,
             state: render::state_json(&state),
             raw: (state, action),
@@ -676,12 +680,7 @@ pub fn steps(model: &PartitionModel, trace: &Trace) -> Vec<Step> {
             }
             _ => None,
         };
-        out.push(Step {
-            action: action.map(|a| a.to_string()),
-            action_index,
-            state: render::state_json(&state),
-            raw: (state, action),
-        });
+        out.push(Step::new(state, action, action_index));
         prev = Some(state);
     }
     out

@@ -40,6 +40,31 @@ pub enum Command {
     },
     /// Serve stateright's web explorer, with a link to each counterexample.
     Explore(ExploreArgs),
+    /// Replay a trace written by `check --trace-out` (any settings): check
+    /// each step on the model and that the property breaks at the end; with
+    /// --dir, also on the implementation's files (runs `highwater-replay`).
+    Replay(ReplayArgs),
+    /// Inspect Kafka-format partition directories (runs `highwater-dump-log`,
+    /// the implementation's tool: `highwater dump-log --help`).
+    #[command(name = "dump-log", disable_help_flag = true)]
+    DumpLog {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+}
+
+#[derive(Args)]
+pub struct ReplayArgs {
+    /// The ITF trace to replay.
+    #[arg(long, value_name = "FILE")]
+    pub trace: std::path::PathBuf,
+    /// Also run it on the implementation, leaving each broker's data
+    /// directory (Kafka's format) in this new or empty directory.
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<std::path::PathBuf>,
+    /// In step tables, print only what changed at each step.
+    #[arg(long)]
+    pub diff: bool,
 }
 
 /// Bounds and switches; each overrides the preset's value.
@@ -114,6 +139,12 @@ pub struct CheckArgs {
     /// In step tables, print only what changed at each step.
     #[arg(long)]
     pub diff: bool,
+    /// Write each counterexample to this directory as an ITF trace (the
+    /// Informal Trace Format of Apalache and Quint), to replay with
+    /// `highwater replay --trace FILE`. The directory is created; existing
+    /// files of the same names are refused.
+    #[arg(long, value_name = "DIR")]
+    pub trace_out: Option<std::path::PathBuf>,
 }
 
 /// How to search, and when to stop.

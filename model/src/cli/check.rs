@@ -81,6 +81,9 @@ pub fn check(args: CheckArgs) -> Result<ExitCode, String> {
     } else {
         print_report(&report, Style { diff: args.diff });
     }
+    if let Some(dir) = &args.trace_out {
+        write_traces(dir, &report, args.json)?;
+    }
     if report.ended == Ended::Interrupted {
         return Ok(ExitCode::from(130));
     }
@@ -122,4 +125,53 @@ fn limits_text(opts: &run::RunOptions) -> String {
     } else {
         format!(", {}", parts.join(", "))
     }
+}
+
+/// Writes each counterexample as an ITF trace in `dir`, one file per
+/// property (a progress property's path runs on into its trap). Existing
+/// files are never overwritten.
+fn write_traces(dir: &std::path::Path, report: &run::Report, json: bool) -> Result<(), String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    for p in &report.properties {
+        let Some(steps) = &p.counterexample else {
+            continue;
+        };
+        let mut trace: Vec<_> = steps.iter().map(|s| s.raw).collect();
+        if let Some(cont) = &p.stuck_continuation {
+            trace.extend(cont.iter().skip(1).map(|s| s.raw));
+        }
+        let doc = highwater_model::itf::to_itf(&report.config, p.name, p.kind, &trace);
+        let slug: String = p
+            .name
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() {
+                    c.to_ascii_lowercase()
+                } else {
+                    '-'
+                }
+            })
+            .collect();
+        let path = dir.join(format!("{}.itf.json", slug.trim_matches('-')));
+        let text = serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?;
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .map_err(|e| {
+                format!(
+                    "cannot write {} (it is never overwritten): {e}",
+                    path.display()
+                )
+            })?;
+        std::io::Write::write_all(&mut file, text.as_bytes())
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        let line = format!("trace of \"{}\" written to {}", p.name, path.display());
+        if json {
+            eprintln!("{line}");
+        } else {
+            println!("{line}");
+        }
+    }
+    Ok(())
 }

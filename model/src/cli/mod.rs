@@ -5,4 +5,5 @@ pub mod check;
 pub mod display;
 pub mod explore;
 pub mod presets;
+pub mod replay;
 pub mod report;
