@@ -23,10 +23,12 @@ pub struct LogConfig {
     /// this. Default 7 days; `None` (Kafka's -1) keeps any age.
     pub retention_ms: Option<i64>,
     /// Whether recovery may cut corrupt data below the recovery point
-    /// (data once acknowledged as flushed). Kafka does so silently; this
-    /// implementation refuses by default with
-    /// [`Error::CorruptBelowRecoveryPoint`], so the loss is a decision an
-    /// operator takes, not a surprise.
+    /// (data once acknowledged as flushed), and data Kafka's loader would
+    /// keep (a gap between segments, a leader epoch below -1). Kafka cuts
+    /// the first silently and keeps the second; this implementation refuses
+    /// both by default ([`Error::CorruptBelowRecoveryPoint`],
+    /// [`Error::RefusedToCut`]), so the loss is a decision an operator
+    /// takes, not a surprise.
     pub truncate_below_recovery_point: bool,
 }
 

@@ -35,6 +35,8 @@ pub enum BatchError {
     BadRecord { index: u32, reason: String },
     /// An append was given no records.
     Empty,
+    /// A leader epoch below -1 ("no epoch").
+    NegativeEpoch { epoch: i32 },
     /// The batch would be larger than a segment can address.
     TooLarge { size: u64 },
 }
@@ -72,6 +74,9 @@ impl fmt::Display for BatchError {
                 write!(f, "record {index} is malformed: {reason}")
             }
             BatchError::Empty => write!(f, "a batch needs at least one record"),
+            BatchError::NegativeEpoch { epoch } => {
+                write!(f, "leader epoch {epoch} is below -1 (which means none)")
+            }
             BatchError::TooLarge { size } => write!(f, "batch of {size} bytes is too large"),
         }
     }
@@ -123,6 +128,18 @@ pub enum Error {
         position: u64,
         offset: u64,
         recovery_point: u64,
+        reason: String,
+    },
+    /// Recovery would have to cut batches that Kafka's log loader keeps (a
+    /// gap between segments, a leader epoch below -1): the log refuses to
+    /// open rather than discard them; see
+    /// [`LogConfig::truncate_below_recovery_point`].
+    ///
+    /// [`LogConfig::truncate_below_recovery_point`]: crate::storage::LogConfig::truncate_below_recovery_point
+    RefusedToCut {
+        path: PathBuf,
+        position: u64,
+        offset: u64,
         reason: String,
     },
     /// An index file does not match its log (reported by verification;
@@ -212,6 +229,17 @@ impl fmt::Display for Error {
                 f,
                 "{}: invalid data at byte {position} (offset {offset}) is below the recovery point \
                  {recovery_point}; refusing to truncate flushed data: {reason}",
+                path.display()
+            ),
+            Error::RefusedToCut {
+                path,
+                position,
+                offset,
+                reason,
+            } => write!(
+                f,
+                "{}: {reason} (byte {position}, offset {offset}); Kafka's loader keeps this data, \
+                 so recovery refuses to cut it",
                 path.display()
             ),
             Error::CorruptIndex { path, reason } => {

@@ -289,6 +289,11 @@ impl Log {
             }));
         }
         let epoch = h.partition_leader_epoch;
+        // -1 is "no epoch"; anything lower is not an epoch at all, and
+        // recovery would refuse the log that holds it.
+        if epoch < batch::NO_PARTITION_LEADER_EPOCH {
+            return Err(Error::InvalidBatch(BatchError::NegativeEpoch { epoch }));
+        }
         self.maybe_roll(bytes.len(), h.last_offset())?;
         // The epoch entry is persisted before the data: after a crash it may
         // point past the log end, and loading trims it. An epoch below the
@@ -327,12 +332,18 @@ impl Log {
     }
 
     /// Starts a new segment at the log end offset (unless the active one
-    /// is empty). The old segment's indexes are written out.
+    /// is empty). The old segment's indexes are written out, and it is
+    /// synced, log and indexes, before the new one exists: a crash can then
+    /// never keep data of the new segment while losing the end of the old
+    /// one (a gap, which recovery refuses to cut), and every finished
+    /// segment's indexes are durable. Kafka flushes the old segment
+    /// asynchronously after a roll.
     pub fn roll(&mut self) -> Result<()> {
         if self.active.size() == 0 && self.active.base_offset == self.log_end_offset {
             return Ok(());
         }
         self.active.on_become_inactive()?;
+        self.active.sync(true)?;
         let seg = Arc::new(Segment::create(
             &self.shared.dir,
             self.log_end_offset,
@@ -409,7 +420,11 @@ impl Log {
         let mut bytes = 0;
         let new_end;
         {
-            // Exclusive: no reader is mid-read while data is cut.
+            // Exclusive: no reader is mid-read while data is cut. As Kafka's
+            // `LocalLog.truncateTo`, later segments go first, newest first,
+            // and only then is the segment holding `offset` cut: a crash at
+            // any point leaves a log that ends at a segment boundary of the
+            // old one, never a cut segment followed by stale later ones.
             let mut segs = write(&self.shared.segments);
             let seg = segs
                 .range(..=offset)
@@ -431,20 +446,18 @@ impl Log {
                 self.shared.published.publish_high_watermark(new_end);
             }
             let later: Vec<u64> = segs.range(offset + 1..).map(|(b, _)| *b).collect();
-            for b in later {
+            for &b in later.iter().rev() {
                 if let Some(s) = segs.remove(&b) {
+                    bytes += s.size();
+                    s.delete_files()?;
                     removed.push(s);
                 }
             }
+            if !removed.is_empty() {
+                checkpoint::sync_dir(&self.shared.dir)?;
+            }
             bytes += seg.truncate_to_position(position, new_end)?;
             self.active = seg;
-        }
-        for s in &removed {
-            bytes += s.size();
-            s.delete_files()?;
-        }
-        if !removed.is_empty() {
-            checkpoint::sync_dir(&self.shared.dir)?;
         }
         if self.epochs.truncate_from_end(new_end) {
             self.epochs.write()?;
