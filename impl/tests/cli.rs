@@ -117,3 +117,57 @@ fn usage_and_io_errors() {
     assert_eq!(code, 2);
     assert!(err.contains("20 digits"));
 }
+
+/// Finding 8 of issue 10: LogAppendTime records are labelled so, an index
+/// problem names the index file, and `recover` reports the HW the
+/// replication-offset-checkpoint holds.
+#[test]
+fn labels_timestamp_types_names_index_files_and_reads_the_hw() {
+    use highwater::storage::batch::{encode_batch, ProducerInfo};
+    use highwater::storage::Record;
+    let tmp = tempfile::tempdir().unwrap();
+    let tp = TopicPartition::new("lat", 0).unwrap();
+    let ld = LogDir::open(tmp.path()).unwrap();
+    let (mut log, _) = ld.open_log(&tp, small_config()).unwrap();
+    let mut b = Vec::new();
+    encode_batch(
+        &mut b,
+        0,
+        0,
+        ProducerInfo::NONE,
+        &[Record::new(5, "a"), Record::new(7, "b")],
+    )
+    .unwrap();
+    b[22] |= 0x08; // LogAppendTime
+    let crc = crc32c::crc32c(&b[21..]);
+    b[17..21].copy_from_slice(&crc.to_be_bytes());
+    log.append_batch(&mut b, 0).unwrap();
+    log.append(&[Record::new(9, "c")], 0).unwrap();
+    fill(&mut log, 30);
+    log.set_high_watermark(1).unwrap();
+    ld.close(vec![(tp, log)]).unwrap();
+    let part = tmp.path().join("lat-0");
+    let p = part.to_str().unwrap();
+    let (code, out, _) = tool(&["dump", p, "--records", "--max-batches", "2"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("| offset: 0 LogAppendTime: 7 "), "{out}");
+    assert!(out.contains("| offset: 1 LogAppendTime: 7 "), "{out}");
+    assert!(out.contains("| offset: 2 CreateTime: 9 "), "{out}");
+
+    let (code, out, _) = tool(&["recover", p]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("high watermark 1"), "{out}");
+
+    let index = part.join("00000000000000000000.index");
+    let mut bytes = std::fs::read(&index).unwrap();
+    assert!(bytes.len() >= 8);
+    bytes[4] ^= 0x40; // the first entry's position
+    std::fs::write(&index, &bytes).unwrap();
+    let (code, out, _) = tool(&["verify", p, "--index-interval-bytes", "256"]);
+    assert_eq!(code, 1, "{out}");
+    let problem = out.lines().find(|l| l.contains("PROBLEM")).unwrap();
+    assert!(
+        problem.contains("00000000000000000000.index is invalid"),
+        "{problem}"
+    );
+}

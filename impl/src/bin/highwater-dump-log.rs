@@ -193,13 +193,19 @@ fn print_records(bytes: &[u8], print_data: bool) {
     let Ok(batch) = RecordBatch::new(bytes) else {
         return;
     };
+    // Kafka's DumpLogSegments names the batch's timestamp type on each record.
+    let kind = if batch.header.is_log_append_time() {
+        "LogAppendTime"
+    } else {
+        "CreateTime"
+    };
     for r in batch.records() {
         match r {
             Ok((offset, rec)) => {
                 let keys: Vec<&str> = rec.headers.iter().map(|h| h.key.as_str()).collect();
                 let size = |b: &Option<Vec<u8>>| b.as_ref().map_or(-1, |v| v.len() as i64);
                 let mut line = format!(
-                    "| offset: {offset} CreateTime: {} keySize: {} valueSize: {} headerKeys: {keys:?}",
+                    "| offset: {offset} {kind}: {} keySize: {} valueSize: {} headerKeys: {keys:?}",
                     rec.timestamp,
                     size(&rec.key),
                     size(&rec.value)
@@ -365,6 +371,9 @@ fn verify(dir: &Path, index_interval_bytes: u32) -> Result<bool, Error> {
             }
         }
         for (what, ic) in [("index", &c.index), ("timeindex", &c.time_index)] {
+            // An index problem names the index file, not the log.
+            let file = c.log_path.with_extension(what);
+            let what = file.display();
             match ic {
                 IndexCheck::Valid {
                     entries,
@@ -378,11 +387,11 @@ fn verify(dir: &Path, index_interval_bytes: u32) -> Result<bool, Error> {
                 }
                 IndexCheck::Missing => {
                     ok = false;
-                    line.push_str(&format!("; PROBLEM: {what} missing"));
+                    line.push_str(&format!("; PROBLEM: {what} is missing"));
                 }
                 IndexCheck::Invalid(r) => {
                     ok = false;
-                    line.push_str(&format!("; PROBLEM: {what} invalid: {r}"));
+                    line.push_str(&format!("; PROBLEM: {what} is invalid: {r}"));
                 }
             }
         }
@@ -400,18 +409,18 @@ fn verify(dir: &Path, index_interval_bytes: u32) -> Result<bool, Error> {
     Ok(ok)
 }
 
-/// The recovery point recorded for `dir` in the checkpoint beside it.
-fn checkpointed_recovery_point(dir: &Path) -> Result<Option<u64>, Error> {
-    let Some(name) = dir.file_name().and_then(|n| n.to_str()) else {
+/// The offset recorded for `dir` in the broker checkpoint `name` beside it.
+fn checkpointed(dir: &Path, name: &str) -> Result<Option<u64>, Error> {
+    let Some(dir_name) = dir.file_name().and_then(|n| n.to_str()) else {
         return Ok(None);
     };
-    let Ok(tp) = TopicPartition::parse_dir_name(name) else {
+    let Ok(tp) = TopicPartition::parse_dir_name(dir_name) else {
         return Ok(None);
     };
     let Some(parent) = dir.parent() else {
         return Ok(None);
     };
-    let cp = checkpoint::read_offsets(&parent.join("recovery-point-offset-checkpoint"))?;
+    let cp = checkpoint::read_offsets(&parent.join(name))?;
     Ok(cp.and_then(|m| m.get(&tp).copied()))
 }
 
@@ -419,7 +428,7 @@ fn recover(dir: &Path, rp: Option<u64>, clean: bool, allow: bool) -> Result<bool
     require_dir(dir)?;
     let recovery_point = match rp {
         Some(rp) => rp,
-        None => checkpointed_recovery_point(dir)?.unwrap_or(0),
+        None => checkpointed(dir, "recovery-point-offset-checkpoint")?.unwrap_or(0),
     };
     let tmp = tempfile::tempdir()
         .map_err(|e| Error::io(Path::new("temporary directory"), "create", e))?;
@@ -441,11 +450,13 @@ fn recover(dir: &Path, rp: Option<u64>, clean: bool, allow: bool) -> Result<bool
         truncate_below_recovery_point: allow,
         ..LogConfig::default()
     };
+    // The HW and log start come from the checkpoints beside the directory,
+    // as a broker would load them.
     let params = LoadParams {
         recovery_point,
         clean_shutdown: clean,
-        high_watermark: 0,
-        log_start_offset: 0,
+        high_watermark: checkpointed(dir, "replication-offset-checkpoint")?.unwrap_or(0),
+        log_start_offset: checkpointed(dir, "log-start-offset-checkpoint")?.unwrap_or(0),
     };
     match Log::open(&copy, config, params) {
         Ok((_, report)) => {

@@ -696,42 +696,49 @@ impl Shared {
         Err(self.out_of_range(offset, lso, leo))
     }
 
+    /// Kafka's `UnifiedLog.fetchOffsetByTimestamp`: the first segment whose
+    /// largest timestamp reaches the target, then `LogSegment.findOffsetByTimestamp`
+    /// there. The time index entry (t, o) places the scan (the batch holding
+    /// o holds the first record with timestamp t); the records are filtered
+    /// only by the log start offset, never by o, since records before o in
+    /// o's batch may carry t too.
     fn offset_for_timestamp(&self, target: i64) -> Result<Option<TimestampAndOffset>> {
         let segs = read(&self.segments);
         let leo = self.published.log_end_offset();
         let lso = self.published.log_start_offset();
-        for seg in segs.values() {
-            let (start_offset, mut position) = {
-                let st = read(&seg.state);
-                if st.max_timestamp < target {
-                    continue;
-                }
-                let from = st.time_index.lookup(target).offset.max(lso);
-                (from, u64::from(st.offset_index.lookup(from).1))
-            };
-            let limit = seg.size();
-            while position + LOG_OVERHEAD as u64 <= limit {
-                let h = seg.header_at(position, limit)?;
-                if h.base_offset >= leo {
-                    break;
-                }
-                if h.max_timestamp >= target && h.last_offset() >= start_offset {
-                    let bytes = seg.read_at(position, h.size())?;
-                    let b = RecordBatch::new(&bytes)
-                        .map_err(|e| Error::corrupt(&seg.log_path, position, e))?;
-                    for r in b.records() {
-                        let (offset, rec) =
-                            r.map_err(|e| Error::corrupt(&seg.log_path, position, e))?;
-                        if rec.timestamp >= target && offset >= start_offset && offset < leo {
-                            return Ok(Some(TimestampAndOffset {
-                                timestamp: rec.timestamp,
-                                offset,
-                            }));
-                        }
+        let Some(seg) = segs
+            .values()
+            .find(|s| read(&s.state).max_timestamp >= target)
+        else {
+            return Ok(None);
+        };
+        let mut position = {
+            let st = read(&seg.state);
+            let entry = st.time_index.lookup(target);
+            u64::from(st.offset_index.lookup(entry.offset.max(lso)).1)
+        };
+        let limit = seg.size();
+        while position + LOG_OVERHEAD as u64 <= limit {
+            let h = seg.header_at(position, limit)?;
+            if h.base_offset >= leo {
+                break;
+            }
+            if h.max_timestamp >= target && h.last_offset() >= lso {
+                let bytes = seg.read_at(position, h.size())?;
+                let b = RecordBatch::new(&bytes)
+                    .map_err(|e| Error::corrupt(&seg.log_path, position, e))?;
+                for r in b.records() {
+                    let (offset, rec) =
+                        r.map_err(|e| Error::corrupt(&seg.log_path, position, e))?;
+                    if rec.timestamp >= target && offset >= lso && offset < leo {
+                        return Ok(Some(TimestampAndOffset {
+                            timestamp: rec.timestamp,
+                            offset,
+                        }));
                     }
                 }
-                position += h.size() as u64;
             }
+            position += h.size() as u64;
         }
         Ok(None)
     }
