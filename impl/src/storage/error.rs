@@ -29,8 +29,12 @@ pub enum BatchError {
         last_offset_delta: i32,
         records_count: i32,
     },
-    /// The batch is compressed; this implementation does not decompress.
-    Compressed { codec: u8 },
+    /// The compression codec id (attributes bits 0-2) is not one of Kafka's.
+    UnknownCodec { codec: u8 },
+    /// The compressed records do not decompress.
+    BadCompression { codec: u8, reason: String },
+    /// Re-encoding a batch with another codec failed.
+    Compression { reason: String },
     /// A record inside the batch does not parse.
     BadRecord { index: u32, reason: String },
     /// An append was given no records.
@@ -65,11 +69,15 @@ impl fmt::Display for BatchError {
                 f,
                 "inconsistent counts: lastOffsetDelta {last_offset_delta}, recordsCount {records_count}"
             ),
-            BatchError::Compressed { codec } => write!(
+            BatchError::UnknownCodec { codec } => {
+                write!(f, "unknown compression codec id {codec}")
+            }
+            BatchError::BadCompression { codec, reason } => write!(
                 f,
-                "batch is compressed ({}); decompression is not supported",
+                "{} records do not decompress: {reason}",
                 codec_name(*codec)
             ),
+            BatchError::Compression { reason } => write!(f, "compression failed: {reason}"),
             BatchError::BadRecord { index, reason } => {
                 write!(f, "record {index} is malformed: {reason}")
             }
@@ -86,14 +94,7 @@ impl std::error::Error for BatchError {}
 
 /// The name Kafka gives a compression codec id (attributes bits 0-2).
 pub fn codec_name(codec: u8) -> &'static str {
-    match codec {
-        0 => "none",
-        1 => "gzip",
-        2 => "snappy",
-        3 => "lz4",
-        4 => "zstd",
-        _ => "unknown codec",
-    }
+    super::compression::Codec::from_id(codec).map_or("unknown codec", |c| c.name())
 }
 
 /// Errors of the storage layer.

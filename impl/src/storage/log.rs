@@ -25,9 +25,11 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::batch::{
-    self, check_batch, encode_batch, BatchHeader, ProducerInfo, Record, RecordBatch, LOG_OVERHEAD,
+    self, check_batch, encode_batch_with, BatchHeader, BatchOptions, Record, RecordBatch,
+    LOG_OVERHEAD,
 };
 use super::checkpoint::{self, EpochEntry};
+use super::compression::Codec;
 use super::config::LogConfig;
 use super::epoch_cache::{EpochCache, EpochEndOffset};
 use super::error::{BatchError, Error, Result};
@@ -222,15 +224,20 @@ impl Log {
     }
 
     /// Appends `records` as one batch at the log end, stamped with
-    /// `leader_epoch` (what a leader does with a produce request).
+    /// `leader_epoch` (what a leader does with a produce request), and
+    /// compressed if `compression.type` names a codec.
     pub fn append(&mut self, records: &[Record], leader_epoch: i32) -> Result<AppendInfo> {
+        let options = BatchOptions {
+            codec: self.shared.config.compression_type.target(Codec::None),
+            ..BatchOptions::PLAIN
+        };
         let mut buf = std::mem::take(&mut self.buf);
         buf.clear();
-        let r = encode_batch(
+        let r = encode_batch_with(
             &mut buf,
             self.log_end_offset,
             leader_epoch,
-            ProducerInfo::NONE,
+            &options,
             records,
         )
         .map_err(Error::InvalidBatch)
@@ -246,9 +253,46 @@ impl Log {
 
     /// Appends one batch encoded by a producer: checks it (CRC included),
     /// then stamps the base offset and the leader epoch, which lie outside
-    /// the CRC, as a Kafka leader does.
+    /// the CRC, as a Kafka leader does. When `compression.type` names a
+    /// codec other than the batch's, the records are re-encoded with it
+    /// (producer fields, transactional and control flags and timestamp type
+    /// kept), as Kafka's `LogValidator` does.
     pub fn append_batch(&mut self, batch: &mut [u8], leader_epoch: i32) -> Result<AppendInfo> {
         let mut h = check_batch(batch).map_err(Error::InvalidBatch)?;
+        let source = h
+            .codec()
+            .ok_or(Error::InvalidBatch(BatchError::UnknownCodec {
+                codec: h.compression(),
+            }))?;
+        let target = self.shared.config.compression_type.target(source);
+        if target != source {
+            let records: Vec<Record> = RecordBatch::new(batch)
+                .and_then(|b| b.decode_records())
+                .map_err(Error::InvalidBatch)?
+                .into_iter()
+                .map(|(_, r)| r)
+                .collect();
+            let options = BatchOptions {
+                codec: target,
+                ..BatchOptions::of(&h).expect("a known codec")
+            };
+            let mut buf = std::mem::take(&mut self.buf);
+            buf.clear();
+            let r = encode_batch_with(
+                &mut buf,
+                self.log_end_offset,
+                leader_epoch,
+                &options,
+                &records,
+            )
+            .map_err(Error::InvalidBatch)
+            .and_then(|()| {
+                let h = BatchHeader::parse(&buf).map_err(Error::InvalidBatch)?;
+                self.append_checked(&buf, h)
+            });
+            self.buf = buf;
+            return r;
+        }
         // Neither field is covered by the CRC, which stays valid.
         batch::set_base_offset(batch, self.log_end_offset).map_err(Error::InvalidBatch)?;
         batch::set_partition_leader_epoch(batch, leader_epoch).map_err(Error::InvalidBatch)?;

@@ -45,9 +45,10 @@
 //!   deletes later segments (newest first) before it cuts, and is fsynced
 //!   before it returns, as segment deletion is: a crash never leaves a gap,
 //!   and cut data cannot come back.
-//! - Compression, transactions' indexes (`.txnindex`), producer snapshots
-//!   and compaction are not implemented; a compressed batch is reported as
-//!   such, never misread.
+//! - Transactions' indexes (`.txnindex`), producer snapshots and
+//!   compaction are not implemented. Compressed batches (Kafka's four
+//!   codecs, [`compression`]) are read everywhere and written as
+//!   `compression.type` asks ([`LogConfig::compression_type`]).
 //!
 //! ```
 //! use highwater::storage::{Log, LogConfig, LoadParams, Record};
@@ -64,6 +65,7 @@
 
 pub mod batch;
 pub mod checkpoint;
+pub mod compression;
 pub mod config;
 pub mod epoch_cache;
 pub mod error;
@@ -78,7 +80,9 @@ pub mod time_index;
 pub mod topic_partition;
 mod varint;
 
-pub use batch::{BatchHeader, Header, ProducerInfo, Record, RecordBatch};
+pub use batch::{BatchHeader, BatchOptions, Header, ProducerInfo, Record, RecordBatch};
+pub use compression::Codec;
+pub use config::CompressionType;
 pub use config::LogConfig;
 pub use epoch_cache::{EpochCache, EpochEndOffset};
 pub use error::{BatchError, Error, Result};
