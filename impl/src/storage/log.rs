@@ -20,7 +20,6 @@
 //! are fsynced before they return, so cut data never reappears after a crash.
 
 use std::collections::BTreeMap;
-use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -145,7 +144,7 @@ impl Log {
     ) -> Result<(Log, RecoveryReport)> {
         config.validate()?;
         if !dir.exists() {
-            fs::create_dir_all(dir).map_err(|e| Error::io(dir, "create directory", e))?;
+            super::fs::create_dir_all(dir).map_err(|e| Error::io(dir, "create directory", e))?;
             if let Some(parent) = dir.parent() {
                 checkpoint::sync_dir(parent)?;
             }

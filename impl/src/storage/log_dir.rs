@@ -75,7 +75,7 @@ impl LogDir {
     /// partition's recovery report: its partitions are recovered from offset
     /// 0, which never skips recovery) and consumes the clean-shutdown marker.
     pub fn open(path: &Path) -> Result<LogDir> {
-        fs::create_dir_all(path).map_err(|e| Error::io(path, "create log directory", e))?;
+        super::fs::create_dir_all(path).map_err(|e| Error::io(path, "create log directory", e))?;
         let marker = path.join(CLEAN_SHUTDOWN_MARKER);
         let clean_shutdown = marker.exists();
         let broker_epoch = if clean_shutdown {
@@ -113,7 +113,7 @@ impl LogDir {
             repairs,
         };
         if clean_shutdown {
-            fs::remove_file(&marker).map_err(|e| Error::io(&marker, "remove marker", e))?;
+            super::fs::remove(&marker).map_err(|e| Error::io(&marker, "remove marker", e))?;
             checkpoint::sync_dir(path)?;
         }
         Ok(dir)

@@ -69,6 +69,7 @@ pub mod compression;
 pub mod config;
 pub mod epoch_cache;
 pub mod error;
+pub mod fs;
 pub mod log;
 pub mod log_dir;
 pub mod offset_index;

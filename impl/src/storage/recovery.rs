@@ -418,7 +418,7 @@ pub(crate) struct Loaded {
 }
 
 fn remove_file(path: &Path, report: &mut RecoveryReport, why: &str) -> Result<()> {
-    fs::remove_file(path).map_err(|e| Error::io(path, "delete", e))?;
+    super::fs::remove(path).map_err(|e| Error::io(path, "delete", e))?;
     report
         .repairs
         .push(format!("deleted {} ({why})", path.display()));
