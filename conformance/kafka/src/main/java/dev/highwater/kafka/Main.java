@@ -30,11 +30,13 @@ public final class Main {
         "  checkpoints  --log-dir DIR [--out FILE]",
         "      reads the broker checkpoints, every partition's leader-epoch-checkpoint and the",
         "      clean-shutdown marker with Kafka's checkpoint classes.",
-        "  bench-append --dir DIR [--total-bytes N] [--record-bytes N] [--batch-bytes N]",
+        "  bench-append --dir DIR [--total-bytes N] [--record-bytes N] [--batch-bytes N] [--compression C]",
         "      appends through UnifiedLog.appendAsLeader with no flush, prints the time, and halts",
         "      without closing the log (an unclean stop).",
         "  bench-recover --dir DIR",
-        "      times Kafka's log loader recovering DIR from offset 0 after an unclean stop.");
+        "      times Kafka's log loader recovering DIR from offset 0 after an unclean stop.",
+        "  bench-read   --dir DIR",
+        "      opens DIR (untimed) and times reading every record, decompressing, through FileRecords.");
 
     public static void main(String[] args) throws Exception {
         if (args.length == 0) {
@@ -50,6 +52,7 @@ public final class Main {
                 case "fixtures" -> Fixtures.run(rest);
                 case "bench-append" -> Bench.append(rest);
                 case "bench-recover" -> Bench.recover(rest);
+                case "bench-read" -> Bench.read(rest);
                 default -> {
                     System.err.println("unknown command " + args[0] + "\n" + USAGE);
                     System.exit(2);
