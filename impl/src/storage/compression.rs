@@ -165,6 +165,14 @@ fn snappy_compress(data: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
 
 fn snappy_block(block: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
     let n = snap::raw::decompress_len(block).map_err(|e| format!("snappy: {e}"))?;
+    // A snappy element of k bytes expands to at most 64 (a 3-byte copy):
+    // a larger claim is damage, refused before anything is allocated.
+    if n > block.len().saturating_mul(32) {
+        return Err(format!(
+            "snappy: a block of {} bytes claims {n} bytes",
+            block.len()
+        ));
+    }
     if out.len() + n > MAX_DECOMPRESSED {
         return Err(format!("snappy: expands past {MAX_DECOMPRESSED} bytes"));
     }
