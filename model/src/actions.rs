@@ -11,7 +11,9 @@ use crate::state::{
 use crate::truncation::truncation_offset;
 use std::fmt;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+/// Debug prints as Display does (replica letters): the explorer shows paths
+/// with it.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Action {
     /// The controller elects a leader for a leaderless partition.
     ControllerElectLeader {
@@ -115,6 +117,12 @@ impl Action {
             Action::ControllerElectLeader { election, .. } => election == Election::Unclean,
             _ => false,
         }
+    }
+}
+
+impl fmt::Debug for Action {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
     }
 }
 

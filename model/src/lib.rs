@@ -5,9 +5,11 @@
 pub mod actions;
 pub mod config;
 pub mod controller;
+pub mod explorer;
 pub mod graph;
 pub mod itf;
 pub mod model;
+pub mod picture;
 pub mod presets;
 pub mod progress;
 pub mod properties;

@@ -160,6 +160,10 @@ pub struct PropertyResult {
     /// it; for a broken progress property, to a state that cannot heal.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub counterexample: Option<Vec<Step>>,
+    /// For a reached sometimes-property (default search), a shortest path
+    /// to a state that satisfies it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub example: Option<Vec<Step>>,
     /// Progress: how many states of the bounded model cannot heal.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stuck_states: Option<u64>,
@@ -184,6 +188,7 @@ impl PropertyResult {
             kind,
             verdict,
             counterexample: None,
+            example: None,
             stuck_states: None,
             stuck_exits: None,
             stuck_continuation: None,
@@ -385,8 +390,10 @@ fn run_graph(cfg: Config, opts: &RunOptions, on_progress: &mut impl FnMut(Progre
             };
             let mut r =
                 PropertyResult::new(p.name, if always { "always" } else { "sometimes" }, verdict);
-            if let (true, Some(n)) = (always, first) {
-                r.counterexample = Some(steps(&model, &g.path_to(*n)));
+            match (always, first) {
+                (true, Some(n)) => r.counterexample = Some(steps(&model, &g.path_to(*n))),
+                (false, Some(n)) => r.example = Some(steps(&model, &g.path_to(*n))),
+                _ => {}
             }
             r
         })

@@ -62,7 +62,7 @@ fn explore_serves_the_printed_counterexample_path() {
     let deadline = Instant::now() + Duration::from_secs(120);
     for line in BufReader::new(stdout).lines() {
         let line = line.expect("read stdout");
-        if line.starts_with("counterexample to \"acknowledged records survive\"") {
+        if line.starts_with("counterexample (\"acknowledged records survive\"") {
             link = line.split_whitespace().last().map(str::to_string);
         }
         if line.starts_with("explorer: ") {
@@ -103,6 +103,7 @@ fn explore_serves_the_printed_counterexample_path() {
     // discovery, and the state after the last step has the record missing).
     let mut prefix = format!("/.states/{}", indices[0]);
     let mut last_state = String::new();
+    let mut last_svg = String::new();
     for &i in &indices[1..] {
         let (status, body) = get(addr, &prefix);
         assert_eq!(status, 200, "GET {prefix}: {body}");
@@ -116,8 +117,18 @@ fn explore_serves_the_printed_counterexample_path() {
             .unwrap_or_else(|| panic!("step {i} offered at {prefix}"));
         let state = step["state"].as_str().expect("a state follows the action");
         last_state = state.to_string();
+        last_svg = step["svg"]
+            .as_str()
+            .expect("each state has a picture")
+            .to_string();
         prefix.push_str(&format!("/{i}"));
     }
+    // The picture of the last state names what broke there.
+    assert!(last_svg.contains("<svg"), "{last_svg}");
+    assert!(
+        last_svg.contains("Broken: acknowledged records survive"),
+        "the picture says what broke:\n{last_svg}"
+    );
     // The property breaks only once something was acknowledged.
     assert!(
         last_state.contains("acknowledged: a@"),
@@ -126,8 +137,18 @@ fn explore_serves_the_printed_counterexample_path() {
     let (status, body) = get(addr, "/.status");
     assert_eq!(status, 200);
     let status: serde_json::Value = serde_json::from_str(&body).expect("JSON status");
+    assert_eq!(
+        status["done"], true,
+        "the explorer's bounded search is done"
+    );
     let props = status["properties"].as_array().expect("properties");
-    assert!(props.iter().any(|p| p[1] == "acknowledged records survive"));
+    // The explorer's discovery is the printed path, so the link opens on
+    // the property marked as broken.
+    let found = props
+        .iter()
+        .find(|p| p[1] == "acknowledged records survive")
+        .expect("the property is shown");
+    assert_eq!(format!("/{}", found[2].as_str().unwrap()), fragment);
 }
 
 #[test]

@@ -189,14 +189,13 @@ pub struct SearchArgs {
 
 #[derive(Args)]
 pub struct ExploreArgs {
+    /// The run to explore, with the same flags as `check` (`--json` and
+    /// `--trace-out` do not apply).
     #[command(flatten)]
-    pub model: ModelArgs,
+    pub check: CheckArgs,
     /// Address to serve the explorer on.
     #[arg(long, default_value = "127.0.0.1:3000")]
     pub addr: String,
-    /// Checker threads for finding counterexamples first.
-    #[arg(long, short)]
-    pub threads: Option<usize>,
 }
 
 /// `--expect`, parsed.

@@ -1,0 +1,295 @@
+//! A state as a picture (SVG), for the web explorer: one lane per replica
+//! with its log as boxes (record letter and epoch, coloured by epoch), the
+//! HW, LEO and recovery point, its role, epoch, and ISR and ELR membership;
+//! the controller's view; what was acknowledged and visible; and the step's
+//! action drawn as an arrow where it is a message.
+
+use crate::actions::Action;
+use crate::properties;
+use crate::state::{record_name, replica_name, LeaderView, ReplicaId, State};
+use std::fmt::Write;
+
+const LANE: i32 = 64;
+const TOP: i32 = 86;
+const LOG_X: i32 = 230;
+const BOX: i32 = 46;
+const WIDTH: i32 = 880;
+/// Where message arrows run, right of everything else.
+const ARROW_X: i32 = 830;
+
+/// One colour per leader epoch.
+const EPOCH_COLOURS: [&str; 7] = [
+    "#cfe2ff", "#d1e7dd", "#fff3cd", "#f8d7da", "#e2d9f3", "#cff4fc", "#fde2c4",
+];
+
+fn escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+fn lane_y(r: ReplicaId) -> i32 {
+    TOP + i32::from(r) * LANE
+}
+
+/// The picture of `s`, reached by `action` (None: the initial state);
+/// `broken` names the always-properties `s` breaks, explained underneath.
+pub fn svg(s: &State, action: Option<&Action>, broken: &[&str]) -> String {
+    // Each broken property's explanation, wrapped to the picture's width.
+    let notes: Vec<String> = broken
+        .iter()
+        .flat_map(|name| {
+            let why = properties::explain(name, s).unwrap_or_default();
+            wrap(&format!("Broken: {name}: {why}"), 110)
+        })
+        .collect();
+    let height = TOP + i32::from(s.n) * LANE + 50 + 18 * notes.len() as i32;
+    let mut out = String::new();
+    let _ = write!(
+        out,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" viewBox="0 0 {WIDTH} {height}" font-family="monospace" font-size="13" class="highwater-state">"#
+    );
+    let _ = write!(
+        out,
+        r##"<defs><marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M 0 0 L 10 5 L 0 10 z" fill="#333"/></marker></defs>"##
+    );
+    let title = action.map_or("initial state".to_string(), |a| format!("after {a}"));
+    let _ = write!(
+        out,
+        r#"<text x="10" y="20" font-size="15" font-weight="bold" class="step">{}</text>"#,
+        escape(&title)
+    );
+    controller(&mut out, s);
+    for r in s.ids() {
+        lane(&mut out, s, r);
+    }
+    if let Some(a) = action {
+        message(&mut out, s, a);
+    }
+    let notes_top = TOP + i32::from(s.n) * LANE + 20;
+    history(&mut out, s, notes_top);
+    for (i, line) in notes.iter().enumerate() {
+        let _ = write!(
+            out,
+            r##"<text x="10" y="{}" fill="#b02a37" font-weight="bold" class="broken">{}</text>"##,
+            notes_top + 22 + 18 * i as i32,
+            escape(line)
+        );
+    }
+    out.push_str("</svg>");
+    out
+}
+
+fn controller(out: &mut String, s: &State) {
+    let c = &s.controller;
+    let text = format!(
+        "controller: leader {}, epoch {}, ISR {:?}, ELR {:?}",
+        c.leader
+            .map_or("none".to_string(), |l| replica_name(l).to_string()),
+        c.epoch.map_or("-".to_string(), |e| e.to_string()),
+        c.isr,
+        c.elr
+    );
+    let _ = write!(
+        out,
+        r##"<rect x="8" y="32" width="560" height="26" rx="4" fill="#f1f3f5" stroke="#868e96"/><text x="16" y="50" class="controller">{}</text>"##,
+        escape(&text)
+    );
+}
+
+fn lane(out: &mut String, s: &State, r: ReplicaId) {
+    let x = s.replica(r);
+    let y = lane_y(r);
+    let c = &s.controller;
+    let (fill, status) = match (x.alive, x.unclean_down) {
+        (true, _) => ("#ffffff", String::new()),
+        (false, false) => ("#e9ecef", " down".to_string()),
+        (false, true) => ("#e9ecef", " DOWN (unclean)".to_string()),
+    };
+    let _ = write!(
+        out,
+        r##"<rect x="4" y="{}" width="{}" height="{}" fill="{fill}" stroke="#dee2e6" class="lane" data-replica="{}"/>"##,
+        y - 4,
+        WIDTH - 8,
+        LANE - 6,
+        replica_name(r)
+    );
+    let role = match x.leader {
+        LeaderView::Unknown => "not told".to_string(),
+        LeaderView::NoLeader => "no leader".to_string(),
+        LeaderView::Replica(l) if l == r => "leader".to_string(),
+        LeaderView::Replica(l) => format!("follows {}", replica_name(l)),
+    };
+    let epoch = x.epoch.map_or("-".to_string(), |e| e.to_string());
+    let _ = write!(
+        out,
+        r#"<text x="14" y="{}" font-size="20" font-weight="bold">{}</text><text x="40" y="{}">{}{}</text><text x="40" y="{}">epoch {}</text>"#,
+        y + 22,
+        replica_name(r),
+        y + 14,
+        escape(&role),
+        escape(&status),
+        y + 30,
+        epoch
+    );
+    // Membership badges.
+    let mut bx = 40;
+    for (member, label, colour) in [
+        (c.isr.contains(r), "ISR", "#2f9e44"),
+        (c.elr.contains(r), "ELR", "#e8590c"),
+        (c.leader == Some(r), "named leader", "#1c7ed6"),
+    ] {
+        if member {
+            let w = 8 * label.len() as i32 + 8;
+            let _ = write!(
+                out,
+                r##"<rect x="{bx}" y="{}" width="{w}" height="15" rx="3" fill="{colour}"/><text x="{}" y="{}" fill="#fff" font-size="11">{label}</text>"##,
+                y + 36,
+                bx + 4,
+                y + 47
+            );
+            bx += w + 4;
+        }
+    }
+    // The log, one box per entry.
+    for (o, e) in x.log.entries().iter().enumerate() {
+        let bx = LOG_X + o as i32 * BOX;
+        let colour = EPOCH_COLOURS[e.epoch as usize % EPOCH_COLOURS.len()];
+        let _ = write!(
+            out,
+            r##"<rect x="{bx}" y="{}" width="{}" height="30" rx="3" fill="{colour}" stroke="#495057" class="entry"/><text x="{}" y="{}" font-size="15">{}{}</text>"##,
+            y + 4,
+            BOX - 4,
+            bx + 8,
+            y + 24,
+            record_name(e.id),
+            e.epoch
+        );
+    }
+    // HW, LEO and recovery point as marks along the log.
+    let at = |offset: u8| LOG_X + i32::from(offset) * BOX - 2;
+    let _ = write!(
+        out,
+        r##"<line x1="{0}" y1="{1}" x2="{0}" y2="{2}" stroke="#e03131" stroke-width="3" class="hw"/><text x="{3}" y="{2}" fill="#e03131" font-size="11">HW {4}</text>"##,
+        at(x.hw),
+        y,
+        y + 52,
+        at(x.hw) + 3,
+        x.hw
+    );
+    let _ = write!(
+        out,
+        r##"<text x="{}" y="{}" fill="#495057" font-size="11">LEO {}</text>"##,
+        at(x.leo()) + 3,
+        y + 2,
+        x.leo()
+    );
+    if x.recovery_point != x.hw {
+        let _ = write!(
+            out,
+            r##"<line x1="{0}" y1="{1}" x2="{0}" y2="{2}" stroke="#7048e8" stroke-dasharray="3,2" stroke-width="2"/><text x="{3}" y="{2}" fill="#7048e8" font-size="11">RP {4}</text>"##,
+            at(x.recovery_point),
+            y,
+            y + 40,
+            at(x.recovery_point) + 3,
+            x.recovery_point
+        );
+    }
+    // What a presumed leader knows: its ISR copy and its followers' LEOs.
+    if x.leader == LeaderView::Replica(r) {
+        let fetched: Vec<String> = s
+            .ids()
+            .filter(|&f| f != r)
+            .map(|f| {
+                let leo = x.follower_leo[f as usize].map_or("-".to_string(), |o| o.to_string());
+                format!("{}:{leo}", replica_name(f))
+            })
+            .collect();
+        let _ = write!(
+            out,
+            r#"<text x="{}" y="{}" font-size="12">ISR {:?}</text><text x="{}" y="{}" font-size="12">fetched {}</text>"#,
+            LOG_X + 4 * BOX + 20,
+            y + 16,
+            x.isr,
+            LOG_X + 4 * BOX + 20,
+            y + 32,
+            escape(&fetched.join(" "))
+        );
+    }
+}
+
+/// The action as an arrow, where it is a message between parties.
+fn message(out: &mut String, s: &State, a: &Action) {
+    let mid = |r: ReplicaId| lane_y(r) + LANE / 2 - 6;
+    let (from, to, label) = match *a {
+        Action::FollowerFetch { follower, leader } => (mid(leader), mid(follower), "fetch"),
+        Action::BecomeLeader { replica, epoch } | Action::BecomeFollower { replica, epoch } => {
+            let _ = epoch;
+            (45, mid(replica), "LeaderAndIsr")
+        }
+        Action::LeaderShrinkIsr { leader, .. } | Action::LeaderExpandIsr { leader, .. } => {
+            (mid(leader), 45, "AlterPartition")
+        }
+        Action::LeaderLearnsIsr { leader } => (45, mid(leader), "ISR update"),
+        Action::Produce { leader, .. } => (20, mid(leader), "produce"),
+        Action::Crash { replica, .. } => {
+            let y = mid(replica);
+            let _ = write!(
+                out,
+                r##"<text x="{}" y="{}" font-size="26" fill="#e03131" class="crash">✗</text>"##,
+                ARROW_X - 10,
+                y + 8
+            );
+            return;
+        }
+        _ => return,
+    };
+    let _ = s;
+    let _ = write!(
+        out,
+        r##"<line x1="{ARROW_X}" y1="{from}" x2="{ARROW_X}" y2="{to}" stroke="#333" stroke-width="2" marker-end="url(#arrow)" class="message"/><text x="{}" y="{}" font-size="11" text-anchor="end">{label}</text>"##,
+        ARROW_X - 6,
+        (from + to) / 2
+    );
+}
+
+/// Splits `text` at spaces into lines of at most about `width` characters.
+fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut lines = vec![String::new()];
+    for word in text.split(' ') {
+        let line = lines.last_mut().expect("one line at least");
+        if !line.is_empty() && line.len() + 1 + word.len() > width {
+            lines.push(format!("  {word}"));
+        } else {
+            if !line.is_empty() {
+                line.push(' ');
+            }
+            line.push_str(word);
+        }
+    }
+    lines
+}
+
+fn history(out: &mut String, s: &State, y: i32) {
+    let facts = |epoch_of: fn(&crate::state::RecordHistory) -> Option<u8>| -> String {
+        let items: Vec<String> = s.records[..s.produced as usize]
+            .iter()
+            .enumerate()
+            .filter_map(|(id, h)| {
+                epoch_of(h).map(|e| format!("{}@{} (epoch {e})", record_name(id as u8), h.offset))
+            })
+            .collect();
+        if items.is_empty() {
+            "none".to_string()
+        } else {
+            items.join(", ")
+        }
+    };
+    let _ = write!(
+        out,
+        r#"<text x="10" y="{y}" class="history">acknowledged: {}   visible: {}</text>"#,
+        escape(&facts(|h| h.acked)),
+        escape(&facts(|h| h.visible))
+    );
+}
