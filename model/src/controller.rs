@@ -12,6 +12,8 @@ pub enum Election {
     Clean,
     /// KIP-966: from the ELR, once the ISR is empty.
     Elr,
+    /// KIP-966: the last known leader (not yet elected by these rules).
+    LastKnownLeader,
     /// Any live replica, when no clean candidate is alive (data may be lost).
     Unclean,
 }
@@ -59,7 +61,7 @@ pub fn elect(cfg: &Config, s: &mut State, r: ReplicaId, kind: Election) {
             c.isr = ReplicaSet::single(r);
             c.elr = c.elr.without(r);
         }
-        Election::Unclean => {
+        Election::Unclean | Election::LastKnownLeader => {
             c.isr = ReplicaSet::single(r);
             c.elr = ReplicaSet::EMPTY;
         }
@@ -134,4 +136,15 @@ fn send_leader_and_isr(s: &mut State, leader: Option<ReplicaId>) {
     c.epoch = Some(epoch);
     c.leader = leader;
     s.requests[epoch as usize] = Some(Request { leader, isr: c.isr });
+}
+
+/// A broker registers again after a restart: after an unclean shutdown, with
+/// the ELR on, it leaves both the ISR and the ELR (KIP-966).
+pub fn broker_registered(cfg: &Config, s: &mut State, r: ReplicaId, unclean: bool) {
+    if unclean && cfg.elr {
+        if s.controller.isr.contains(r) {
+            remove_from_isr(cfg, s, r, false);
+        }
+        s.controller.elr = s.controller.elr.without(r);
+    }
 }

@@ -68,6 +68,9 @@ struct ModelArgs {
     /// KIP-966 eligible leader replicas.
     #[arg(long, value_parser = on_off_parser())]
     elr: Option<bool>,
+    /// KIP-966's last-known-leader election (with the ELR; Kafka 4.x: on).
+    #[arg(long, value_parser = on_off_parser())]
+    last_known_leader: Option<bool>,
     /// Allow unclean leader election.
     #[arg(long, value_parser = on_off_parser())]
     unclean_election: Option<bool>,
@@ -167,6 +170,7 @@ impl ModelArgs {
         set!(acks);
         set!(truncation);
         set!(elr);
+        set!(last_known_leader);
         set!(unclean_election);
         set!(clean_crashes);
         set!(unclean_crashes);
@@ -364,7 +368,7 @@ fn presets(json: bool) -> Result<ExitCode, String> {
         let c = &p.config;
         println!("{:<17} {}", p.name, p.summary);
         println!(
-            "{:<17} replicas={} records={} max-epoch={} min-isr={} acks={} truncation={} elr={} unclean-election={} crashes: clean={} unclean={} leader-moves={}",
+            "{:<17} replicas={} records={} max-epoch={} min-isr={} acks={} truncation={} elr={} last-known-leader={} unclean-election={} crashes: clean={} unclean={} leader-moves={}",
             "",
             c.replicas,
             c.records,
@@ -373,6 +377,7 @@ fn presets(json: bool) -> Result<ExitCode, String> {
             c.acks,
             c.truncation,
             on_off(c.elr),
+            on_off(c.last_known_leader),
             on_off(c.unclean_election),
             c.clean_crashes,
             c.unclean_crashes,

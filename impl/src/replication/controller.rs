@@ -20,6 +20,8 @@ pub enum Election {
     Clean,
     /// KIP-966: from the ELR, once the ISR is empty.
     Elr,
+    /// KIP-966: the last known leader (not yet elected by these rules).
+    LastKnownLeader,
     /// Any live replica, when no clean candidate is alive (data may be lost).
     Unclean,
 }
@@ -46,13 +48,19 @@ impl Default for ControllerConfig {
 }
 
 /// A read-only picture of the controller.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ControllerState {
     pub leader: Option<ReplicaId>,
     /// The current leader epoch; `None` before the first election.
     pub leader_epoch: Option<LeaderEpoch>,
     pub isr: Vec<ReplicaId>,
     pub elr: Vec<ReplicaId>,
+    /// KIP-966's LastKnownElr: the last leader, while leaderless.
+    #[serde(default)]
+    pub last_known_elr: Vec<ReplicaId>,
+    /// The leader recovery state is RECOVERING.
+    #[serde(default)]
+    pub recovering: bool,
     /// Brokers registered (alive) as the controller knows.
     pub alive: Vec<ReplicaId>,
 }
@@ -140,6 +148,8 @@ impl Controller {
             leader_epoch: self.epoch,
             isr: self.isr(),
             elr: self.elr(),
+            last_known_elr: Vec::new(),
+            recovering: false,
             alive: self.alive.iter().copied().collect(),
         }
     }
@@ -201,7 +211,7 @@ impl Controller {
                 let rank = |k: Election| match k {
                     Election::Clean => 0,
                     Election::Elr => 1,
-                    Election::Unclean => 2,
+                    Election::LastKnownLeader | Election::Unclean => 2,
                 };
                 if best.is_none_or(|(_, b)| rank(kind) < rank(b)) {
                     best = Some((r, kind));
@@ -225,7 +235,7 @@ impl Controller {
                 self.isr = BTreeSet::from([r]);
                 self.elr.remove(&r);
             }
-            Election::Unclean => {
+            Election::Unclean | Election::LastKnownLeader => {
                 self.isr = BTreeSet::from([r]);
                 self.elr.clear();
             }
