@@ -124,6 +124,20 @@ pub struct Outcome {
     pub elected: Option<(ReplicaId, Election)>,
 }
 
+impl Outcome {
+    /// The controller after the change: a new leader field bumps the epoch.
+    pub fn apply_to(&self, c: &mut Controller) {
+        c.isr = self.isr;
+        c.elr = self.elr;
+        c.lke = self.lke;
+        c.recovering = self.recovering;
+        if self.epoch_bump {
+            c.epoch = Some(c.next_epoch());
+            c.leader = self.leader;
+        }
+    }
+}
+
 /// Picks the new leader among `candidates` (all of one kind), or none: the
 /// partition is then left leaderless. Kafka takes the first in its replica
 /// list; the model's actions name the one they elect.
@@ -463,6 +477,16 @@ pub fn kafka_event(
     }
 }
 
+/// The brokers unfenced after `event`: a fenced or re-registering broker is
+/// fenced (Kafka's broker registration), an unfenced one is not.
+pub fn unfenced_after(event: Event, unfenced: ReplicaSet) -> ReplicaSet {
+    match event {
+        Event::Fence(r) | Event::UncleanShutdown(r) => unfenced.without(r),
+        Event::Unfence(r) => unfenced.with(r),
+        _ => unfenced,
+    }
+}
+
 // --- The model's controller steps ---------------------------------------------
 
 /// Brokers the model's controller counts as unfenced (Kafka's acceptable
@@ -624,21 +648,13 @@ pub fn broker_registered(cfg: &Config, s: &mut State, r: ReplicaId, unclean: boo
 /// Applies a change; a new leader field bumps the epoch and sends the
 /// LeaderAndIsr.
 fn apply(s: &mut State, o: &Outcome) {
-    let c = &mut s.controller;
-    c.isr = o.isr;
-    c.elr = o.elr;
-    c.lke = o.lke;
-    c.recovering = o.recovering;
+    o.apply_to(&mut s.controller);
     if o.epoch_bump {
-        send_leader_and_isr(s, o.leader);
+        let c = &s.controller;
+        let epoch = c.epoch.expect("just set");
+        s.requests[epoch as usize] = Some(Request {
+            leader: c.leader,
+            isr: c.isr,
+        });
     }
-}
-
-/// Bumps the leader epoch and records the LeaderAndIsr request for it.
-fn send_leader_and_isr(s: &mut State, leader: Option<ReplicaId>) {
-    let c = &mut s.controller;
-    let epoch = c.next_epoch();
-    c.epoch = Some(epoch);
-    c.leader = leader;
-    s.requests[epoch as usize] = Some(Request { leader, isr: c.isr });
 }

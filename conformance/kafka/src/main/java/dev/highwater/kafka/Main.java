@@ -30,7 +30,14 @@ public final class Main {
         "      appends through UnifiedLog.appendAsLeader with no flush, prints the time, and halts",
         "      without closing the log (an unclean stop).",
         "  bench-recover --dir DIR",
-        "      times Kafka's log loader recovering DIR from offset 0 after an unclean stop.");
+        "      times Kafka's log loader recovering DIR from offset 0 after an unclean stop.",
+        "  controller-cases [--min-replicas N] [--max-replicas N] [--sample-shift S0,S1,...] [--seed N]",
+        "      prints, one line per case, Kafka's PartitionChangeBuilder's answer to every event over an",
+        "      enumeration of partition states (ControllerCases.java has the line format); with",
+        "      --sample-shift, replica count n keeps one case in 2^Sn, chosen by a seeded hash.",
+        "  epoch-cache-cases --dir DIR [--sequences N] [--seed N]",
+        "      runs random sequences of assign / truncateFromEnd / truncateFromStart / endOffsetFor on",
+        "      Kafka's LeaderEpochFileCache and prints each operation, its answer and the checkpoint file.");
 
     public static void main(String[] args) throws Exception {
         if (args.length == 0) {
@@ -45,6 +52,8 @@ public final class Main {
                 case "checkpoints" -> ReadCheckpoints.run(rest);
                 case "bench-append" -> Bench.append(rest);
                 case "bench-recover" -> Bench.recover(rest);
+                case "controller-cases" -> ControllerCases.run(rest);
+                case "epoch-cache-cases" -> EpochCacheCases.run(rest);
                 default -> {
                     System.err.println("unknown command " + args[0] + "\n" + USAGE);
                     System.exit(2);
