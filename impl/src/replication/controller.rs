@@ -984,4 +984,74 @@ mod tests {
         assert!(!c.may_shrink_isr(0));
         assert!(c.shrink_isr_on_failure(0).is_err());
     }
+
+    #[test]
+    fn the_last_known_leader_is_elected_once_isr_and_elr_are_empty() {
+        let mut c = controller(1, true, false);
+        c.elect_leader(0).unwrap();
+        for r in [1, 2] {
+            c.alter_partition(&AlterPartitionRequest {
+                leader: 0,
+                leader_epoch: 0,
+                change: IsrChange::Remove(r),
+            });
+        }
+        c.broker_stopped(0).unwrap();
+        let req = c.shrink_isr_on_failure(0).unwrap().unwrap();
+        assert_eq!(req.leader, None);
+        assert_eq!(
+            (c.isr(), c.elr(), c.last_known_elr()),
+            (vec![], vec![0], vec![0])
+        );
+        // Back after an unclean shutdown: out of the ELR, elected as the
+        // last known leader; the partition is RECOVERING until the leader
+        // changes the ISR.
+        c.broker_registered(0, true).unwrap();
+        assert_eq!(c.candidate(), Some((0, Election::LastKnownLeader)));
+        let (kind, req) = c.elect_leader(0).unwrap();
+        assert_eq!((kind, req.isr), (Election::LastKnownLeader, vec![0]));
+        assert!(c.recovering() && c.last_known_elr().is_empty());
+        c.alter_partition(&AlterPartitionRequest {
+            leader: 0,
+            leader_epoch: 2,
+            change: IsrChange::Add(1),
+        });
+        assert!(!c.recovering());
+        // Off, the partition stays leaderless.
+        let mut off = controller(1, true, false);
+        off.set_last_known_leader(false);
+        off.elect_leader(0).unwrap();
+        off.shrink_isr_on_failure(1).unwrap();
+        off.shrink_isr_on_failure(2).unwrap();
+        off.broker_stopped(0).unwrap();
+        off.shrink_isr_on_failure(0).unwrap();
+        off.broker_registered(0, true).unwrap();
+        assert_eq!(off.candidate(), None);
+    }
+
+    #[test]
+    fn kafka_events_elect_in_the_same_change() {
+        let mut c = controller(2, true, false);
+        c.elect_leader(0).unwrap();
+        // Fencing the leader elects the first valid replica at once.
+        let r = c.handle_event(&ControllerEvent::Fence(0)).unwrap();
+        assert_eq!(r, EventResult::Changed { epoch_bump: true });
+        assert_eq!((c.leader(), c.isr()), (Some(1), vec![1, 2]));
+        // KIP-841: a fenced broker cannot join the ISR.
+        let r = c
+            .handle_event(&ControllerEvent::AlterPartition {
+                leader: 1,
+                isr: vec![0, 1, 2],
+            })
+            .unwrap();
+        assert_eq!(r, EventResult::Refused(Refusal::IneligibleReplica));
+        let state = c.state();
+        let restored = Controller::restore(vec![0, 1, 2], c.config().clone(), &state).unwrap();
+        assert_eq!(restored.state(), state);
+        let bad = ControllerState {
+            isr: vec![7],
+            ..state
+        };
+        assert!(Controller::restore(vec![0, 1, 2], c.config().clone(), &bad).is_err());
+    }
 }
