@@ -252,7 +252,7 @@ fn reachable_with_two_unclean_crashes_or_min_isr_1() {
 /// `safe` itself: `cargo test --release -p highwater-model --test
 /// last_known_leader -- --ignored`.
 #[test]
-#[ignore = "a breadth-first search of safe's whole state space (minutes)"]
+#[ignore = "a breadth-first search of safe's whole state space (about a minute)"]
 fn never_within_safe_bounds() {
     assert!(!reachable(SAFE));
 }
