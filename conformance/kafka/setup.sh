@@ -50,7 +50,7 @@ if [[ -f "$jar" && -d "$here/target/lib" ]] &&
     exit 0
 fi
 
-echo "kafka interop: building $jar (mvn package; Maven fetches org.apache.kafka:kafka_2.13, kafka-storage, kafka-tools)"
+echo "kafka interop: building $jar (mvn package; Maven fetches org.apache.kafka:kafka_2.13, kafka-storage, kafka-tools, kafka-metadata)"
 rm -rf "$here/target/lib"
 log="$(mktemp)"
 if ! mvn -q -B -f "$here/pom.xml" package >"$log" 2>&1; then

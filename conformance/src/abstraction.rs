@@ -39,6 +39,8 @@ pub fn abstract_state(cfg: &Config, snap: &ClusterSnapshot) -> Result<State, Str
         epoch: c.leader_epoch.map(|e| small(e, "epoch")).transpose()?,
         isr: set(&c.isr)?,
         elr: set(&c.elr)?,
+        lke: set(&c.last_known_elr)?,
+        recovering: c.recovering,
     };
     for (&epoch, req) in &snap.requests {
         let slot = usize::try_from(epoch)

@@ -24,13 +24,17 @@ pub fn step_config(cfg: &Config) -> StepConfig {
 }
 
 /// The implementation's ISR-join rule: Kafka's, or the old one the
-/// `expand-on-leader-hw` mutation stands for. (`no-elr-election` is a
-/// mutation of the model's controller alone, for the progress check; the
-/// implementation's controller has no such switch.)
+/// `expand-on-leader-hw` mutation stands for. (`no-elr-election` and
+/// `elr-election-settles` are mutations of the model's controller: the first
+/// for the progress check, the second for the differential test against
+/// Kafka's controller, which perturbs the implementation's controller
+/// through `Controller::set_mutation` itself.)
 pub fn isr_join(m: Option<Mutation>) -> imp::IsrJoinRule {
     match m {
         Some(Mutation::ExpandOnLeaderHw) => imp::IsrJoinRule::LeaderHwReachedEpochStart,
-        Some(Mutation::NoElrElection) | None => imp::IsrJoinRule::FollowerReachedEpochStart,
+        Some(Mutation::NoElrElection | Mutation::ElrElectionSettles) | None => {
+            imp::IsrJoinRule::FollowerReachedEpochStart
+        }
     }
 }
 
@@ -55,6 +59,7 @@ pub fn election(e: Election) -> imp::Election {
     match e {
         Election::Clean => imp::Election::Clean,
         Election::Elr => imp::Election::Elr,
+        Election::LastKnownLeader => imp::Election::LastKnownLeader,
         Election::Unclean => imp::Election::Unclean,
     }
 }

@@ -134,6 +134,7 @@ impl fmt::Display for Action {
                 let how = match election {
                     Election::Clean => "from ISR",
                     Election::Elr => "from ELR",
+                    Election::LastKnownLeader => "last known leader",
                     Election::Unclean => "unclean",
                 };
                 write!(f, "ControllerElectLeader({}, {how})", n(replica))
@@ -605,14 +606,7 @@ fn restart(cfg: &Config, s: &mut State, replica: ReplicaId) {
     r.alive = true;
     r.epoch = epoch;
     let was_unclean = std::mem::take(&mut r.unclean_down);
-    if was_unclean {
-        // KIP-966: re-registration tells the controller the shutdown was
-        // unclean; the replica leaves both the ISR and the ELR.
-        if cfg.elr {
-            if s.controller.isr.contains(replica) {
-                controller::remove_from_isr(cfg, s, replica, false);
-            }
-            s.controller.elr = s.controller.elr.without(replica);
-        }
-    }
+    // Re-registration: the replica leaves the ISR; after an unclean
+    // shutdown (KIP-966) the ELR too.
+    controller::broker_registered(cfg, s, replica, was_unclean);
 }

@@ -82,6 +82,12 @@ pub enum Mutation {
     /// without its election): once the ISR empties, a partition with live
     /// eligible replicas waits forever. Safe, but not live.
     NoElrElection,
+    /// After an ELR election the rest of the ELR empties when the new ISR
+    /// is at min.insync.replicas (highwater's rule before it followed
+    /// Kafka's `PartitionChangeBuilder`, which keeps them until the next
+    /// change): the differential test against Kafka's controller must
+    /// notice it.
+    ElrElectionSettles,
 }
 
 impl fmt::Display for Mutation {
@@ -89,6 +95,7 @@ impl fmt::Display for Mutation {
         f.write_str(match self {
             Mutation::ExpandOnLeaderHw => "expand-on-leader-hw",
             Mutation::NoElrElection => "no-elr-election",
+            Mutation::ElrElectionSettles => "elr-election-settles",
         })
     }
 }
@@ -106,6 +113,13 @@ pub struct Config {
     pub truncation: Truncation,
     /// KIP-966 eligible leader replicas.
     pub elr: bool,
+    /// KIP-966's last-known-leader election: with the ELR on, when ISR and
+    /// ELR are both empty the controller elects the last leader if it is
+    /// unfenced (Kafka counts it as unclean; the partition is RECOVERING).
+    /// Kafka 4.x always does (`PartitionChangeBuilder`'s
+    /// `useLastKnownLeaderInBalancedRecovery`, true by default, is never
+    /// turned off by `ReplicationControlManager`), so it is on by default.
+    pub last_known_leader: bool,
     pub unclean_election: bool,
     pub clean_crashes: u8,
     pub unclean_crashes: u8,
@@ -164,7 +178,7 @@ impl fmt::Display for Config {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "replicas={} records={} max-epoch={} min-isr={} acks={} truncation={} elr={} unclean-election={} clean-crashes={} unclean-crashes={} leader-moves={}",
+            "replicas={} records={} max-epoch={} min-isr={} acks={} truncation={} elr={} last-known-leader={} unclean-election={} clean-crashes={} unclean-crashes={} leader-moves={}",
             self.replicas,
             self.records,
             self.max_epoch,
@@ -172,6 +186,7 @@ impl fmt::Display for Config {
             self.acks,
             self.truncation,
             on_off(self.elr),
+            on_off(self.last_known_leader),
             on_off(self.unclean_election),
             self.clean_crashes,
             self.unclean_crashes,

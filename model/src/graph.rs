@@ -106,6 +106,9 @@ pub struct SearchOptions<'a> {
     /// Keep the fault-free edges and explore recovery states (the progress
     /// check needs them; a run that stops early does not).
     pub progress: Option<NodePredicates>,
+    /// The properties to evaluate (None: the model's own); `Graph::first`
+    /// follows their order.
+    pub properties: Option<Vec<Property<PartitionModel>>>,
     /// Leader epochs recovery may use beyond the bound (at most
     /// [`RECOVERY_EPOCHS`]; fewer only to show why they are needed).
     pub recovery_epochs: u8,
@@ -311,7 +314,7 @@ impl Graph {
 pub fn search(cfg: Config, opts: SearchOptions<'_>) -> Graph {
     let model = PartitionModel::new(cfg);
     let recovery = recovery_config(&cfg, opts.recovery_epochs);
-    let properties = model.properties();
+    let properties = opts.properties.unwrap_or_else(|| model.properties());
     assert!(properties.len() <= 64, "property bits fit a u64");
     let index_of = |name: &str| {
         properties

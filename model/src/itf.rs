@@ -9,7 +9,7 @@
 //! | variable | ITF value |
 //! |---|---|
 //! | `replicas` | `#map` from replica name to a record: `alive`, `unclean_down` (bool); `log` (list of `{record, epoch}`); `leo`, `hw`, `recovery_point` (int); `epoch` (option of int); `leader` (variant `Unknown`, `NoLeader` or `Replica` with a name); `isr`, `stale_fetch` (`#set` of names); `follower_leo` (`#map` from name to option of int); `pending_acks` (`#set` of record names) |
-//! | `controller` | record: `leader`, `epoch` (options), `isr`, `elr` (sets) |
+//! | `controller` | record: `leader`, `epoch` (options), `isr`, `elr`, `last_known_elr` (sets), `recovering` (bool) |
 //! | `requests` | `#map` from epoch to `{leader: option of name, isr: set}` |
 //! | `records` | list, one per record produced so far: `{record, offset, acked, visible}` (`acked`, `visible`: option of the lowest epoch) |
 //! | `produced`, `clean_crashes`, `unclean_crashes`, `leader_moves` | int |
@@ -180,6 +180,8 @@ fn state_vars(s: &State) -> Map<String, Value> {
             "epoch": option(c.epoch, |e| json!(e)),
             "isr": set(c.isr),
             "elr": set(c.elr),
+            "last_known_elr": set(c.lke),
+            "recovering": c.recovering,
         }),
     );
     m.insert("requests".into(), json!({ "#map": requests }));
@@ -215,6 +217,7 @@ fn election_name(e: Election) -> &'static str {
         Election::Clean => "clean",
         Election::Elr => "elr",
         Election::Unclean => "unclean",
+        Election::LastKnownLeader => "last-known-leader",
     }
 }
 
@@ -399,6 +402,8 @@ fn state_of(v: &Value, n: u8, at: &str) -> Result<State> {
     s.controller.epoch = opt(field(c, "epoch", &cat)?, &cat, |e| int(e, &cat))?;
     s.controller.isr = set_of(field(c, "isr", &cat)?, n, &cat)?;
     s.controller.elr = set_of(field(c, "elr", &cat)?, n, &cat)?;
+    s.controller.lke = set_of(field(c, "last_known_elr", &cat)?, n, &cat)?;
+    s.controller.recovering = boolean(field(c, "recovering", &cat)?, &cat)?;
     for (e, r) in map_entries(field(v, "requests", at)?, at)? {
         let epoch = int(e, at)? as usize;
         if epoch >= EPOCH_SLOTS {
@@ -465,7 +470,12 @@ fn action_of(v: &Value, n: u8, at: &str) -> Result<Option<Action>> {
                 Some("clean") => Election::Clean,
                 Some("elr") => Election::Elr,
                 Some("unclean") => Election::Unclean,
-                _ => return Err(format!("{at}.election: expected clean, elr or unclean")),
+                Some("last-known-leader") => Election::LastKnownLeader,
+                _ => {
+                    return Err(format!(
+                        "{at}.election: expected clean, elr, unclean or last-known-leader"
+                    ))
+                }
             },
         },
         "ControllerShrinkIsr" => Action::ControllerShrinkIsr {

@@ -83,7 +83,7 @@ pub fn svg(s: &State, action: Option<&Action>, broken: &[&str]) -> String {
 
 fn controller(out: &mut String, s: &State) {
     let c = &s.controller;
-    let text = format!(
+    let mut text = format!(
         "controller: leader {}, epoch {}, ISR {:?}, ELR {:?}",
         c.leader
             .map_or("none".to_string(), |l| replica_name(l).to_string()),
@@ -91,9 +91,15 @@ fn controller(out: &mut String, s: &State) {
         c.isr,
         c.elr
     );
+    if !c.lke.is_empty() {
+        text.push_str(&format!(", last known leader {:?}", c.lke));
+    }
+    if c.recovering {
+        text.push_str(", RECOVERING");
+    }
     let _ = write!(
         out,
-        r##"<rect x="8" y="32" width="560" height="26" rx="4" fill="#f1f3f5" stroke="#868e96"/><text x="16" y="50" class="controller">{}</text>"##,
+        r##"<rect x="8" y="32" width="700" height="26" rx="4" fill="#f1f3f5" stroke="#868e96"/><text x="16" y="50" class="controller">{}</text>"##,
         escape(&text)
     );
 }

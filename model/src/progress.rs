@@ -59,10 +59,12 @@ pub fn healthy(cfg: &Config, s: &State) -> bool {
 }
 
 /// No leader, and no replica the controller could elect without an unclean
-/// election: the ISR and the ELR are empty (KIP-966's offline partition).
-pub fn offline_by_design(_cfg: &Config, s: &State) -> bool {
+/// election: the ISR and the ELR are empty (KIP-966's offline partition),
+/// and so is the last known leader when that election is on.
+pub fn offline_by_design(cfg: &Config, s: &State) -> bool {
     let c = &s.controller;
-    c.leader.is_none() && c.isr.is_empty() && c.elr.is_empty()
+    let last_known = cfg.last_known_leader && !c.lke.is_empty();
+    c.leader.is_none() && c.isr.is_empty() && c.elr.is_empty() && !last_known
 }
 
 /// Every acknowledged record is, at its offset, on every live replica and

@@ -131,8 +131,17 @@ pub fn state_block(s: &State, prev: Option<&State>, diff: bool) -> String {
 
 fn controller_line(s: &State) -> String {
     let c = &s.controller;
+    // The last known leader and the recovery state only when they say
+    // something, so that most tables read as before KIP-966's extras.
+    let mut extras = String::new();
+    if !c.lke.is_empty() {
+        let _ = write!(extras, ", last known leader {:?}", c.lke);
+    }
+    if c.recovering {
+        extras.push_str(", RECOVERING");
+    }
     format!(
-        "controller: leader {}, epoch {}, ISR {:?}, ELR {:?}",
+        "controller: leader {}, epoch {}, ISR {:?}, ELR {:?}{extras}",
         c.leader
             .map_or("none".to_string(), |l| replica_name(l).to_string()),
         c.epoch.map_or("-".to_string(), |e| e.to_string()),
@@ -309,6 +318,11 @@ pub struct ControllerJson {
     pub epoch: Option<u8>,
     pub isr: Vec<String>,
     pub elr: Vec<String>,
+    /// KIP-966's LastKnownElr (the last leader, while leaderless).
+    pub last_known_elr: Vec<String>,
+    /// The leader recovery state is RECOVERING (after an unclean or
+    /// last-known-leader election).
+    pub recovering: bool,
 }
 
 #[derive(Clone, Debug, serde::Serialize)]
@@ -350,6 +364,8 @@ pub fn state_json(s: &State) -> StateJson {
             epoch: s.controller.epoch,
             isr: names(s.controller.isr),
             elr: names(s.controller.elr),
+            last_known_elr: names(s.controller.lke),
+            recovering: s.controller.recovering,
         },
         acknowledged: record_facts(s, |h| h.acked).collect(),
         visible: record_facts(s, |h| h.visible).collect(),

@@ -364,6 +364,7 @@ fn run_graph(cfg: Config, opts: &RunOptions, on_progress: &mut impl FnMut(Progre
         cfg,
         SearchOptions {
             threads: opts.threads,
+            properties: None,
             progress: matches!(until, Until::Exhausted).then_some(progress::PREDICATES),
             recovery_epochs: crate::state::RECOVERY_EPOCHS,
             until,

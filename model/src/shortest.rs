@@ -41,6 +41,7 @@ fn search(
         model.cfg,
         SearchOptions {
             threads,
+            properties: Some(targets.to_vec()),
             progress: None,
             recovery_epochs: 0,
             until,
@@ -49,15 +50,9 @@ fn search(
         },
     );
     debug_assert!(g.completion != Completion::Interrupted);
-    let all = crate::properties::properties();
     targets
         .iter()
-        .map(|t| {
-            let i = all
-                .iter()
-                .position(|p| p.name == t.name)
-                .expect("a target is one of the model's properties");
-            (t.name, g.first[i].map(|n| g.path_to(n)))
-        })
+        .zip(&g.first)
+        .map(|(t, first)| (t.name, first.map(|n| g.path_to(n))))
         .collect()
 }

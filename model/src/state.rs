@@ -230,6 +230,12 @@ pub struct Controller {
     pub isr: ReplicaSet,
     /// KIP-966 eligible leader replicas.
     pub elr: ReplicaSet,
+    /// KIP-966's LastKnownElr: the last leader, remembered while the
+    /// partition is leaderless (Kafka 4.x keeps the last leader there).
+    pub lke: ReplicaSet,
+    /// The leader recovery state is RECOVERING: the leader was elected
+    /// uncleanly (or as last known leader) and has not yet changed the ISR.
+    pub recovering: bool,
 }
 
 impl Controller {
@@ -346,6 +352,8 @@ impl State {
         put(opt(c.epoch));
         put(c.isr.0);
         put(c.elr.0);
+        put(c.lke.0);
+        put(u8::from(c.recovering));
         for req in &self.requests {
             put(req.map_or(0xfe, |r| opt(r.leader)));
             put(req.map_or(0, |r| r.isr.0));

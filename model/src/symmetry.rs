@@ -23,7 +23,12 @@ impl Representative for State {
             (
                 (x.alive, x.log, x.hw, x.recovery_point, x.epoch, role),
                 (x.unclean_down, x.pending_acks, x.isr.len()),
-                (c.leader == Some(r), c.isr.contains(r), c.elr.contains(r)),
+                (
+                    c.leader == Some(r),
+                    c.isr.contains(r),
+                    c.elr.contains(r),
+                    c.lke.contains(r),
+                ),
             )
         };
         order[..n].sort_by_key(|&r| key(r));
@@ -116,6 +121,7 @@ impl State {
         out.controller.leader = self.controller.leader.map(rename);
         out.controller.isr = self.controller.isr.renamed(&map);
         out.controller.elr = self.controller.elr.renamed(&map);
+        out.controller.lke = self.controller.lke.renamed(&map);
         for req in out.requests.iter_mut().flatten() {
             req.leader = req.leader.map(rename);
             req.isr = req.isr.renamed(&map);

@@ -35,7 +35,13 @@ fn assert_verdict(cfg: Config, expect: Expect) {
 #[test]
 fn safe_holds_everything_and_reaches_everything() {
     let p = preset("safe");
-    assert_verdict(p.config, p.expect);
+    let report = exhaustive(p.config, p.expect);
+    assert!(report.mismatches.is_empty(), "{:?}", report.mismatches);
+    assert_eq!(
+        Some(report.progress.unique_states),
+        p.measured.map(|m| m.unique_states),
+        "update SAFE_UNIQUE_STATES (used for estimates and warnings) to the new count"
+    );
 }
 
 #[test]

@@ -155,6 +155,7 @@ fn without_recovery_epochs_the_epoch_bound_looks_like_a_stall() {
             cfg,
             SearchOptions {
                 threads: 2,
+                properties: None,
                 progress: Some(progress::PREDICATES),
                 recovery_epochs,
                 until: graph::Until::Exhausted,

@@ -1189,6 +1189,7 @@ pub fn run(root: &Path, config: ConcurrentConfig) -> Result<RunReport> {
             isr: vec![],
             elr: vec![],
             alive: vec![],
+            ..ControllerState::default()
         },
         errors: Vec::new(),
         trace: Trace::default(),

@@ -1,7 +1,18 @@
 //! The controller's quorum state for the partition: leader, leader epoch,
-//! ISR, and the KIP-966 ELR (eligible leader replicas). Every change to the
-//! ISR goes through here, so each ELR rule has one home; the rules are the
-//! model's (`model/src/controller.rs`) one for one.
+//! ISR, KIP-966's ELR (eligible leader replicas) and last known leader, and
+//! the leader recovery state, under Kafka 4.x's KRaft rules.
+//!
+//! Every change goes through one builder that mirrors Kafka's
+//! `PartitionChangeBuilder.build` (metadata module) step by step; which
+//! change each event makes is `ReplicationControlManager`'s glue. Two
+//! front ends use it: the model's steps (`elect_leader`,
+//! `shrink_isr_on_failure`, `alter_partition`, `broker_registered`), one for
+//! one with the model's `model/src/controller.rs`, where the election after a
+//! leader's removal is a step of its own and any allowed replica may be
+//! chosen; and Kafka's events ([`Controller::handle_event`]), where the
+//! first allowed replica in the replica list is elected in the same change,
+//! as Kafka does. The differential test against Kafka's own classes
+//! (`conformance/tests/kafka_controller.rs`) drives the second.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -16,11 +27,28 @@ use super::types::{LeaderEpoch, ReplicaId};
 /// How a leader was chosen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Election {
-    /// From the live ISR.
+    /// From the ISR.
     Clean,
-    /// KIP-966: from the ELR, once the ISR is empty.
+    /// KIP-966: from the ELR, while the ISR is empty.
     Elr,
-    /// Any live replica, when no clean candidate is alive (data may be lost).
+    /// KIP-966: the last known leader, while ISR and ELR are both empty
+    /// (unclean to Kafka: the partition is RECOVERING).
+    LastKnownLeader,
+    /// Any acceptable replica, when unclean election is enabled and no other
+    /// is possible (data may be lost).
+    Unclean,
+}
+
+/// Kafka's `PartitionChangeBuilder.Election`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ElectionType {
+    /// PREFERRED: this replica if valid, else the current leader if valid,
+    /// else another valid replica, else the last known leader; never unclean.
+    Preferred(ReplicaId),
+    /// ONLINE: the current leader if valid, else a valid replica, else the
+    /// last known leader.
+    Online,
+    /// UNCLEAN: as ONLINE, then any acceptable replica.
     Unclean,
 }
 
@@ -45,16 +73,115 @@ impl Default for ControllerConfig {
     }
 }
 
+/// A deliberately broken controller rule, to show that a check can fail.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ControllerMutation {
+    /// After an ELR election the rest of the ELR empties when the new ISR is
+    /// at min.insync.replicas (highwater's rule before it followed Kafka).
+    ElrElectionSettles,
+}
+
 /// A read-only picture of the controller.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ControllerState {
     pub leader: Option<ReplicaId>,
     /// The current leader epoch; `None` before the first election.
     pub leader_epoch: Option<LeaderEpoch>,
     pub isr: Vec<ReplicaId>,
     pub elr: Vec<ReplicaId>,
+    /// KIP-966's LastKnownElr: the last leader, while leaderless.
+    #[serde(default)]
+    pub last_known_elr: Vec<ReplicaId>,
+    /// The leader recovery state is RECOVERING (after an unclean or
+    /// last-known-leader election, until the leader's next ISR change).
+    #[serde(default)]
+    pub recovering: bool,
     /// Brokers registered (alive) as the controller knows.
     pub alive: Vec<ReplicaId>,
+}
+
+/// One partition change, as `ReplicationControlManager` sets up a
+/// `PartitionChangeBuilder`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Change {
+    /// `setTargetIsr`.
+    target_isr: BTreeSet<ReplicaId>,
+    /// `isAcceptableLeader`.
+    acceptable: BTreeSet<ReplicaId>,
+    /// `setUncleanShutdownReplicas`.
+    unclean_shutdown: Option<ReplicaId>,
+    election: ElectionType,
+    /// `setTargetLeaderRecoveryState(RECOVERED)` (an AlterPartition).
+    recovered: bool,
+}
+
+/// The partition after a change (Kafka's record merged into it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Outcome {
+    leader: Option<ReplicaId>,
+    isr: BTreeSet<ReplicaId>,
+    elr: BTreeSet<ReplicaId>,
+    lke: BTreeSet<ReplicaId>,
+    recovering: bool,
+    /// The record names a leader (new, or none): the epoch goes up.
+    epoch_bump: bool,
+    elected: Option<(ReplicaId, Election)>,
+}
+
+/// Picks the new leader among candidates of one kind, listed in replica
+/// order, or none (the partition is left leaderless).
+type Choose<'a> = &'a mut dyn FnMut(Election, &[ReplicaId]) -> Option<ReplicaId>;
+
+/// Kafka's choice: the first in the replica list.
+fn first_in_order(_: Election, candidates: &[ReplicaId]) -> Option<ReplicaId> {
+    candidates.first().copied()
+}
+
+/// A controller event, as Kafka's `ReplicationControlManager` handles it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ControllerEvent {
+    /// `handleBrokerFenced` (also controlled shutdown, and a re-registration
+    /// after a clean shutdown): for a partition with the broker in its ISR,
+    /// the broker leaves it and is no acceptable leader.
+    Fence(ReplicaId),
+    /// `handleBrokerShutdown` after an unclean shutdown (with the ELR: the
+    /// broker leaves ISR and ELR; without it, as `Fence`).
+    UncleanShutdown(ReplicaId),
+    /// `handleBrokerUnfenced`: for a leaderless partition, an election with
+    /// the broker acceptable.
+    Unfence(ReplicaId),
+    /// `alterPartition` from `leader` with its new ISR (RECOVERED).
+    AlterPartition {
+        leader: ReplicaId,
+        isr: Vec<ReplicaId>,
+    },
+    /// `electLeader`, ElectionType.PREFERRED.
+    ElectPreferred,
+    /// `electLeader`, ElectionType.UNCLEAN.
+    ElectUnclean,
+}
+
+/// Why Kafka's controller refuses an event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Refusal {
+    /// KIP-841: the new ISR names a fenced or shutting-down broker.
+    IneligibleReplica,
+    /// Not from the leader, or an ISR without it.
+    InvalidRequest,
+    /// The preferred replica leads already, or (unclean) a leader exists.
+    ElectionNotNeeded,
+}
+
+/// What an event did to the partition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum EventResult {
+    /// No record: the partition is as it was.
+    Unchanged,
+    Refused(Refusal),
+    /// A record; `epoch_bump` when it named a leader (new, or none).
+    Changed {
+        epoch_bump: bool,
+    },
 }
 
 /// The controller of one partition.
@@ -66,7 +193,12 @@ pub struct Controller {
     epoch: Option<LeaderEpoch>,
     isr: BTreeSet<ReplicaId>,
     elr: BTreeSet<ReplicaId>,
+    lke: BTreeSet<ReplicaId>,
+    recovering: bool,
     alive: BTreeSet<ReplicaId>,
+    /// `useLastKnownLeaderInBalancedRecovery` (Kafka 4.x: always true).
+    last_known_leader: bool,
+    mutation: Option<ControllerMutation>,
     /// Every LeaderAndIsr sent, by epoch: replicas may get them late,
     /// twice, or out of order.
     sent: BTreeMap<LeaderEpoch, LeaderAndIsr>,
@@ -96,9 +228,54 @@ impl Controller {
             epoch: None,
             isr: all.clone(),
             elr: BTreeSet::new(),
+            lke: BTreeSet::new(),
+            recovering: false,
             alive: all,
+            last_known_leader: true,
+            mutation: None,
             sent: BTreeMap::new(),
         })
+    }
+
+    /// A controller in the given state (for tests that start mid-run, such
+    /// as the differential test against Kafka): `state.alive` are the
+    /// brokers registered and unfenced. No LeaderAndIsr was sent.
+    pub fn restore(
+        replicas: Vec<ReplicaId>,
+        config: ControllerConfig,
+        state: &ControllerState,
+    ) -> Result<Controller> {
+        let mut c = Controller::new(replicas, config)?;
+        let known = |ids: &[ReplicaId]| -> Result<BTreeSet<ReplicaId>> {
+            ids.iter().map(|&r| c.check_replica(r).map(|_| r)).collect()
+        };
+        let (isr, elr, lke, alive) = (
+            known(&state.isr)?,
+            known(&state.elr)?,
+            known(&state.last_known_elr)?,
+            known(&state.alive)?,
+        );
+        if let Some(l) = state.leader {
+            c.check_replica(l)?;
+        }
+        c.leader = state.leader;
+        c.epoch = state.leader_epoch;
+        c.isr = isr;
+        c.elr = elr;
+        c.lke = lke;
+        c.recovering = state.recovering;
+        c.alive = alive;
+        Ok(c)
+    }
+
+    /// Sets `useLastKnownLeaderInBalancedRecovery` (Kafka 4.x leaves it on).
+    pub fn set_last_known_leader(&mut self, on: bool) {
+        self.last_known_leader = on;
+    }
+
+    /// Breaks one rule on purpose (see [`ControllerMutation`]).
+    pub fn set_mutation(&mut self, mutation: Option<ControllerMutation>) {
+        self.mutation = mutation;
     }
 
     pub fn config(&self) -> &ControllerConfig {
@@ -118,6 +295,14 @@ impl Controller {
     }
     pub fn elr(&self) -> Vec<ReplicaId> {
         self.elr.iter().copied().collect()
+    }
+    /// KIP-966's LastKnownElr.
+    pub fn last_known_elr(&self) -> Vec<ReplicaId> {
+        self.lke.iter().copied().collect()
+    }
+    /// The leader recovery state is RECOVERING.
+    pub fn recovering(&self) -> bool {
+        self.recovering
     }
     pub fn is_alive(&self, r: ReplicaId) -> bool {
         self.alive.contains(&r)
@@ -140,6 +325,8 @@ impl Controller {
             leader_epoch: self.epoch,
             isr: self.isr(),
             elr: self.elr(),
+            last_known_elr: self.last_known_elr(),
+            recovering: self.recovering,
             alive: self.alive.iter().copied().collect(),
         }
     }
@@ -152,130 +339,449 @@ impl Controller {
         }
     }
 
-    fn live(&self, set: &BTreeSet<ReplicaId>) -> bool {
-        set.iter().any(|r| self.alive.contains(r))
+    /// The members of `set` in replica order.
+    fn in_order(&self, set: &BTreeSet<ReplicaId>) -> Vec<ReplicaId> {
+        self.replicas
+            .iter()
+            .copied()
+            .filter(|r| set.contains(r))
+            .collect()
+    }
+
+    fn online_election(&self) -> ElectionType {
+        if self.config.unclean_leader_election {
+            ElectionType::Unclean
+        } else {
+            ElectionType::Online
+        }
+    }
+
+    // --- PartitionChangeBuilder ------------------------------------------------
+
+    /// Kafka's `PartitionChangeBuilder.build`: the change, or `None` when
+    /// the record would be empty (`changeRecordIsNoOp`). Reassignment,
+    /// directories and the ISR-shrink epoch bump of metadata versions before
+    /// 3.6 have no part here.
+    fn partition_change(&self, change: &Change, choose: Choose) -> Option<Outcome> {
+        let min = self.config.min_insync_replicas;
+        let elr_on = self.config.elr;
+        let lkl = self.last_known_leader;
+        let mut target_isr = change.target_isr.clone();
+        let (mut target_elr, mut target_lke) = self.populate_target_elr(change);
+
+        // tryElection
+        let mut record_leader: Option<Option<ReplicaId>> = None;
+        let mut record_isr: Option<BTreeSet<ReplicaId>> = None;
+        let mut record_recovering: Option<bool> = None;
+        let mut elected = None;
+        let (node, unclean) = self.choose_leader(change, &target_isr, &target_elr, choose);
+        if node.map(|(r, _)| r) != self.leader {
+            if let Some((r, _)) = node {
+                if target_elr.contains(&r) {
+                    target_isr = BTreeSet::from([r]);
+                    target_elr.remove(&r);
+                    if self.mutation == Some(ControllerMutation::ElrElectionSettles)
+                        && target_isr.len() >= min
+                    {
+                        target_elr.clear();
+                    }
+                }
+                if unclean {
+                    record_isr = Some(BTreeSet::from([r]));
+                    if !self.recovering {
+                        record_recovering = Some(true);
+                    }
+                }
+            }
+            record_leader = Some(node.map(|(r, _)| r));
+            elected = node;
+        }
+
+        // maybeUpdateRecordElr
+        if record_isr.is_some() || !elr_on {
+            target_elr.clear();
+            target_lke.clear();
+        }
+        let record_elr = (target_elr != self.elr).then_some(target_elr);
+        let mut record_lke = None;
+        if lkl
+            && self.lke.len() == 1
+            && (record_leader == Some(None) || (record_leader.is_none() && self.leader.is_none()))
+        {
+            target_lke = self.lke.clone();
+        }
+        if !lkl && target_lke != self.lke {
+            record_lke = Some(target_lke);
+        }
+
+        // With the ELR the ISR may become empty; without it the last member stays.
+        if record_isr.is_none() && (!target_isr.is_empty() || elr_on) && target_isr != self.isr {
+            record_isr = Some(target_isr);
+        }
+
+        // maybeUpdateLastKnownLeader: remembered when the partition first
+        // becomes leaderless, forgotten at the next election.
+        if lkl && elr_on {
+            if record_leader == Some(None) && self.lke.is_empty() {
+                record_lke = self.leader.map(|l| BTreeSet::from([l]));
+            } else if matches!(record_leader, Some(Some(_))) && !self.lke.is_empty() {
+                record_lke = Some(BTreeSet::new());
+            }
+        }
+
+        // An AlterPartition carries the leader's recovery state, RECOVERED.
+        if change.recovered && self.recovering {
+            record_recovering = Some(false);
+        }
+
+        if record_leader.is_none()
+            && record_isr.is_none()
+            && record_elr.is_none()
+            && record_lke.is_none()
+            && record_recovering.is_none()
+        {
+            return None;
+        }
+        Some(Outcome {
+            leader: record_leader.unwrap_or(self.leader),
+            isr: record_isr.unwrap_or_else(|| self.isr.clone()),
+            elr: record_elr.unwrap_or_else(|| self.elr.clone()),
+            lke: record_lke.unwrap_or_else(|| self.lke.clone()),
+            recovering: record_recovering.unwrap_or(self.recovering),
+            epoch_bump: record_leader.is_some(),
+            elected,
+        })
+    }
+
+    /// Kafka's `maybePopulateTargetElr`: below min.insync.replicas every
+    /// replica leaving the ISR enters the ELR, except one known to have shut
+    /// down uncleanly; at or above it the ELR and last known ELR empty.
+    fn populate_target_elr(&self, change: &Change) -> (BTreeSet<ReplicaId>, BTreeSet<ReplicaId>) {
+        if !self.config.elr {
+            return (self.elr.clone(), self.lke.clone());
+        }
+        let target_isr = &change.target_isr;
+        if target_isr.len() >= self.config.min_insync_replicas {
+            return (BTreeSet::new(), BTreeSet::new());
+        }
+        let candidates: BTreeSet<ReplicaId> = self.elr.union(&self.isr).copied().collect();
+        let elr: BTreeSet<ReplicaId> = candidates
+            .iter()
+            .copied()
+            .filter(|r| !target_isr.contains(r) && Some(*r) != change.unclean_shutdown)
+            .collect();
+        let lke = candidates
+            .union(&self.lke)
+            .copied()
+            .filter(|r| !target_isr.contains(r) && !elr.contains(r))
+            .collect();
+        (elr, lke)
+    }
+
+    /// Kafka's `electLeader`: the new leader and whether the election is
+    /// unclean (`None`: no leader).
+    fn choose_leader(
+        &self,
+        change: &Change,
+        target_isr: &BTreeSet<ReplicaId>,
+        target_elr: &BTreeSet<ReplicaId>,
+        choose: Choose,
+    ) -> (Option<(ReplicaId, Election)>, bool) {
+        // isValidNewLeader: in the ISR, or in the ELR while the ISR is
+        // empty; and acceptable.
+        let valid = |r: ReplicaId| {
+            (target_isr.contains(&r) || (target_isr.is_empty() && target_elr.contains(&r)))
+                && change.acceptable.contains(&r)
+        };
+        let kind = if target_isr.is_empty() {
+            Election::Elr
+        } else {
+            Election::Clean
+        };
+        let valid_in_order: Vec<ReplicaId> = self
+            .replicas
+            .iter()
+            .copied()
+            .filter(|&r| valid(r))
+            .collect();
+        let keep = self.leader.filter(|&l| valid(l)).map(|l| (l, kind));
+        let mut pick = |k: Election, set: &[ReplicaId]| {
+            (!set.is_empty()).then(|| choose(k, set).map(|r| (r, k)))
+        };
+        let lke_electable = self.config.elr
+            && self.last_known_leader
+            && target_elr.is_empty()
+            && target_isr.is_empty()
+            && self.lke.len() == 1
+            && self.lke.iter().all(|r| change.acceptable.contains(r));
+        let lke: Vec<ReplicaId> = self.lke.iter().copied().collect();
+        match change.election {
+            ElectionType::Preferred(p) => {
+                if valid(p) {
+                    return (Some((p, kind)), false);
+                }
+                if keep.is_some() {
+                    return (keep, false);
+                }
+                let others: Vec<ReplicaId> =
+                    valid_in_order.iter().copied().filter(|&r| r != p).collect();
+                if let Some(r) = pick(kind, &others) {
+                    return (r, false);
+                }
+                if lke_electable {
+                    if let Some(r) = pick(Election::LastKnownLeader, &lke) {
+                        return (r, true);
+                    }
+                }
+                (None, false)
+            }
+            ElectionType::Online | ElectionType::Unclean => {
+                if keep.is_some() {
+                    return (keep, false);
+                }
+                if let Some(r) = pick(kind, &valid_in_order) {
+                    return (r, false);
+                }
+                if lke_electable {
+                    if let Some(r) = pick(Election::LastKnownLeader, &lke) {
+                        return (r, true);
+                    }
+                }
+                if change.election == ElectionType::Unclean {
+                    let acceptable = self.in_order(&change.acceptable);
+                    if let Some(r) = pick(Election::Unclean, &acceptable) {
+                        return (r, true);
+                    }
+                }
+                (None, false)
+            }
+        }
+    }
+
+    /// Applies a change; a new leader field bumps the epoch and sends the
+    /// LeaderAndIsr, which it returns.
+    fn apply(&mut self, o: Outcome) -> Option<LeaderAndIsr> {
+        self.isr = o.isr;
+        self.elr = o.elr;
+        self.lke = o.lke;
+        self.recovering = o.recovering;
+        o.epoch_bump.then(|| self.send_leader_and_isr(o.leader))
+    }
+
+    // --- Kafka's events (ReplicationControlManager) ------------------------------
+
+    /// Kafka's handling of `event`, with the brokers [`is_alive`](Self::is_alive)
+    /// taken as registered, unfenced and not shutting down, and the first
+    /// allowed replica in the replica list elected, in the same change.
+    pub fn handle_event(&mut self, event: &ControllerEvent) -> Result<EventResult> {
+        let online = self.online_election();
+        let change = |target_isr, acceptable, unclean_shutdown, election| Change {
+            target_isr,
+            acceptable,
+            unclean_shutdown,
+            election,
+            recovered: false,
+        };
+        let without = |set: &BTreeSet<ReplicaId>, r: ReplicaId| {
+            let mut s = set.clone();
+            s.remove(&r);
+            s
+        };
+        let ch = match *event {
+            ControllerEvent::Fence(r) | ControllerEvent::UncleanShutdown(r) => {
+                self.check_replica(r)?;
+                let unclean =
+                    matches!(event, ControllerEvent::UncleanShutdown(_)) && self.config.elr;
+                let involved = self.isr.contains(&r) || (unclean && self.elr.contains(&r));
+                self.alive.remove(&r);
+                if !involved {
+                    return Ok(EventResult::Unchanged);
+                }
+                change(
+                    without(&self.isr, r),
+                    self.alive.clone(),
+                    unclean.then_some(r),
+                    online,
+                )
+            }
+            ControllerEvent::Unfence(r) => {
+                self.check_replica(r)?;
+                self.alive.insert(r);
+                if self.leader.is_some() {
+                    return Ok(EventResult::Unchanged);
+                }
+                change(self.isr.clone(), self.alive.clone(), None, online)
+            }
+            ControllerEvent::AlterPartition { leader, ref isr } => {
+                let isr: BTreeSet<ReplicaId> = isr.iter().copied().collect();
+                if self.leader != Some(leader)
+                    || !isr.contains(&leader)
+                    || isr.iter().any(|r| !self.replicas.contains(r))
+                {
+                    return Ok(EventResult::Refused(Refusal::InvalidRequest));
+                }
+                if !isr.is_subset(&self.alive) {
+                    return Ok(EventResult::Refused(Refusal::IneligibleReplica));
+                }
+                Change {
+                    recovered: true,
+                    ..change(isr, self.alive.clone(), None, online)
+                }
+            }
+            ControllerEvent::ElectPreferred => {
+                let preferred = self.replicas[0];
+                if self.leader == Some(preferred) {
+                    return Ok(EventResult::Refused(Refusal::ElectionNotNeeded));
+                }
+                let election = ElectionType::Preferred(preferred);
+                change(self.isr.clone(), self.alive.clone(), None, election)
+            }
+            ControllerEvent::ElectUnclean => {
+                if self.leader.is_some() {
+                    return Ok(EventResult::Refused(Refusal::ElectionNotNeeded));
+                }
+                change(
+                    self.isr.clone(),
+                    self.alive.clone(),
+                    None,
+                    ElectionType::Unclean,
+                )
+            }
+        };
+        Ok(match self.partition_change(&ch, &mut first_in_order) {
+            None => EventResult::Unchanged,
+            Some(o) => {
+                let epoch_bump = o.epoch_bump;
+                self.apply(o);
+                EventResult::Changed { epoch_bump }
+            }
+        })
+    }
+
+    // --- The model's steps ---------------------------------------------------
+
+    /// Brokers counted as unfenced (acceptable leaders), as the model counts
+    /// them: those alive; the named leader, whose death the controller learns
+    /// only by removing it; and, while they are in the ISR, members that went
+    /// down unnoticed, except, without the ELR, on a leaderless partition,
+    /// whose ISR may hold the fenced last replica standing.
+    fn unfenced(&self) -> BTreeSet<ReplicaId> {
+        let mut set = self.alive.clone();
+        if let Some(l) = self.leader {
+            set.insert(l);
+        }
+        if self.config.elr || self.leader.is_some() {
+            set.extend(self.isr.iter().copied());
+        }
+        set
+    }
+
+    /// The election `elect_leader(r)` runs: a preferred election moving
+    /// leadership to `r` while a leader is named, else the election Kafka
+    /// runs for a leaderless partition, with `r` chosen if allowed.
+    fn election_change(&self, r: ReplicaId) -> Option<Outcome> {
+        let election = match self.leader {
+            Some(_) => ElectionType::Preferred(r),
+            None => self.online_election(),
+        };
+        let change = Change {
+            target_isr: self.isr.clone(),
+            acceptable: self.unfenced(),
+            unclean_shutdown: None,
+            election,
+            recovered: false,
+        };
+        let mut choose = |_: Election, set: &[ReplicaId]| set.contains(&r).then_some(r);
+        self.partition_change(&change, &mut choose)
+            .filter(|o| o.elected.is_some_and(|(x, _)| x == r))
     }
 
     /// Which election, if any, may make `r` (alive, not the leader) the
-    /// leader now: clean from the ISR, which may also move leadership while a
-    /// leader is named (controlled shutdown, preferred-leader election); the
-    /// others only fill a leaderless partition with no clean choice (an
-    /// empty ISR with the ELR, no live ISR member without): from the ELR;
-    /// else unclean when enabled and no ELR member is alive.
+    /// leader now: while a leader is named, a clean move to an ISR member
+    /// (preferred-leader election, controlled shutdown); for a leaderless
+    /// partition, Kafka's order: the ISR, else the ELR while the ISR is
+    /// empty, else the last known leader while the ELR is empty too, else
+    /// unclean when enabled.
     pub fn election_kind(&self, r: ReplicaId) -> Option<Election> {
         if self.leader == Some(r) || !self.alive.contains(&r) {
             return None;
         }
-        // With the ELR, failed ISR members are removed first (so that they
-        // may enter the ELR) and other elections need an empty ISR; without
-        // it, the last member stays, and no live member is enough.
-        let no_clean_choice = if self.config.elr {
-            self.isr.is_empty()
-        } else {
-            !self.live(&self.isr)
-        };
-        if self.isr.contains(&r) {
-            Some(Election::Clean)
-        } else if self.leader.is_some() || !no_clean_choice {
-            None
-        } else if self.config.elr && self.elr.contains(&r) {
-            Some(Election::Elr)
-        } else if self.config.unclean_leader_election && !(self.config.elr && self.live(&self.elr))
-        {
-            Some(Election::Unclean)
-        } else {
-            None
-        }
+        self.election_change(r)?.elected.map(|(_, k)| k)
     }
 
     /// For a leaderless partition, the first replica (by id) that may be
-    /// elected, with the best kind of election available: clean, then ELR,
-    /// then unclean.
+    /// elected, with the best kind of election available.
     pub fn candidate(&self) -> Option<(ReplicaId, Election)> {
         if self.leader.is_some() {
             return None;
         }
-        let mut best: Option<(ReplicaId, Election)> = None;
-        for &r in &self.replicas {
-            if let Some(kind) = self.election_kind(r) {
-                let rank = |k: Election| match k {
-                    Election::Clean => 0,
-                    Election::Elr => 1,
-                    Election::Unclean => 2,
-                };
-                if best.is_none_or(|(_, b)| rank(kind) < rank(b)) {
-                    best = Some((r, kind));
-                }
-            }
-        }
-        best
+        self.replicas
+            .iter()
+            .find_map(|&r| self.election_kind(r).map(|k| (r, k)))
     }
 
     /// Makes `r` the leader in a new epoch (the model's
     /// ControllerElectLeader); returns how, and the LeaderAndIsr to send.
     pub fn elect_leader(&mut self, r: ReplicaId) -> Result<(Election, LeaderAndIsr)> {
         self.check_replica(r)?;
-        let kind = self.election_kind(r).ok_or_else(|| {
-            Error::not_enabled(format!("replica {r} cannot be elected leader now"))
-        })?;
-        match kind {
-            Election::Clean => {}
-            // The ELR leader starts an ISR of its own and leaves the ELR.
-            Election::Elr => {
-                self.isr = BTreeSet::from([r]);
-                self.elr.remove(&r);
+        let outcome = match self.election_change(r) {
+            Some(o) if self.alive.contains(&r) && self.leader != Some(r) => o,
+            _ => {
+                return Err(Error::not_enabled(format!(
+                    "replica {r} cannot be elected leader now"
+                )))
             }
-            Election::Unclean => {
-                self.isr = BTreeSet::from([r]);
-                self.elr.clear();
-            }
+        };
+        let (_, kind) = outcome.elected.expect("filtered on the elected replica");
+        let req = self.apply(outcome).expect("an election bumps the epoch");
+        Ok((kind, req))
+    }
+
+    /// The model's ControllerShrinkIsr: Kafka's fence of a broker in the
+    /// ISR, with the election left to [`elect_leader`](Self::elect_leader).
+    fn fence_change(&self, r: ReplicaId) -> Option<Outcome> {
+        if !self.isr.contains(&r) {
+            return None;
         }
-        self.settle_elr();
-        Ok((kind, self.send_leader_and_isr(Some(r))))
+        let mut acceptable = self.unfenced();
+        acceptable.remove(&r);
+        let mut target_isr = self.isr.clone();
+        target_isr.remove(&r);
+        let change = Change {
+            target_isr,
+            acceptable,
+            unclean_shutdown: None,
+            election: self.online_election(),
+            recovered: false,
+        };
+        self.partition_change(&change, &mut |_, _| None)
     }
 
     /// Whether the controller may take `r` out of the ISR on a broker
-    /// failure: without the ELR the last member stays ("last replica
-    /// standing") and only its leadership is taken away.
+    /// failure: it is in the ISR and that changes something (without the
+    /// ELR the last member stays, and only its leadership is taken away).
     pub fn may_shrink_isr(&self, r: ReplicaId) -> bool {
-        let is_leader = self.leader == Some(r);
-        let last_standing = !self.config.elr && self.isr == BTreeSet::from([r]);
-        self.isr.contains(&r) && (!last_standing || is_leader)
+        self.fence_change(r).is_some()
     }
 
     /// A failed broker leaves the ISR (the model's ControllerShrinkIsr).
     /// Returns the LeaderAndIsr to send when the leader was removed.
     pub fn shrink_isr_on_failure(&mut self, r: ReplicaId) -> Result<Option<LeaderAndIsr>> {
         self.check_replica(r)?;
-        if !self.may_shrink_isr(r) {
-            return Err(Error::not_enabled(format!(
+        match self.fence_change(r) {
+            Some(o) => Ok(self.apply(o)),
+            None => Err(Error::not_enabled(format!(
                 "the controller cannot remove replica {r} from the ISR"
-            )));
+            ))),
         }
-        let last_standing = !self.config.elr && self.isr == BTreeSet::from([r]);
-        if last_standing {
-            return Ok(Some(self.send_leader_and_isr(None)));
-        }
-        Ok(self.remove_from_isr(r, true))
-    }
-
-    /// Removes `r` from the ISR. With `may_enter_elr` (not known to have
-    /// shut down uncleanly) it enters the ELR when the ISR left is below
-    /// min.insync.replicas. A removed leader leaves the partition leaderless
-    /// in a new epoch.
-    fn remove_from_isr(&mut self, r: ReplicaId, may_enter_elr: bool) -> Option<LeaderAndIsr> {
-        self.isr.remove(&r);
-        if self.config.elr && may_enter_elr && self.isr.len() < self.config.min_insync_replicas {
-            self.elr.insert(r);
-        }
-        (self.leader == Some(r)).then(|| self.send_leader_and_isr(None))
     }
 
     /// AlterPartition from a leader: applied only from the current leader in
-    /// the current epoch (the zkVersion / partition-epoch fence), to the
-    /// controller's own ISR, with the ELR rules for leaving and joining. An
-    /// addition of a current member is refused (InvalidRequest); a removal
-    /// of a non-member leaves the ISR as it is and tells the leader.
+    /// the current epoch (the partition-epoch fence), to the controller's
+    /// own ISR, with the leader's recovery state RECOVERED. An addition of a
+    /// current member, or of a broker that is down (KIP-841), is refused
+    /// (InvalidRequest); a removal of a non-member leaves the ISR as it is
+    /// and tells the leader.
     pub fn alter_partition(&mut self, req: &AlterPartitionRequest) -> AlterPartitionResponse {
         let mut resp = AlterPartitionResponse {
             leader_epoch: req.leader_epoch,
@@ -300,31 +806,23 @@ impl Controller {
                 return resp;
             }
         }
-        self.leader_sets_isr(isr);
+        if !isr.is_subset(&self.unfenced()) {
+            resp.result = Err(ApiError::InvalidRequest);
+            return resp;
+        }
+        let change = Change {
+            target_isr: isr,
+            acceptable: self.unfenced(),
+            unclean_shutdown: None,
+            election: self.online_election(),
+            recovered: true,
+        };
+        if let Some(o) = self.partition_change(&change, &mut |_, _| None) {
+            debug_assert!(!o.epoch_bump, "the leader keeps leading");
+            self.apply(o);
+        }
         resp.result = Ok(self.isr());
         resp
-    }
-
-    fn leader_sets_isr(&mut self, isr: BTreeSet<ReplicaId>) {
-        let min = self.config.min_insync_replicas;
-        let left: Vec<ReplicaId> = self.isr.difference(&isr).copied().collect();
-        for r in left {
-            if self.config.elr && isr.len() < min {
-                self.elr.insert(r);
-            }
-        }
-        for r in isr.difference(&self.isr) {
-            self.elr.remove(r);
-        }
-        self.isr = isr;
-        self.settle_elr();
-    }
-
-    /// KIP-966: the ELR empties whenever the ISR is back at min.insync.replicas.
-    fn settle_elr(&mut self) {
-        if self.isr.len() >= self.config.min_insync_replicas {
-            self.elr.clear();
-        }
     }
 
     /// A broker stopped (its registration lapsed). It stays in the ISR
@@ -335,23 +833,39 @@ impl Controller {
         Ok(())
     }
 
-    /// A broker registers again after a restart. KIP-966: after an unclean
-    /// shutdown it leaves both the ISR and the ELR. Returns the
-    /// LeaderAndIsr to send if that made the partition leaderless.
+    /// A broker registers again after a restart (Kafka's
+    /// `handleBrokerShutdown`): it leaves the ISR; after an unclean shutdown,
+    /// with the ELR on, the ELR too, and it may not enter it. The election,
+    /// if one is due, is left to [`elect_leader`](Self::elect_leader).
+    /// Returns the LeaderAndIsr to send if that made the partition
+    /// leaderless.
     pub fn broker_registered(
         &mut self,
         r: ReplicaId,
         unclean: bool,
     ) -> Result<Option<LeaderAndIsr>> {
         self.check_replica(r)?;
-        self.alive.insert(r);
+        let unclean_shutdown = (unclean && self.config.elr).then_some(r);
+        let involved =
+            self.isr.contains(&r) || (unclean_shutdown.is_some() && self.elr.contains(&r));
         let mut sent = None;
-        if unclean && self.config.elr {
-            if self.isr.contains(&r) {
-                sent = self.remove_from_isr(r, false);
+        if involved {
+            let mut acceptable = self.unfenced();
+            acceptable.remove(&r);
+            let mut target_isr = self.isr.clone();
+            target_isr.remove(&r);
+            let change = Change {
+                target_isr,
+                acceptable,
+                unclean_shutdown,
+                election: self.online_election(),
+                recovered: false,
+            };
+            if let Some(o) = self.partition_change(&change, &mut |_, _| None) {
+                sent = self.apply(o);
             }
-            self.elr.remove(&r);
         }
+        self.alive.insert(r);
         Ok(sent)
     }
 
@@ -469,5 +983,75 @@ mod tests {
         assert_eq!((req.leader, req.isr), (None, vec![0]), "the ISR keeps 0");
         assert!(!c.may_shrink_isr(0));
         assert!(c.shrink_isr_on_failure(0).is_err());
+    }
+
+    #[test]
+    fn the_last_known_leader_is_elected_once_isr_and_elr_are_empty() {
+        let mut c = controller(1, true, false);
+        c.elect_leader(0).unwrap();
+        for r in [1, 2] {
+            c.alter_partition(&AlterPartitionRequest {
+                leader: 0,
+                leader_epoch: 0,
+                change: IsrChange::Remove(r),
+            });
+        }
+        c.broker_stopped(0).unwrap();
+        let req = c.shrink_isr_on_failure(0).unwrap().unwrap();
+        assert_eq!(req.leader, None);
+        assert_eq!(
+            (c.isr(), c.elr(), c.last_known_elr()),
+            (vec![], vec![0], vec![0])
+        );
+        // Back after an unclean shutdown: out of the ELR, elected as the
+        // last known leader; the partition is RECOVERING until the leader
+        // changes the ISR.
+        c.broker_registered(0, true).unwrap();
+        assert_eq!(c.candidate(), Some((0, Election::LastKnownLeader)));
+        let (kind, req) = c.elect_leader(0).unwrap();
+        assert_eq!((kind, req.isr), (Election::LastKnownLeader, vec![0]));
+        assert!(c.recovering() && c.last_known_elr().is_empty());
+        c.alter_partition(&AlterPartitionRequest {
+            leader: 0,
+            leader_epoch: 2,
+            change: IsrChange::Add(1),
+        });
+        assert!(!c.recovering());
+        // Off, the partition stays leaderless.
+        let mut off = controller(1, true, false);
+        off.set_last_known_leader(false);
+        off.elect_leader(0).unwrap();
+        off.shrink_isr_on_failure(1).unwrap();
+        off.shrink_isr_on_failure(2).unwrap();
+        off.broker_stopped(0).unwrap();
+        off.shrink_isr_on_failure(0).unwrap();
+        off.broker_registered(0, true).unwrap();
+        assert_eq!(off.candidate(), None);
+    }
+
+    #[test]
+    fn kafka_events_elect_in_the_same_change() {
+        let mut c = controller(2, true, false);
+        c.elect_leader(0).unwrap();
+        // Fencing the leader elects the first valid replica at once.
+        let r = c.handle_event(&ControllerEvent::Fence(0)).unwrap();
+        assert_eq!(r, EventResult::Changed { epoch_bump: true });
+        assert_eq!((c.leader(), c.isr()), (Some(1), vec![1, 2]));
+        // KIP-841: a fenced broker cannot join the ISR.
+        let r = c
+            .handle_event(&ControllerEvent::AlterPartition {
+                leader: 1,
+                isr: vec![0, 1, 2],
+            })
+            .unwrap();
+        assert_eq!(r, EventResult::Refused(Refusal::IneligibleReplica));
+        let state = c.state();
+        let restored = Controller::restore(vec![0, 1, 2], c.config().clone(), &state).unwrap();
+        assert_eq!(restored.state(), state);
+        let bad = ControllerState {
+            isr: vec![7],
+            ..state
+        };
+        assert!(Controller::restore(vec![0, 1, 2], c.config().clone(), &bad).is_err());
     }
 }

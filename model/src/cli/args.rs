@@ -95,6 +95,9 @@ pub struct ModelArgs {
     /// KIP-966 eligible leader replicas (on or off).
     #[arg(long, value_parser = on_off_parser())]
     pub elr: Option<bool>,
+    /// KIP-966's last-known-leader election (with the ELR; Kafka 4.x: on).
+    #[arg(long, value_parser = on_off_parser())]
+    pub last_known_leader: Option<bool>,
     /// Allow unclean leader election (on or off).
     #[arg(long, value_parser = on_off_parser())]
     pub unclean_election: Option<bool>,
@@ -112,7 +115,8 @@ pub struct ModelArgs {
     /// A deliberately broken rule, to see a check fail: expand-on-leader-hw
     /// (a follower rejoins the ISR only once the leader's HW reaches its
     /// epoch start: the partition can stall), no-elr-election (the controller
-    /// never elects from the ELR).
+    /// never elects from the ELR), elr-election-settles (an ELR election
+    /// empties the rest of the ELR, highwater's rule before Kafka's).
     #[arg(long)]
     pub mutation: Option<Mutation>,
 }
@@ -280,6 +284,7 @@ impl ModelArgs {
         set!(acks);
         set!(truncation);
         set!(elr);
+        set!(last_known_leader);
         set!(unclean_election);
         set!(clean_crashes);
         set!(unclean_crashes);

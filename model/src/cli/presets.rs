@@ -29,7 +29,7 @@ pub fn presets(json: bool) -> Result<ExitCode, String> {
         let c = &p.config;
         println!("{:<17} {}", p.name, p.summary);
         println!(
-            "{:<17} replicas={} records={} max-epoch={} min-isr={} acks={} truncation={} elr={} unclean-election={} crashes: clean={} unclean={} leader-moves={}",
+            "{:<17} replicas={} records={} max-epoch={} min-isr={} acks={} truncation={} elr={} last-known-leader={} unclean-election={} crashes: clean={} unclean={} leader-moves={}",
             "",
             c.replicas,
             c.records,
@@ -38,6 +38,7 @@ pub fn presets(json: bool) -> Result<ExitCode, String> {
             c.acks,
             c.truncation,
             on_off(c.elr),
+            on_off(c.last_known_leader),
             on_off(c.unclean_election),
             c.clean_crashes,
             c.unclean_crashes,

@@ -22,6 +22,7 @@ pub fn base() -> Config {
         acks: Acks::All,
         truncation: Truncation::Fenced,
         elr: true,
+        last_known_leader: true,
         unclean_election: false,
         clean_crashes: 1,
         unclean_crashes: 1,

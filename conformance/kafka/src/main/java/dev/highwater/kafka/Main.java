@@ -36,7 +36,14 @@ public final class Main {
         "  bench-recover --dir DIR",
         "      times Kafka's log loader recovering DIR from offset 0 after an unclean stop.",
         "  bench-read   --dir DIR",
-        "      opens DIR (untimed) and times reading every record, decompressing, through FileRecords.");
+        "      opens DIR (untimed) and times reading every record, decompressing, through FileRecords.",
+        "  controller-cases [--min-replicas N] [--max-replicas N] [--sample-shift S0,S1,...] [--seed N]",
+        "      prints, one line per case, Kafka's PartitionChangeBuilder's answer to every event over an",
+        "      enumeration of partition states (ControllerCases.java has the line format); with",
+        "      --sample-shift, replica count n keeps one case in 2^Sn, chosen by a seeded hash.",
+        "  epoch-cache-cases --dir DIR [--sequences N] [--seed N]",
+        "      runs random sequences of assign / truncateFromEnd / truncateFromStart / endOffsetFor on",
+        "      Kafka's LeaderEpochFileCache and prints each operation, its answer and the checkpoint file.");
 
     public static void main(String[] args) throws Exception {
         if (args.length == 0) {
@@ -53,6 +60,8 @@ public final class Main {
                 case "bench-append" -> Bench.append(rest);
                 case "bench-recover" -> Bench.recover(rest);
                 case "bench-read" -> Bench.read(rest);
+                case "controller-cases" -> ControllerCases.run(rest);
+                case "epoch-cache-cases" -> EpochCacheCases.run(rest);
                 default -> {
                     System.err.println("unknown command " + args[0] + "\n" + USAGE);
                     System.exit(2);
