@@ -41,7 +41,7 @@ pub fn svg(s: &State, action: Option<&Action>, broken: &[&str]) -> String {
         .iter()
         .flat_map(|name| {
             let why = properties::explain(name, s).unwrap_or_default();
-            wrap(&format!("Broken: {name}: {why}"), 110)
+            wrap(&format!("Broken: {name}: {why}"), 100)
         })
         .collect();
     let height = TOP + i32::from(s.n) * LANE + 50 + 18 * notes.len() as i32;

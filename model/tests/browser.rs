@@ -1,0 +1,195 @@
+//! The explorer in a real browser: `highwater explore` serves a historical
+//! preset, headless Chromium opens the printed deep link, and the rendered
+//! page must show the path, the state's picture (an SVG with a lane per
+//! replica and the HW) and the broken property. A screenshot is left in
+//! the test's output directory.
+//!
+//! Chromium comes from `.ci/run` (Debian's `chromium`); outside CI the test
+//! skips, saying so, when it is missing. `HIGHWATER_CHROMIUM` names another.
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+struct Server(Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn chromium() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("HIGHWATER_CHROMIUM") {
+        return Some(PathBuf::from(p));
+    }
+    [
+        "/usr/bin/chromium",
+        "/usr/bin/chromium-browser",
+        "/usr/bin/google-chrome",
+    ]
+    .iter()
+    .map(PathBuf::from)
+    .find(|p| p.exists())
+}
+
+fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false" && v != "0")
+}
+
+/// Chromium, headless, with nothing that reaches for the network.
+fn headless(bin: &PathBuf, profile: &std::path::Path) -> Command {
+    let mut c = Command::new(bin);
+    c.args([
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--virtual-time-budget=10000",
+    ])
+    .arg(format!("--user-data-dir={}", profile.display()))
+    .stderr(Stdio::null());
+    c
+}
+
+#[test]
+fn a_deep_link_shows_the_path_the_picture_and_the_broken_property() {
+    let Some(browser) = chromium() else {
+        assert!(!in_ci(), "CI must install chromium (.ci/run does)");
+        eprintln!("browser test: SKIPPED: no chromium found (install Debian's chromium, or set HIGHWATER_CHROMIUM)");
+        return;
+    };
+    let mut child = Command::new(env!("CARGO_BIN_EXE_highwater"))
+        .args([
+            "explore",
+            "--preset",
+            "hw-truncation",
+            "--addr",
+            "127.0.0.1:0",
+            "-q",
+            "-t",
+            "2",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start highwater explore");
+    let stdout = child.stdout.take().expect("stdout");
+    let _server = Server(child);
+    let mut link = None;
+    let deadline = Instant::now() + Duration::from_secs(120);
+    for line in BufReader::new(stdout).lines() {
+        let line = line.expect("read stdout");
+        if line.starts_with("counterexample (\"committed records survive\"") {
+            link = line.split_whitespace().last().map(str::to_string);
+        }
+        if line.starts_with("explorer: ") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "explore took too long");
+    }
+    let link = link.expect("explore printed the deep link");
+
+    let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("browser");
+    std::fs::create_dir_all(&out).expect("output directory");
+    let profile = tempfile::tempdir().expect("a browser profile");
+    let dom = headless(&browser, profile.path())
+        .arg("--dump-dom")
+        .arg(&link)
+        .output()
+        .expect("run chromium");
+    assert!(dom.status.success(), "chromium failed");
+    let page = String::from_utf8_lossy(&dom.stdout);
+    std::fs::write(out.join("explorer.html"), page.as_bytes()).expect("keep the page");
+
+    // The path: every step of the counterexample, ending at the HW advance.
+    assert!(page.contains("Path of Actions"), "the path is shown");
+    assert!(
+        page.contains("LeaderAdvanceHw(A, hw 1)"),
+        "its last step is shown"
+    );
+    // The picture: our SVG, a lane per replica, the HW drawn.
+    assert!(
+        page.contains("class=\"highwater-state\""),
+        "the state's picture"
+    );
+    for r in ["A", "B", "C"] {
+        assert!(page.contains(&format!("data-replica=\"{r}\"")), "lane {r}");
+    }
+    assert!(page.contains("class=\"hw\""), "the HW line");
+    // The broken property: marked on the page and named in the picture.
+    let marked = page
+        .split("Counterexample found")
+        .skip(1)
+        .any(|rest| rest[..rest.len().min(400)].contains("committed records survive"));
+    assert!(marked, "the property is marked as broken");
+    assert!(page.contains("Broken: committed records survive"));
+
+    let shot = out.join("explorer.png");
+    let status = headless(&browser, profile.path())
+        .arg("--window-size=1400,1800")
+        .arg(format!("--screenshot={}", shot.display()))
+        .arg(&link)
+        .status()
+        .expect("run chromium");
+    assert!(status.success());
+    let size = std::fs::metadata(&shot).map(|m| m.len()).unwrap_or(0);
+    assert!(
+        size > 10_000,
+        "a screenshot of the page: {}",
+        shot.display()
+    );
+    eprintln!("browser test: page and screenshot in {}", out.display());
+}
+
+/// The page's marks come from the check: a configuration where everything
+/// holds shows no counterexample.
+#[test]
+fn a_model_that_holds_shows_no_counterexample() {
+    let Some(browser) = chromium() else {
+        assert!(!in_ci(), "CI must install chromium (.ci/run does)");
+        eprintln!("browser test: SKIPPED: no chromium found");
+        return;
+    };
+    let mut child = Command::new(env!("CARGO_BIN_EXE_highwater"))
+        .args([
+            "explore",
+            "--preset",
+            "tla-kip320",
+            "--addr",
+            "127.0.0.1:0",
+            "-q",
+            "-t",
+            "2",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start highwater explore");
+    let stdout = child.stdout.take().expect("stdout");
+    let _server = Server(child);
+    let mut root = None;
+    for line in BufReader::new(stdout).lines() {
+        let line = line.expect("read stdout");
+        if let Some(rest) = line.strip_prefix("explorer: ") {
+            root = rest.split_whitespace().next().map(str::to_string);
+            break;
+        }
+    }
+    let root = root.expect("explore printed its address");
+    let profile = tempfile::tempdir().expect("a browser profile");
+    let dom = headless(&browser, profile.path())
+        .arg("--dump-dom")
+        .arg(&root)
+        .output()
+        .expect("run chromium");
+    let page = String::from_utf8_lossy(&dom.stdout);
+    assert!(page.contains("Safety holds"), "the verdicts are shown");
+    assert!(!page.contains("Counterexample found"));
+}
