@@ -101,6 +101,34 @@ impl ExplorerModel {
 
     /// What the explorer's search evaluates: the property itself, except
     /// that a discovery is made only at the check's own target state.
+    /// The explorer's view of one saved trace (`explore --trace`): its path,
+    /// and the property it breaks (if the model has it) discovered at its
+    /// last state.
+    pub fn of_trace(
+        inner: PartitionModel,
+        property: Option<&str>,
+        path: &[State],
+    ) -> ExplorerModel {
+        let mut boundary: HashSet<State> = path.iter().copied().collect();
+        boundary.insert(inner.init_state());
+        let model_properties = inner.properties();
+        let shown = property
+            .and_then(|name| model_properties.iter().position(|q| q.name == name))
+            .map(|i| Shown {
+                name: model_properties[i].name,
+                expectation: model_properties[i].expectation.clone(),
+                rule: Rule::Model(i),
+                target: path.last().copied(),
+            })
+            .into_iter()
+            .collect();
+        ExplorerModel {
+            inner,
+            shown,
+            boundary,
+        }
+    }
+
     fn holds(&self, i: usize, s: &State) -> bool {
         let p = &self.shown[i];
         let real = self.really_holds(i, s);

@@ -167,3 +167,43 @@ fn explore_refuses_a_bad_address_with_a_message() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("cannot serve on not-an-address"), "{err}");
 }
+
+#[test]
+fn explore_serves_a_saved_trace_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_highwater"))
+        .args(["check", "--preset", "acks-1", "-q", "--trace-out"])
+        .arg(dir.path())
+        .output()
+        .expect("run highwater check");
+    assert!(out.status.success());
+    let trace = dir.path().join("acknowledged-records-survive.itf.json");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_highwater"))
+        .args(["explore", "--addr", "127.0.0.1:0", "--trace"])
+        .arg(&trace)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start highwater explore");
+    let stdout = child.stdout.take().expect("stdout");
+    let _server = Server(child);
+    let mut link = None;
+    for line in BufReader::new(stdout).lines() {
+        let line = line.expect("read stdout");
+        if line.starts_with("the trace (\"acknowledged records survive\"") {
+            link = line.split_whitespace().last().map(str::to_string);
+        }
+        if line.starts_with("explorer: ") {
+            break;
+        }
+    }
+    let link = link.expect("the trace's link");
+    let rest = link.strip_prefix("http://").unwrap();
+    let (addr, fragment) = rest.split_once("/#/steps").unwrap();
+    let (_, body) = get(addr, "/.status");
+    let status: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(status["done"], true);
+    let found = &status["properties"][0];
+    assert_eq!(found[1], "acknowledged records survive");
+    assert_eq!(format!("/{}", found[2].as_str().unwrap()), fragment);
+}

@@ -200,6 +200,10 @@ pub struct ExploreArgs {
     /// Address to serve the explorer on.
     #[arg(long, default_value = "127.0.0.1:3000")]
     pub addr: String,
+    /// Explore a saved trace (`check --trace-out`) under its own settings,
+    /// instead of checking first.
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<std::path::PathBuf>,
 }
 
 /// `--expect`, parsed.
@@ -374,6 +378,9 @@ impl CheckArgs {
     /// Run options from the flags, checked for combinations that would be
     /// ignored.
     pub fn run_options(&self, expect: Option<Expect>) -> Result<RunOptions, String> {
+        if self.diff && self.json {
+            return Err("--diff shapes the text report; --json has none".to_string());
+        }
         let s = &self.search;
         let search = if s.simulate {
             Search::Simulate {

@@ -19,6 +19,9 @@ pub fn explore(args: ExploreArgs) -> Result<ExitCode, String> {
             "--json and --trace-out belong to `check`; `explore` serves the explorer".into(),
         );
     }
+    if let Some(path) = &args.trace {
+        return explore_trace(path, &args.addr);
+    }
     let resolved = args.check.model.resolve()?;
     let cfg = resolved.config;
     let expect = args.check.expectation(&resolved);
@@ -113,4 +116,42 @@ fn request(addr: SocketAddr, method: &str, path: &str) -> Option<String> {
     s.read_to_string(&mut response).ok()?;
     let (head, body) = response.split_once("\r\n\r\n")?;
     head.starts_with("HTTP/1.").then(|| body.to_string())
+}
+
+/// Serves a saved trace: checked step by step on the model first.
+fn explore_trace(path: &std::path::Path, addr: &str) -> Result<ExitCode, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let t =
+        highwater_model::itf::from_itf(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    super::replay::check_steps(&t)
+        .map_err(|e| format!("{} is not a behaviour of the model: {e}", path.display()))?;
+    let probe =
+        std::net::TcpListener::bind(addr).map_err(|e| format!("cannot serve on {addr}: {e}"))?;
+    let addr = probe.local_addr().map_err(|e| e.to_string())?;
+    drop(probe);
+    println!("highwater: exploring {} under {}", path.display(), t.config);
+    let model = ExplorerModel::of_trace(
+        PartitionModel::new(t.config),
+        t.property.as_deref(),
+        &t.states,
+    );
+    let name = t.property.clone();
+    let steps = t.states.len() - 1;
+    std::thread::spawn(move || {
+        let links = run_to_completion(addr);
+        if let Some(name) = name {
+            match links.iter().find(|(n, _)| *n == name) {
+                Some((_, p)) => {
+                    println!("the trace (\"{name}\", {steps} steps): http://{addr}/#/steps/{p}")
+                }
+                None => println!("the trace does not break \"{name}\" in the explorer"),
+            }
+        }
+        println!("explorer: http://{addr}/ (Ctrl-C to stop)");
+        let _ = std::io::stdout().flush();
+    });
+    use stateright::Model;
+    model.checker().threads(1).serve(addr);
+    Ok(ExitCode::SUCCESS)
 }

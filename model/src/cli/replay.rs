@@ -61,7 +61,7 @@ pub fn replay(args: ReplayArgs) -> Result<ExitCode, String> {
 
 /// Checks that the trace starts in the model's initial state and that each
 /// step is enabled and leads to the next state; returns the steps.
-fn check_steps(t: &itf::ItfTrace) -> Result<Vec<(State, Option<Action>)>, String> {
+pub fn check_steps(t: &itf::ItfTrace) -> Result<Vec<(State, Option<Action>)>, String> {
     let model = PartitionModel::new(t.config);
     if t.states[0] != model.init_state() {
         return Err("state 0 is not the model's initial state".to_string());
