@@ -5,9 +5,10 @@
 //!
 //! Its operations are all or nothing, except where a file system cannot
 //! undo what it did:
-//! - a follower's append of several batches that fails part way cuts the
-//!   batches it wrote (if that cut fails too, the prefix stays: whole,
-//!   valid batches, which [`StorageFailed`](super::StorageFailed) reports);
+//! - a follower's append that fails part way (a later batch, or the HW's
+//!   checkpoint) cuts the batches it wrote (if that cut fails too, the
+//!   prefix stays: whole, valid batches, which
+//!   [`StorageFailed`](super::StorageFailed) reports);
 //! - an HW whose checkpoint write fails is set back, but readers may have
 //!   seen it in between (the storage layer publishes an HW as it is set);
 //! - a truncation or a flush whose checkpoint write fails stays done: the
@@ -110,6 +111,19 @@ impl DiskLog {
         r
     }
 
+    /// Appends fetched batches, then takes the leader's HW capped at the LEO.
+    fn append_as_follower(&mut self, batches: &[u8], hw: u64, checkpoint: bool) -> Result<()> {
+        self.log.append_replicated(batches)?;
+        let hw = hw.min(self.log.log_end_offset());
+        if hw != self.log.high_watermark() {
+            self.log.set_high_watermark(hw)?;
+            if checkpoint {
+                self.checkpoint()?;
+            }
+        }
+        Ok(())
+    }
+
     fn read(&self, from: u64, max_bytes: usize) -> Result<Vec<u8>> {
         // One storage read stops at a segment's end: go on to the LEO.
         let mut out = Vec::new();
@@ -158,16 +172,21 @@ impl ReplicaLog for DiskLog {
                 self.pay_checkpoint_debt()?;
                 self.log.append(&records, epoch)?;
             }
-            StorageOp::AppendAsFollower { batches } => {
+            StorageOp::AppendAsFollower {
+                batches,
+                high_watermark,
+                checkpoint,
+            } => {
                 self.pay_checkpoint_debt()?;
-                let before = self.log.log_end_offset();
-                if let Err(e) = self.log.append_replicated(&batches) {
-                    if self.log.log_end_offset() > before {
-                        // Undo the batches written before the failure; if
-                        // that fails too, they stay (whole batches).
-                        let _ = self.log.truncate_to(before);
+                let (leo, hw) = (self.log.log_end_offset(), self.log.high_watermark());
+                if let Err(e) = self.append_as_follower(&batches, high_watermark, checkpoint) {
+                    // Undo what was done before the failure; if that fails
+                    // too, it stays (whole batches, an HW within them).
+                    if self.log.log_end_offset() > leo {
+                        let _ = self.log.truncate_to(leo);
                     }
-                    return Err(e.into());
+                    let _ = self.log.set_high_watermark(hw);
+                    return Err(e);
                 }
             }
             StorageOp::Truncate { offset } => {

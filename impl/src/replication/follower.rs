@@ -179,33 +179,26 @@ impl Partition {
                 return Ready::none();
             }
         }
+        let checkpoint = self.checkpoint_every_hw();
         if !resp.records.is_empty() {
             return self.persist(
                 StorageOp::AppendAsFollower {
                     batches: resp.records,
+                    high_watermark: resp.high_watermark,
+                    checkpoint,
                 },
-                Pending::FollowerAppend {
-                    leader_hw: resp.high_watermark,
-                },
+                Pending::FetchApplied,
             );
         }
-        self.follower_hw(resp.high_watermark, true)
-    }
-
-    /// The follower's HW from its leader's: capped at its own LEO. With
-    /// `answers_fetch` the fetch in flight is answered by it.
-    pub(super) fn follower_hw(&mut self, leader_hw: u64, answers_fetch: bool) -> Ready {
-        let hw = leader_hw.min(self.log.log_end_offset);
+        // Nothing to append: the HW, capped at the LEO, if it moves.
+        let hw = resp.high_watermark.min(self.log.log_end_offset);
         if hw == self.log.high_watermark {
-            if answers_fetch {
-                self.fetch_answered();
-            }
+            self.fetch_answered();
             return Ready::none();
         }
-        let checkpoint = self.checkpoint_every_hw();
         self.persist(
             StorageOp::SetHighWatermark { hw, checkpoint },
-            Pending::FollowerHw { answers_fetch },
+            Pending::FetchApplied,
         )
     }
 }

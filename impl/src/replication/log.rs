@@ -95,10 +95,18 @@ pub enum StorageOp {
         records: Vec<Record>,
         epoch: LeaderEpoch,
     },
-    /// A follower's append (`Partition.appendRecordsToFollowerOrFutureReplica`):
-    /// batches fetched from the leader, offsets and epochs kept; each must
-    /// start at the LEO.
-    AppendAsFollower { batches: Vec<u8> },
+    /// A follower's fetch response (`ReplicaFetcherThread.processPartitionData`):
+    /// the batches fetched from the leader, offsets and epochs kept, each
+    /// starting at the LEO (`Partition.appendRecordsToFollowerOrFutureReplica`);
+    /// then the HW set to the leader's, capped at the new LEO
+    /// (`UnifiedLog.updateHighWatermark`), and with `checkpoint` written
+    /// when it changed. All or nothing: a failure of the HW's checkpoint
+    /// undoes the append too.
+    AppendAsFollower {
+        batches: Vec<u8>,
+        high_watermark: u64,
+        checkpoint: bool,
+    },
     /// Removes every record at or above `offset` (the whole batch holding
     /// it), lowers the HW and recovery point with the log, and rewrites the
     /// checkpoints before returning (Kafka's `LogManager.truncateTo`): a

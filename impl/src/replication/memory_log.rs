@@ -260,7 +260,20 @@ impl ReplicaLog for MemoryLog {
             StorageOp::AppendAsLeader { records, epoch } => {
                 self.append_as_leader(&records, epoch)?
             }
-            StorageOp::AppendAsFollower { batches } => self.append_as_follower(&batches)?,
+            StorageOp::AppendAsFollower {
+                batches,
+                high_watermark,
+                checkpoint,
+            } => {
+                self.append_as_follower(&batches)?;
+                let hw = high_watermark.min(self.log_end_offset);
+                if hw != self.high_watermark {
+                    self.set_high_watermark(hw)?;
+                    if checkpoint {
+                        self.write_checkpoints();
+                    }
+                }
+            }
             StorageOp::Truncate { offset } => {
                 if offset < self.log_end_offset {
                     self.truncate_to(offset);

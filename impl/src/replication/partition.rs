@@ -8,13 +8,14 @@
 //!
 //! # Ordering rules
 //!
-//! 1. **Storage before state.** A transition that needs the log asks for
-//!    one [`StorageOp`] and changes nothing else until its completion comes
+//! 1. **Storage before state.** An input that needs the log asks for one
+//!    [`StorageOp`] and changes nothing else until its completion comes
 //!    back as [`Input::Storage`]; the completion carries the log's state,
-//!    which the replica adopts, and then the transition finishes (possibly
-//!    asking for the next operation). A failed operation finishes nothing:
-//!    the replica is as it was before the input (given a log whose
-//!    operations are all or nothing, see [`ReplicaLog`]).
+//!    which the replica adopts, and finishes the transition. A failed
+//!    operation finishes nothing: the replica is as it was before the input
+//!    (given a log whose operations are all or nothing, see
+//!    [`ReplicaLog`]). So every input is one transition, which completes or
+//!    leaves the replica unchanged.
 //! 2. **Persist before send.** [`Ready`] is either an operation or messages,
 //!    never both: messages and producer answers go out only once every
 //!    operation of their transition has completed.
@@ -23,7 +24,8 @@
 //! 4. **Appends before offsets.** A follower's fetched records are in its
 //!    log before its LEO moves, so the fetch offset that reports the LEO to
 //!    the leader names appended records; its HW (the leader's HW, capped at
-//!    its own LEO) is set only after that append. A leader's records are in
+//!    its own LEO) is set after that append, in the same operation, as
+//!    Kafka's `UnifiedLog.updateHighWatermark` caps it. A leader's records are in
 //!    its log before acks=1 is answered, before a fetch can be served them,
 //!    and before an HW can pass them.
 //! 5. **The HW checkpoint before the answer.** With
@@ -258,15 +260,8 @@ pub(super) enum Pending {
     },
     /// A fetch answered OffsetOutOfRange: the cut to the leader's LEO.
     OutOfRangeTruncation,
-    /// Fetched records; then the HW of the same response.
-    FollowerAppend {
-        leader_hw: u64,
-    },
-    /// A follower's HW from a fetch response; `answers_fetch` when no
-    /// append came first (the fetch in flight is answered with it).
-    FollowerHw {
-        answers_fetch: bool,
-    },
+    /// A fetch response's records and HW (or its HW alone).
+    FetchApplied,
     /// A producer's batch.
     LeaderAppend {
         request_id: u64,
@@ -550,18 +545,8 @@ impl Partition {
                 self.exchange_step_done(done);
                 Ready::none()
             }
-            Pending::OutOfRangeTruncation => {
+            Pending::OutOfRangeTruncation | Pending::FetchApplied => {
                 self.fetch_answered();
-                Ready::none()
-            }
-            Pending::FollowerAppend { leader_hw } => {
-                self.fetch_answered();
-                self.follower_hw(leader_hw, false)
-            }
-            Pending::FollowerHw { answers_fetch } => {
-                if answers_fetch {
-                    self.fetch_answered();
-                }
                 Ready::none()
             }
             Pending::LeaderAppend {
