@@ -451,7 +451,13 @@ impl Search {
     ) -> Result<(), Box<Divergence>> {
         let mut work = imp.clone();
         let mut refused: Vec<Action> = Vec::new();
-        for a in forbidden_actions(&self.cfg, s) {
+        // The kinds the implementation may take without a visible change (an
+        // idle fetch, a flush the model has no use for) go first: a silent
+        // one makes the refusals before it be checked again, one by one.
+        let mut forbidden = forbidden_actions(&self.cfg, s);
+        forbidden
+            .sort_by_key(|a| !matches!(a, Action::Flush { .. } | Action::FollowerFetch { .. }));
+        for a in forbidden {
             self.refusals.fetch_add(1, Ordering::Relaxed);
             if work.apply(step_action(a)).is_err() {
                 refused.push(a);

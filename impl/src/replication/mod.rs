@@ -34,9 +34,10 @@
 //!   the ELR switch it does not move while |ISR| < min.insync.replicas;
 //! - the ISR shrinks for a follower that has not caught up within
 //!   `replica.lag.time.max.ms` or is not fetching from this leader in its
-//!   epoch, and expands for a follower caught up to the HW (KIP-320: once
-//!   the HW has reached the leader's own epoch; KIP-903: not on the strength
-//!   of a fetch from an incarnation that has since crashed);
+//!   epoch, and expands for a follower caught up to the HW (KIP-320: and to
+//!   the start of the leader's epoch, Kafka's `Partition.isFollowerInSync`;
+//!   KIP-903: not on the strength of a fetch from an incarnation that has
+//!   since crashed);
 //! - a new follower truncates by one of four rules ([`TruncationMode`]).
 //!
 //! Where these differ from a Kafka release, the difference is the model's
