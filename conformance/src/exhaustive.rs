@@ -504,22 +504,22 @@ impl Search {
     }
 }
 
-/// The model checker's own run over the same configuration: its states
-/// generated (each transition's successor, and the initial state) and
-/// unique states, and how long it took, for the figures beside ours.
-pub fn model_checker_run(cfg: &Config, threads: usize) -> (u64, u64, Duration) {
-    use highwater_model::run::{run, RunOptions, Search as CheckerSearch};
-    let opts = RunOptions {
-        threads,
-        search: CheckerSearch::Dfs,
-        time_limit: None,
-        stop_at_first: false,
+/// The model checker's own run over the same configuration, with or
+/// without its symmetry reduction: its states generated (each
+/// transition's successor, and the initial state) and unique states, and
+/// how long it took, for the figures beside ours.
+pub fn model_checker_run(cfg: &Config, threads: usize, symmetry: bool) -> (u64, u64, Duration) {
+    use stateright::{Checker, Model};
+    let started = Instant::now();
+    let builder = PartitionModel::new(*cfg).checker().threads(threads.max(1));
+    let checker = if symmetry {
+        builder.symmetry().spawn_dfs().join()
+    } else {
+        builder.spawn_dfs().join()
     };
-    let report = run(*cfg, None, None, &opts, |_| {});
-    let p = report.progress;
     (
-        p.states,
-        p.unique_states,
-        Duration::from_secs_f64(p.seconds),
+        checker.state_count() as u64,
+        checker.unique_state_count() as u64,
+        started.elapsed(),
     )
 }

@@ -1,43 +1,49 @@
-//! Exhaustive conformance in CI: every state of `safe` with one record
-//! (the preset's other bounds kept), every enabled action taken by the
-//! in-memory implementation and compared with the model's successor, every
-//! forbidden action offered and refused (or taken invisibly). The counts
-//! must be the model checker's own: as many states, as many transitions.
+//! Exhaustive conformance in CI: every state and every transition of two
+//! configurations, each enabled action taken by the in-memory
+//! implementation and compared with the model's successor, every forbidden
+//! action offered and refused (or taken invisibly); the counts must be the
+//! model checker's own, run beside with the same reduction.
+//! - `safe` with one record, without symmetry reduction: every state, not
+//!   one per class, so that no assumption about the implementation treating
+//!   replicas alike is needed;
+//! - `tla-kip320`, with symmetry reduction, as the model checker runs it.
+//!
 //! The full `safe` runs in `benches/exhaustive.rs`.
 
 use highwater_conformance::exhaustive::{check, check_against, model_checker_run, Options};
 use highwater_conformance::mapping::step_config;
 use highwater_model::config::Mutation;
-use highwater_model::presets::{Expect, PRESETS, SAFE};
+use highwater_model::presets::{Expect, Preset, PRESETS, SAFE};
 use highwater_model::Config;
 
-#[test]
-fn every_transition_of_safe_with_one_record_conforms() {
-    let cfg = Config { records: 1, ..SAFE };
+/// Checks every transition of `cfg` and prints the figures.
+fn every_transition(name: &str, cfg: &Config, symmetry: bool) {
     let threads = 2;
-    let report = check(
-        &cfg,
-        &Options {
-            threads,
-            symmetry: true,
-            refusals: true,
-        },
-        |p| {
-            eprintln!(
-                "  {:6.1} s  {} states  {} transitions",
-                p.elapsed.as_secs_f64(),
-                p.states,
-                p.transitions
-            )
-        },
-    );
+    let opts = Options {
+        threads,
+        symmetry,
+        refusals: true,
+    };
+    let report = check(cfg, &opts, |p| {
+        eprintln!(
+            "  {:6.1} s  {} states  {} transitions",
+            p.elapsed.as_secs_f64(),
+            p.states,
+            p.transitions
+        )
+    });
     if let Some(d) = &report.divergence {
-        panic!("the implementation left the model:\n{d}");
+        panic!("{name}: the implementation left the model:\n{d}");
     }
-    let (generated, unique, checker_time) = model_checker_run(&cfg, threads);
-    println!("configuration: {cfg}");
+    let (generated, unique, checker_time) = model_checker_run(cfg, threads, symmetry);
+    let reduction = if symmetry {
+        "symmetry-reduced"
+    } else {
+        "every state"
+    };
+    println!("{name} ({reduction}, {threads} threads): {cfg}");
     println!(
-        "exhaustive conformance: {} states, {} transitions (+{} enabled without a change), \
+        "  exhaustive conformance: {} states, {} transitions (+{} enabled without a change), \
          {} refusals offered ({} taken invisibly), depth {}, in {:.1} s: {:.0} transitions/s",
         report.states,
         report.transitions,
@@ -50,20 +56,35 @@ fn every_transition_of_safe_with_one_record_conforms() {
     );
     let checker_transitions = generated - 1;
     println!(
-        "model checker, same run: {unique} states, {checker_transitions} transitions in {:.2} s: \
+        "  model checker, same run: {unique} states, {checker_transitions} transitions in {:.2} s: \
          {:.0} transitions/s",
         checker_time.as_secs_f64(),
         checker_transitions as f64 / checker_time.as_secs_f64()
     );
-    assert_eq!(report.states, unique, "every state the model checker finds");
+    assert_eq!(
+        report.states, unique,
+        "{name}: every state the model checker finds"
+    );
     assert_eq!(
         report.transitions, checker_transitions,
-        "every transition the model checker takes"
+        "{name}: every transition the model checker takes"
     );
     assert!(
         report.refusals > report.transitions,
         "refusals were offered"
     );
+}
+
+#[test]
+fn every_transition_of_safe_with_one_record_conforms_without_symmetry() {
+    let cfg = Config { records: 1, ..SAFE };
+    every_transition("safe --records 1", &cfg, false);
+}
+
+#[test]
+fn every_transition_of_tla_kip320_conforms() {
+    let p = Preset::find("tla-kip320").expect("a preset");
+    every_transition(p.name, &p.config, true);
 }
 
 /// `cfg` with today's rules and its own bounds.
