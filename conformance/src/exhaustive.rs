@@ -17,6 +17,12 @@
 //! Successors already visited are checked but not expanded again, so the
 //! transitions checked are the model's transitions, each once.
 //!
+//! Each model state is checked with the implementation the first path to
+//! reach it left. Implementation states that map to the same model state
+//! but differ in what the model does not have (the logical clock, the
+//! correlation ids, the leader's lag timers) are not each tried; the random
+//! lockstep, which reaches states by other paths, is the check there.
+//!
 //! **Symmetry.** With [`Options::symmetry`], states are deduplicated by the
 //! model's symmetry representative (`State::representative`, replicas
 //! renamed), as the model checker does, and, as the model checker does, the
