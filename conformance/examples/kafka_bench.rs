@@ -15,8 +15,16 @@
 //! and recovery point 0, which re-reads and checks every batch and rebuilds
 //! the indexes. Each phase runs in its own process.
 //!
+//! With `--compression CODEC` (none, gzip, snappy, lz4, zstd, or `all`),
+//! the producer batches stay uncompressed and the topic's
+//! `compression.type` names the codec, so each append re-encodes its batch
+//! (Kafka's `LogValidator`, our `append_batch`); a third phase then times
+//! reading every record back, decompressing (Kafka's `FileRecords` batches
+//! and records, our `LogReader::read` and `decode_records`).
+//!
 //! ```text
-//! kafka_bench [--dir DIR] [--total-bytes N] [--record-bytes N] [--batch-bytes N] [--keep]
+//! kafka_bench [--dir DIR] [--total-bytes N] [--record-bytes N] [--batch-bytes N]
+//!             [--compression none|gzip|snappy|lz4|zstd|all] [--keep]
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -24,7 +32,9 @@ use std::process::{Command, Stdio};
 use std::time::Instant;
 
 use highwater::storage::batch::encode_batch;
-use highwater::storage::{LoadParams, Log, LogConfig, ProducerInfo, Record};
+use highwater::storage::{
+    Codec, CompressionType, LoadParams, Log, LogConfig, ProducerInfo, Record,
+};
 use serde_json::{json, Value};
 
 const BASE_TIMESTAMP: i64 = 1_700_000_000_000;
@@ -34,6 +44,7 @@ struct Workload {
     total_bytes: u64,
     record_bytes: usize,
     batch_bytes: usize,
+    codec: Codec,
 }
 
 impl Workload {
@@ -48,10 +59,15 @@ impl Workload {
     }
 }
 
-fn config() -> LogConfig {
+fn config(codec: Codec) -> LogConfig {
     LogConfig {
         // The records carry fixed 2023 timestamps: no time retention.
         retention_ms: None,
+        compression_type: if codec == Codec::None {
+            CompressionType::Producer
+        } else {
+            CompressionType::Codec(codec)
+        },
         ..LogConfig::default()
     }
 }
@@ -79,7 +95,7 @@ fn ours_append(base: &Path, w: &Workload) -> ! {
             out
         })
         .collect();
-    let (mut log, _) = Log::open(&dir, config(), LoadParams::default()).expect("open");
+    let (mut log, _) = Log::open(&dir, config(w.codec), LoadParams::default()).expect("open");
     let start = Instant::now();
     for b in 0..w.batches() {
         let batch = &mut pool[(b % POOL as u64) as usize];
@@ -89,6 +105,7 @@ fn ours_append(base: &Path, w: &Workload) -> ! {
     let out = json!({
         "implementation": "highwater",
         "phase": "append",
+        "compression": w.codec.name(),
         "records": w.records(),
         "batches": w.batches(),
         "value_bytes": w.records() * w.record_bytes as u64,
@@ -107,7 +124,8 @@ fn ours_recover(base: &Path) {
     let dir = partition_dir(base);
     assert!(dir.is_dir(), "{} is not a directory", dir.display());
     let start = Instant::now();
-    let (log, report) = Log::open(&dir, config(), LoadParams::default()).expect("recover");
+    let (log, report) =
+        Log::open(&dir, config(Codec::None), LoadParams::default()).expect("recover");
     let seconds = start.elapsed().as_secs_f64();
     let out = json!({
         "implementation": "highwater",
@@ -122,6 +140,36 @@ fn ours_recover(base: &Path) {
     });
     println!("{out}");
     std::process::exit(0);
+}
+
+/// Our read phase: opens the log (untimed), then times reading every
+/// record, decompressing; prints one JSON line.
+fn ours_read(base: &Path) {
+    let dir = partition_dir(base);
+    let (log, _) = Log::open(&dir, config(Codec::None), LoadParams::default()).expect("open");
+    let start = Instant::now();
+    let (mut records, mut value_bytes) = (0u64, 0u64);
+    let mut from = 0;
+    while from < log.log_end_offset() {
+        let data = log.read(from, 1 << 20, u64::MAX).expect("read");
+        for b in data.batches() {
+            for r in b.records() {
+                let (_, r) = r.expect("record");
+                records += 1;
+                value_bytes += r.value.map_or(0, |v| v.len() as u64);
+            }
+        }
+        from = data.next_offset;
+    }
+    let seconds = start.elapsed().as_secs_f64();
+    let out = json!({
+        "implementation": "highwater",
+        "phase": "read",
+        "records": records,
+        "value_bytes": value_bytes,
+        "seconds": seconds,
+    });
+    println!("{out}");
 }
 
 fn kafka_dir() -> PathBuf {
@@ -177,7 +225,9 @@ fn main() {
         total_bytes: 1 << 30,
         record_bytes: 1024,
         batch_bytes: 16384,
+        codec: Codec::None,
     };
+    let mut all_codecs = false;
     let mut i = 0;
     while i < args.len() {
         let value = || args.get(i + 1).cloned().expect("option needs a value");
@@ -187,6 +237,15 @@ fn main() {
             "--total-bytes" => w.total_bytes = value().parse().expect("--total-bytes"),
             "--record-bytes" => w.record_bytes = value().parse().expect("--record-bytes"),
             "--batch-bytes" => w.batch_bytes = value().parse().expect("--batch-bytes"),
+            "--compression" => match value().as_str() {
+                "all" => all_codecs = true,
+                name => {
+                    w.codec = Codec::ALL
+                        .into_iter()
+                        .find(|c| c.name() == name)
+                        .unwrap_or_else(|| panic!("unknown codec {name}"))
+                }
+            },
             "--keep" => {
                 keep = true;
                 i += 1;
@@ -203,11 +262,51 @@ fn main() {
     match phase.as_deref() {
         Some("ours-append") => ours_append(&dir, &w),
         Some("ours-recover") => return ours_recover(&dir),
+        Some("ours-read") => return ours_read(&dir),
         Some(other) => panic!("unknown phase {other}"),
         None => {}
     }
 
+    let codecs: Vec<Codec> = if all_codecs {
+        Codec::ALL.to_vec()
+    } else {
+        vec![w.codec]
+    };
+    let mut table = Vec::new();
+    for codec in codecs {
+        w.codec = codec;
+        table.extend(compare(&dir, &w, keep));
+    }
+    println!();
+    println!(
+        "{:<8} {:<10} {:>12} {:>12} {:>12} {:>12} {:>22}",
+        "codec", "phase", "highwater s", "MiB/s", "kafka s", "MiB/s", "ratio highwater/kafka"
+    );
+    for (codec, name, bytes, ours, theirs) in table {
+        println!(
+            "{:<8} {:<10} {:>12.3} {:>12.1} {:>12.3} {:>12.1} {:>22}",
+            codec,
+            name,
+            ours,
+            mib_per_s(bytes, ours),
+            theirs,
+            mib_per_s(bytes, theirs),
+            format!("{:.2}x time", ours / theirs),
+        );
+    }
+    println!("(MiB/s of record values; ratio < 1: highwater took less time than Kafka)");
+}
+
+/// One side-by-side run of `w`; returns (codec, phase, value bytes, our
+/// seconds, Kafka's seconds) for each phase.
+fn compare(
+    dir: &Path,
+    w: &Workload,
+    keep: bool,
+) -> Vec<(&'static str, &'static str, u64, f64, f64)> {
     let workload_args = vec![
+        "--compression".to_string(),
+        w.codec.name().to_string(),
         "--total-bytes".to_string(),
         w.total_bytes.to_string(),
         "--record-bytes".to_string(),
@@ -224,12 +323,13 @@ fn main() {
     }
     println!(
         "workload: {} records of {} B values in {} batches of {} ({} MiB of values), \
-         uncompressed, no flush; data under {}",
+         compression.type {}, no flush; data under {}",
         w.records(),
         w.record_bytes,
         w.batches(),
         w.per_batch(),
         (w.records() * w.record_bytes as u64) >> 20,
+        w.codec,
         dir.display()
     );
 
@@ -240,6 +340,8 @@ fn main() {
     println!("highwater append:  {ours_a}");
     let ours_r = run_phase(self_phase("ours-recover", &ours_dir, &[]), "our recovery");
     println!("highwater recover: {ours_r}");
+    let ours_rd = run_phase(self_phase("ours-read", &ours_dir, &[]), "our read");
+    println!("highwater read:    {ours_rd}");
     if !keep {
         std::fs::remove_dir_all(&ours_dir).expect("remove our bench data");
     }
@@ -253,17 +355,15 @@ fn main() {
         "Kafka recovery",
     );
     println!("kafka recover:     {}", compact(&kafka_r));
+    let kafka_rd = run_phase(kafka_phase("bench-read", &kafka_base, &[]), "Kafka read");
+    println!("kafka read:        {}", compact(&kafka_rd));
     if !keep {
         std::fs::remove_dir_all(&kafka_base).expect("remove Kafka bench data");
     }
 
-    // Same work on both sides, or the figures mean nothing.
-    for (what, a, b) in [
-        (
-            "appended log bytes",
-            &ours_a["log_bytes"],
-            &kafka_a["log_bytes"],
-        ),
+    // Same work on both sides, or the figures mean nothing. Compressed
+    // sizes differ between compressors; offsets and values may not.
+    let mut same = vec![
         (
             "log end offset after append",
             &ours_a["log_end_offset"],
@@ -274,36 +374,47 @@ fn main() {
             &ours_r["log_end_offset"],
             &kafka_r["log_end_offset"],
         ),
+        ("records read", &ours_rd["records"], &kafka_rd["records"]),
         (
-            "log bytes after recovery",
-            &ours_r["log_bytes"],
-            &kafka_r["log_bytes"],
+            "value bytes read",
+            &ours_rd["value_bytes"],
+            &kafka_rd["value_bytes"],
         ),
-    ] {
+    ];
+    if w.codec == Codec::None {
+        same.push((
+            "appended log bytes",
+            &ours_a["log_bytes"],
+            &kafka_a["log_bytes"],
+        ));
+    }
+    for (what, a, b) in same {
         assert_eq!(a, b, "{what} differ between highwater and Kafka");
     }
-
     let bytes = w.records() * w.record_bytes as u64;
-    println!();
-    println!(
-        "{:<10} {:>12} {:>12} {:>12} {:>12} {:>22}",
-        "phase", "highwater s", "MiB/s", "kafka s", "MiB/s", "ratio highwater/kafka"
-    );
-    for (name, ours, theirs) in [
-        ("append", seconds(&ours_a), seconds(&kafka_a)),
-        ("recovery", seconds(&ours_r), seconds(&kafka_r)),
-    ] {
-        println!(
-            "{:<10} {:>12.3} {:>12.1} {:>12.3} {:>12.1} {:>22}",
-            name,
-            ours,
-            mib_per_s(bytes, ours),
-            theirs,
-            mib_per_s(bytes, theirs),
-            format!("{:.2}x time", ours / theirs),
-        );
-    }
-    println!("(ratio < 1: highwater took less time than Kafka)");
+    vec![
+        (
+            w.codec.name(),
+            "append",
+            bytes,
+            seconds(&ours_a),
+            seconds(&kafka_a),
+        ),
+        (
+            w.codec.name(),
+            "recovery",
+            bytes,
+            seconds(&ours_r),
+            seconds(&kafka_r),
+        ),
+        (
+            w.codec.name(),
+            "read",
+            bytes,
+            seconds(&ours_rd),
+            seconds(&kafka_rd),
+        ),
+    ]
 }
 
 fn compact(v: &Value) -> String {

@@ -117,3 +117,187 @@ fn usage_and_io_errors() {
     assert_eq!(code, 2);
     assert!(err.contains("20 digits"));
 }
+
+/// Finding 8 of issue 10: LogAppendTime records are labelled so, an index
+/// problem names the index file, and `recover` reports the HW the
+/// replication-offset-checkpoint holds.
+#[test]
+fn labels_timestamp_types_names_index_files_and_reads_the_hw() {
+    use highwater::storage::batch::{encode_batch, ProducerInfo};
+    use highwater::storage::Record;
+    let tmp = tempfile::tempdir().unwrap();
+    let tp = TopicPartition::new("lat", 0).unwrap();
+    let ld = LogDir::open(tmp.path()).unwrap();
+    let (mut log, _) = ld.open_log(&tp, small_config()).unwrap();
+    let mut b = Vec::new();
+    encode_batch(
+        &mut b,
+        0,
+        0,
+        ProducerInfo::NONE,
+        &[Record::new(5, "a"), Record::new(7, "b")],
+    )
+    .unwrap();
+    b[22] |= 0x08; // LogAppendTime
+    let crc = crc32c::crc32c(&b[21..]);
+    b[17..21].copy_from_slice(&crc.to_be_bytes());
+    log.append_batch(&mut b, 0).unwrap();
+    log.append(&[Record::new(9, "c")], 0).unwrap();
+    fill(&mut log, 30);
+    log.set_high_watermark(1).unwrap();
+    ld.close(vec![(tp, log)]).unwrap();
+    let part = tmp.path().join("lat-0");
+    let p = part.to_str().unwrap();
+    let (code, out, _) = tool(&["dump", p, "--records", "--max-batches", "2"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("| offset: 0 LogAppendTime: 7 "), "{out}");
+    assert!(out.contains("| offset: 1 LogAppendTime: 7 "), "{out}");
+    assert!(out.contains("| offset: 2 CreateTime: 9 "), "{out}");
+
+    let (code, out, _) = tool(&["recover", p]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("high watermark 1"), "{out}");
+
+    let index = part.join("00000000000000000000.index");
+    let mut bytes = std::fs::read(&index).unwrap();
+    assert!(bytes.len() >= 8);
+    bytes[4] ^= 0x40; // the first entry's position
+    std::fs::write(&index, &bytes).unwrap();
+    let (code, out, _) = tool(&["verify", p, "--index-interval-bytes", "256"]);
+    assert_eq!(code, 1, "{out}");
+    let problem = out.lines().find(|l| l.contains("PROBLEM")).unwrap();
+    assert!(
+        problem.contains("00000000000000000000.index is invalid"),
+        "{problem}"
+    );
+}
+
+/// Item 6 of issue 13: missing and empty directories are errors, never an
+/// empty success; a log directory is understood (every partition, its
+/// checkpoints); Kafka's flags work; checkpoint files are shown; replicas
+/// are shown side by side.
+#[test]
+fn directories_kafka_flags_checkpoints_and_replicas() {
+    let tmp = tempfile::tempdir().unwrap();
+    let missing = tmp.path().join("nope");
+    for args in [
+        vec!["verify", missing.to_str().unwrap()],
+        vec!["dump", missing.to_str().unwrap()],
+        vec!["segments", missing.to_str().unwrap()],
+    ] {
+        let (code, out, err) = tool(&args);
+        assert_eq!(code, 2, "{args:?}: {out}");
+        assert!(err.contains("no such file or directory"), "{err}");
+    }
+    let empty = tmp.path().join("empty-0");
+    std::fs::create_dir(&empty).unwrap();
+    for cmd in ["verify", "dump", "checkpoints"] {
+        let (code, out, err) = tool(&[cmd, empty.to_str().unwrap()]);
+        assert_eq!(code, 2, "{cmd}: {out}");
+        assert!(err.contains("nothing to inspect"), "{err}");
+        assert!(!out.contains("passed"), "{out}");
+    }
+    let (code, _, err) = tool(&[]);
+    assert_eq!(code, 2);
+    assert!(err.contains("--files"), "{err}");
+
+    // A broker's log directory: every partition, and its checkpoints.
+    let broker = tmp.path().join("broker");
+    let part = make(&broker);
+    let b = broker.to_str().unwrap();
+    let (code, out, _) = tool(&["verify", b, "--index-interval-bytes", "256"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("== ") && out.contains("verification passed: 40 batches"),
+        "{out}"
+    );
+    let (code, out, _) = tool(&["checkpoints", b]);
+    assert_eq!(code, 0, "{out}");
+    for want in [
+        "replication-offset-checkpoint: demo-0 high watermark",
+        "recovery-point-offset-checkpoint: demo-0 recovery point",
+        "log-start-offset-checkpoint: demo-0 log start offset 0",
+        ".kafka_cleanshutdown: present",
+        "demo-0/leader-epoch-checkpoint: 0@0 1@",
+    ] {
+        assert!(out.contains(want), "{want}: {out}");
+    }
+    let (code, out, _) = tool(&["dump", &format!("{b}/replication-offset-checkpoint")]);
+    assert_eq!(code, 0);
+    assert!(out.contains("demo 0 "), "{out}");
+
+    // Kafka's kafka-dump-log flags.
+    let seg = part.join("00000000000000000000.log");
+    let (code, out, _) = tool(&[
+        "--files",
+        seg.to_str().unwrap(),
+        "--deep-iteration",
+        "--print-data-log",
+    ]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("| offset: 0 CreateTime:") && out.contains("payload: value-0-0"),
+        "{out}"
+    );
+    let (code, out, _) = tool(&["dump", "--files", seg.to_str().unwrap(), "--deep-iteration"]);
+    assert_eq!(code, 0);
+    assert!(
+        out.contains("| offset: 0 ") && !out.contains("payload"),
+        "{out}"
+    );
+
+    // Two replicas side by side: the one that lost its last batch differs.
+    let other = tmp.path().join("other");
+    let part2 = make(&other);
+    let last = std::fs::read_dir(&part2)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "log"))
+        .max()
+        .unwrap();
+    std::fs::remove_file(&last).unwrap();
+    let (code, out, _) = tool(&["compare", b, other.to_str().unwrap()]);
+    assert_eq!(code, 0, "{out}");
+    let header = out.lines().next().unwrap();
+    assert!(
+        header.contains("broker") && header.contains("other"),
+        "{out}"
+    );
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("log end offset") && l.ends_with('*')),
+        "{out}"
+    );
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("offset 0 ") && !l.ends_with('*')),
+        "{out}"
+    );
+}
+
+/// Finding 5 of issue 10: verify checks epochs across the whole log: an
+/// epoch below -1 and a leader-epoch-checkpoint that disagrees with the
+/// batches are problems.
+#[test]
+fn verify_checks_epochs_across_the_log() {
+    let tmp = tempfile::tempdir().unwrap();
+    let part = make(tmp.path());
+    let p = part.to_str().unwrap();
+    let cp = part.join("leader-epoch-checkpoint");
+    let good = std::fs::read_to_string(&cp).unwrap();
+    std::fs::write(&cp, good.replacen("1 ", "2 ", 1)).unwrap();
+    let (code, out, _) = tool(&["verify", p, "--index-interval-bytes", "256"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("leader-epoch-checkpoint: PROBLEM: says"),
+        "{out}"
+    );
+    std::fs::write(&cp, &good).unwrap();
+    let seg = part.join("00000000000000000000.log");
+    let mut bytes = std::fs::read(&seg).unwrap();
+    bytes[12..16].copy_from_slice(&(-3i32).to_be_bytes());
+    std::fs::write(&seg, &bytes).unwrap();
+    let (code, out, _) = tool(&["verify", p, "--index-interval-bytes", "256"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("has leader epoch -3 (below -1)"), "{out}");
+}

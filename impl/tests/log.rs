@@ -399,6 +399,7 @@ fn rolls_on_full_index_and_on_relative_offset_overflow() {
         retention_bytes: None,
         retention_ms: None,
         truncate_below_recovery_point: false,
+        compression_type: highwater::storage::CompressionType::Producer,
     };
     let (mut log, _) = open(&dir, config.clone(), LoadParams::default());
     let expected = fill(&mut log, 60);
@@ -447,20 +448,22 @@ fn rolls_on_full_index_and_on_relative_offset_overflow() {
 }
 
 #[test]
-fn unparsable_broker_checkpoint_is_a_typed_error() {
+fn unparsable_broker_checkpoint_is_reset_and_reported() {
     let tmp = tempfile::tempdir().unwrap();
     std::fs::write(
         tmp.path().join("recovery-point-offset-checkpoint"),
         "0\n1\norders 0\n",
     )
     .unwrap();
-    match LogDir::open(tmp.path()) {
-        Err(Error::Checkpoint { path, line, .. }) => {
-            assert!(path.ends_with("recovery-point-offset-checkpoint"));
-            assert_eq!(line, 3);
-        }
-        other => panic!("{other:?}"),
-    }
+    let dir = LogDir::open(tmp.path()).expect("opens, as Kafka's LogManager does");
+    assert_eq!(dir.repairs().len(), 1);
+    assert!(
+        dir.repairs()[0].contains("recovery-point-offset-checkpoint: line 3"),
+        "{:?}",
+        dir.repairs()
+    );
+    let tp = TopicPartition::new("orders", 0).unwrap();
+    assert_eq!(dir.load_params(&tp).recovery_point, 0);
 }
 
 #[test]
@@ -494,4 +497,69 @@ fn indexes_after_a_clean_reopen_match_a_rebuild() {
             matches_rebuilt: true
         }
     );
+}
+
+/// Finding 2 of issue 10: when the target equals a time index timestamp
+/// that earlier records of the same batch also carry, the answer is the
+/// first of them (Kafka's `LogSegment.findOffsetByTimestamp` filters only by
+/// the log start offset), not a later offset or none. Timestamps here never
+/// go down, so Kafka's answer is the first record at or after the target;
+/// every timestamp and its neighbours are probed, on CreateTime batches and
+/// on LogAppendTime batches (every record carries the batch's max).
+#[test]
+fn offset_for_timestamp_with_repeated_timestamps_matches_kafka() {
+    use highwater::storage::batch::{encode_batch, ProducerInfo};
+    for log_append_time in [false, true] {
+        let tmp = tempfile::tempdir().unwrap();
+        let (mut log, _) = open(
+            &tmp.path().join("t-0"),
+            small_config(),
+            LoadParams::default(),
+        );
+        let mut expected: Vec<(u64, i64)> = Vec::new();
+        let mut ts = 1_000;
+        for i in 0..120u64 {
+            let n = 1 + (i % 5) as usize;
+            let recs: Vec<Record> = (0..n)
+                .map(|j| {
+                    // Runs of equal timestamps inside and across batches.
+                    if (i + j as u64).is_multiple_of(3) {
+                        ts += 1;
+                    }
+                    Record::new(ts, format!("v{i}-{j}-{}", "y".repeat((i % 40) as usize)))
+                })
+                .collect();
+            let mut b = Vec::new();
+            encode_batch(&mut b, 0, 0, ProducerInfo::NONE, &recs).unwrap();
+            if log_append_time {
+                b[22] |= 0x08; // attributes: LogAppendTime
+                let crc = crc32c::crc32c(&b[21..]);
+                b[17..21].copy_from_slice(&crc.to_be_bytes());
+            }
+            let info = log.append_batch(&mut b, 0).unwrap();
+            let max = recs.iter().map(|r| r.timestamp).max().unwrap();
+            for (k, r) in recs.iter().enumerate() {
+                let t = if log_append_time { max } else { r.timestamp };
+                expected.push((info.first_offset + k as u64, t));
+            }
+        }
+        assert!(log.segments().len() > 5);
+        let reader = log.reader();
+        let mut probes: Vec<i64> = expected
+            .iter()
+            .flat_map(|&(_, t)| [t - 1, t, t + 1])
+            .collect();
+        probes.dedup();
+        for target in probes {
+            let want = expected.iter().find(|(_, t)| *t >= target).copied();
+            let got = reader
+                .offset_for_timestamp(target)
+                .unwrap()
+                .map(|t| (t.offset, t.timestamp));
+            assert_eq!(
+                got, want,
+                "LogAppendTime {log_append_time}, target {target}"
+            );
+        }
+    }
 }

@@ -54,6 +54,70 @@ pub enum Action {
     Restart { replica: ReplicaId },
 }
 
+impl Action {
+    /// What this kind of action does, in one line (printed the first time it
+    /// appears in a step table).
+    pub fn gloss(&self) -> &'static str {
+        match self {
+            Action::ControllerElectLeader { .. } => {
+                "the controller picks a leader (from the ISR, from the ELR, or uncleanly), \
+                 bumps the leader epoch and sends a LeaderAndIsr"
+            }
+            Action::ControllerShrinkIsr { .. } => {
+                "the controller believes a broker failed and removes it from the ISR; \
+                 if it led, a new epoch with no leader"
+            }
+            Action::BecomeLeader { .. } => {
+                "a replica takes a LeaderAndIsr that names it leader, and leads in that epoch"
+            }
+            Action::BecomeFollower { .. } => {
+                "a replica takes a LeaderAndIsr that names another leader, truncates by its \
+                 rule, and follows"
+            }
+            Action::Produce { .. } => {
+                "the producer sends the next record to a replica that believes it leads"
+            }
+            Action::FollowerFetch { .. } => {
+                "a follower copies what it lacks and learns the leader's HW; the leader learns \
+                 the follower's LEO from the fetch offset"
+            }
+            Action::LeaderAdvanceHw { .. } => {
+                "the leader moves its HW to the lowest LEO it knows in its ISR and answers \
+                 acks=all producers below it"
+            }
+            Action::LeaderShrinkIsr { .. } => {
+                "the leader drops a follower that lags or stopped fetching (AlterPartition)"
+            }
+            Action::LeaderExpandIsr { .. } => {
+                "the leader takes a caught-up follower back into the ISR (AlterPartition)"
+            }
+            Action::LeaderLearnsIsr { .. } => {
+                "the leader learns an ISR change the controller made on its own (metadata)"
+            }
+            Action::Flush { .. } => "a replica fsyncs its log: its recovery point moves to its LEO",
+            Action::Crash { .. } => {
+                "a broker stops: cleanly (log kept) or uncleanly (what is above its recovery \
+                 point is lost)"
+            }
+            Action::Restart { .. } => {
+                "a stopped broker comes back with its checkpointed HW and re-registers"
+            }
+        }
+    }
+
+    /// Whether this action, taken in `s`, is a fault: a crash, the
+    /// controller believing a live broker failed, or an unclean election.
+    /// The progress check asks what the partition can do without them.
+    pub fn is_fault(&self, s: &State) -> bool {
+        match *self {
+            Action::Crash { .. } => true,
+            Action::ControllerShrinkIsr { replica } => s.replica(replica).alive,
+            Action::ControllerElectLeader { election, .. } => election == Election::Unclean,
+            _ => false,
+        }
+    }
+}
+
 impl fmt::Display for Action {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let n = replica_name;
@@ -309,7 +373,7 @@ fn become_follower(cfg: &Config, s: &mut State, replica: ReplicaId, epoch: Epoch
 
 // --- Producer ---------------------------------------------------------------
 
-fn produce_enabled(cfg: &Config, s: &State, leader: ReplicaId) -> bool {
+pub fn produce_enabled(cfg: &Config, s: &State, leader: ReplicaId) -> bool {
     let isr_ok = cfg.acks != Acks::All || s.replica(leader).isr.len() >= cfg.min_isr;
     s.produced < cfg.records && isr_ok
 }

@@ -1,22 +1,26 @@
 //! The bounds and protocol switches of one model run.
 
 use crate::state::{MAX_EPOCH, MAX_RECORDS, MAX_REPLICAS};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::fmt;
 
 /// Producer acknowledgement level.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, clap::ValueEnum)]
-#[serde(rename_all = "kebab-case")]
+/// Spelled as on the command line (and in Kafka's producer config), also in
+/// JSON: "0", "1", "all".
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
 pub enum Acks {
     /// Fire and forget: never acknowledged.
     #[value(name = "0")]
+    #[serde(rename = "0")]
     None,
     /// Acknowledged once the leader has appended the record.
     #[value(name = "1")]
+    #[serde(rename = "1")]
     Leader,
     /// Acknowledged once the HW passes the record; refused with
     /// NotEnoughReplicas when |ISR| < min.insync.replicas.
     #[value(name = "all")]
+    #[serde(rename = "all")]
     All,
 }
 
@@ -32,7 +36,7 @@ impl fmt::Display for Acks {
 
 /// How a follower finds where to truncate when it follows a new leader epoch:
 /// one mode per historical Kafka rule.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
 pub enum Truncation {
     /// Truncate to the local HW (Kafka before KIP-101).
@@ -67,7 +71,7 @@ impl fmt::Display for Truncation {
 
 /// A deliberately broken rule, to show that a check can fail: each is a
 /// rule highwater once had or a plausible slip, never one Kafka runs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
 pub enum Mutation {
     /// A follower rejoins the ISR only once the leader's HW has reached the
@@ -90,7 +94,8 @@ impl fmt::Display for Mutation {
 }
 
 /// Bounds and switches of a model.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Config {
     pub replicas: u8,
     pub records: u8,

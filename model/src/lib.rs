@@ -5,8 +5,11 @@
 pub mod actions;
 pub mod config;
 pub mod controller;
+pub mod graph;
+pub mod itf;
 pub mod model;
 pub mod presets;
+pub mod progress;
 pub mod properties;
 pub mod render;
 pub mod run;

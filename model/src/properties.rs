@@ -2,7 +2,7 @@
 //! holds vacuously). Each property is a plain function of the state.
 
 use crate::model::PartitionModel;
-use crate::state::{RecordHistory, State};
+use crate::state::{record_name, replica_name, Log, Offset, RecordHistory, State};
 use stateright::{Model, Property};
 
 pub const COMMITTED_RECORDS_SURVIVE: &str = "committed records survive";
@@ -117,4 +117,114 @@ pub fn logs_agree_below_hw(s: &State) -> bool {
             ra.log.agrees_below(&rb.log, ra.hw.min(rb.hw))
         })
     })
+}
+
+/// Why `s` breaks the always-property `name`, in words naming the records
+/// and replicas involved (None when it does not break it).
+pub fn explain(name: &str, s: &State) -> Option<String> {
+    match name {
+        COMMITTED_RECORDS_SURVIVE => missing_record(s, |h| h.visible, "committed"),
+        ACKNOWLEDGED_RECORDS_SURVIVE => missing_record(s, |h| h.acked, "acknowledged"),
+        STRONG_ISR => strong_isr_breach(s),
+        LEADER_IN_ISR => {
+            let c = &s.controller;
+            let l = c.leader.filter(|l| !c.isr.contains(*l))?;
+            Some(format!(
+                "the controller's leader {} is not in its ISR {:?}",
+                replica_name(l),
+                c.isr
+            ))
+        }
+        HW_WITHIN_LOG => s
+            .ids()
+            .find(|&r| s.replica(r).hw > s.replica(r).leo())
+            .map(|r| {
+                let x = s.replica(r);
+                format!(
+                    "{}'s HW {} is above its LEO {}",
+                    replica_name(r),
+                    x.hw,
+                    x.leo()
+                )
+            }),
+        NO_DIVERGENCE_BELOW_HW => s.ids().find_map(|a| {
+            s.ids().filter(|&b| b > a).find_map(|b| {
+                let (ra, rb) = (s.replica(a), s.replica(b));
+                let below = ra.hw.min(rb.hw);
+                let at = first_difference(&ra.log, &rb.log, below)?;
+                Some(format!(
+                    "{} and {} disagree at offset {at}, below both HWs ({} and {}): {}; {}",
+                    replica_name(a),
+                    replica_name(b),
+                    ra.hw,
+                    rb.hw,
+                    holds_at(a, &ra.log, at),
+                    holds_at(b, &rb.log, at)
+                ))
+            })
+        }),
+        _ => None,
+    }
+}
+
+/// A record `epoch_of` marks, missing on a later presumed leader.
+fn missing_record(
+    s: &State,
+    epoch_of: fn(&RecordHistory) -> Option<u8>,
+    what: &str,
+) -> Option<String> {
+    s.records[..s.produced as usize]
+        .iter()
+        .enumerate()
+        .find_map(|(id, h)| {
+            let since = epoch_of(h)?;
+            s.presumed_leaders().find_map(|l| {
+                let r = s.replica(l);
+                let held = r.log.get(h.offset).is_some_and(|e| e.id as usize == id);
+                (r.epoch >= Some(since) && !held).then(|| {
+                    format!(
+                        "{what} record {}@{} ({what} in epoch {since}) is missing on {}, leader of epoch {}: {}",
+                        record_name(id as u8),
+                        h.offset,
+                        replica_name(l),
+                        r.epoch.map_or("-".to_string(), |e| e.to_string()),
+                        holds_at(l, &r.log, h.offset)
+                    )
+                })
+            })
+        })
+}
+
+fn strong_isr_breach(s: &State) -> Option<String> {
+    s.presumed_leaders().find_map(|l| {
+        let leader = s.replica(l);
+        s.controller
+            .isr
+            .iter()
+            .filter(|&r| !s.replica(r).unclean_down)
+            .find_map(|r| {
+                let at = first_difference(&leader.log, &s.replica(r).log, leader.hw)?;
+                Some(format!(
+                    "below leader {}'s HW {}, ISR member {} differs at offset {at}: {}; {}",
+                    replica_name(l),
+                    leader.hw,
+                    replica_name(r),
+                    holds_at(l, &leader.log, at),
+                    holds_at(r, &s.replica(r).log, at)
+                ))
+            })
+    })
+}
+
+/// The first offset below `below` where the logs differ (or one ends).
+fn first_difference(a: &Log, b: &Log, below: Offset) -> Option<Offset> {
+    (0..below).find(|&o| a.get(o) != b.get(o) || a.get(o).is_none())
+}
+
+/// What replica `r` holds at `offset`, in words.
+fn holds_at(r: crate::state::ReplicaId, log: &Log, offset: Offset) -> String {
+    match log.get(offset) {
+        Some(e) => format!("{} has {e:?} there", replica_name(r)),
+        None => format!("{}'s log ends at {}", replica_name(r), log.leo()),
+    }
 }

@@ -1,25 +1,34 @@
 //! One checker run: the chosen search, progress while it runs, a verdict per
-//! property, the shortest counterexample of each broken property, and whether
-//! all of that is what the preset expects.
+//! property (safety, sometimes, and progress), the shortest counterexample of
+//! each broken property, and whether all of that is what the preset expects.
 
 use crate::actions::Action;
 use crate::config::Config;
+use crate::graph::{self, Completion, SearchOptions, SearchProgress, Trace, Until};
 use crate::model::PartitionModel;
 use crate::presets::Expect;
+use crate::progress;
 use crate::render;
-use crate::shortest::{self, Trace};
+use crate::shortest;
 use crate::state::State;
 use serde::Serialize;
 use stateright::{Checker, Expectation, HasDiscoveries, Model, UniformChooser};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-/// How to search.
+/// How to search. In JSON an object with a `kind`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
+#[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum Search {
-    /// Exhaustive depth-first search with symmetry reduction (the default).
+    /// highwater's own exhaustive breadth-first search with symmetry
+    /// reduction (the default): safety, shortest counterexamples and the
+    /// progress check in one pass (`graph.rs`, `progress.rs`).
+    Graph,
+    /// stateright's exhaustive depth-first search with symmetry reduction
+    /// (no progress check).
     Dfs,
-    /// stateright's exhaustive breadth-first search (no symmetry reduction).
+    /// stateright's exhaustive breadth-first search (no symmetry reduction,
+    /// no progress check).
     Bfs,
     /// Random walks: finds counterexamples fast, proves nothing.
     Simulate { seed: u64, max_depth: usize },
@@ -35,17 +44,78 @@ impl Search {
 pub struct RunOptions {
     pub threads: usize,
     pub search: Search,
-    /// Stop a simulation after this long (simulations never finish by themselves).
+    /// Stop after this long (any search; a simulation never ends by itself).
     pub time_limit: Option<Duration>,
-    /// Stop at the first counterexample instead of checking every property.
-    pub stop_at_first: bool,
+    /// Stop after this many distinct states (any search).
+    pub max_states: Option<u64>,
+    /// Stop at a counterexample instead of checking every property.
+    pub stop_at: StopAt,
+    /// Set (by Ctrl-C) to stop and report what was found so far.
+    pub interrupt: Option<&'static AtomicBool>,
+}
+
+impl RunOptions {
+    /// `search` on `threads` threads, to the end, with no limits.
+    pub fn new(threads: usize, search: Search) -> RunOptions {
+        RunOptions {
+            threads,
+            search,
+            time_limit: None,
+            max_states: None,
+            stop_at: StopAt::Never,
+            interrupt: None,
+        }
+    }
+
+    /// Whether a limit or an interrupt says to stop now.
+    fn should_stop(&self, seconds: f64, unique_states: u64) -> Option<Ended> {
+        if self.interrupt.is_some_and(|i| i.load(Ordering::Relaxed)) {
+            Some(Ended::Interrupted)
+        } else if self.time_limit.is_some_and(|t| seconds >= t.as_secs_f64())
+            || self.max_states.is_some_and(|m| unique_states >= m)
+        {
+            Some(Ended::Limited)
+        } else {
+            None
+        }
+    }
+}
+
+/// When a run stops before checking every property.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StopAt {
+    /// Check every property to the end.
+    Never,
+    /// Once this always-property has a counterexample (and report every
+    /// other broken within as many steps).
+    Property(&'static str),
+    /// Once any always-property has a counterexample.
+    AnyCounterexample,
+}
+
+/// What a run is doing.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Phase {
+    /// Searching the bounded model.
+    #[default]
+    Search,
+    /// Expanding recovery states beyond the epoch bound.
+    RecoveryStates,
+    /// Backward search of the state graph for the progress properties.
+    ProgressCheck,
+    /// Searching for shortest counterexamples (after stateright's search).
+    ShortestPaths,
 }
 
 /// A snapshot of a running search.
 #[derive(Clone, Copy, Debug, Default, Serialize)]
 pub struct Progress {
+    pub phase: Phase,
     pub states: u64,
     pub unique_states: u64,
+    /// Recovery states found (default search, progress check).
+    pub recovery_states: u64,
     pub max_depth: u64,
     pub seconds: f64,
 }
@@ -63,9 +133,11 @@ impl Progress {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Verdict {
-    /// An always-property held in every reachable state.
+    /// An always-property held in every reachable state (a progress
+    /// property: every reachable state can heal).
     Holds,
-    /// An always-property failed: a counterexample exists.
+    /// An always-property failed: a counterexample exists (a progress
+    /// property: a reachable state cannot heal without a fault).
     Counterexample,
     /// A sometimes-property was seen.
     Reached,
@@ -73,24 +145,77 @@ pub enum Verdict {
     NotReached,
     /// A non-exhaustive search saw no counterexample.
     NoneFound,
-    /// The run stopped at an earlier counterexample before deciding this one.
+    /// The run stopped at an earlier counterexample before deciding this one,
+    /// or (progress) its search keeps no state graph.
     NotChecked,
 }
 
 #[derive(Clone, Debug, Serialize)]
 pub struct PropertyResult {
     pub name: &'static str,
+    /// "always", "sometimes" or "progress".
     pub kind: &'static str,
     pub verdict: Verdict,
-    /// For a broken always-property, the shortest path to a state breaking it.
+    /// For a broken always-property, the shortest path to a state breaking
+    /// it; for a broken progress property, to a state that cannot heal.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub counterexample: Option<Vec<Step>>,
+    /// Progress: how many states of the bounded model cannot heal.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stuck_states: Option<u64>,
+    /// Progress: every fault-free action enabled in the stuck state, and
+    /// the (also stuck) state it leads to.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stuck_exits: Option<Vec<Step>>,
+    /// Progress: the shortest fault-free continuation from the stuck state
+    /// into a trap (states that lead only to each other, none healthy),
+    /// starting with the stuck state.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stuck_continuation: Option<Vec<Step>>,
+    /// Progress: how many states that trap holds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trap_states: Option<u64>,
+}
+
+impl PropertyResult {
+    fn new(name: &'static str, kind: &'static str, verdict: Verdict) -> PropertyResult {
+        PropertyResult {
+            name,
+            kind,
+            verdict,
+            counterexample: None,
+            stuck_states: None,
+            stuck_exits: None,
+            stuck_continuation: None,
+            trap_states: None,
+        }
+    }
+}
+
+/// The progress check's figures beside its verdicts.
+#[derive(Clone, Debug, Serialize)]
+pub struct ProgressSummary {
+    /// States that can no longer heal but go offline by KIP-966's design.
+    pub offline_states: u64,
+    /// A shortest path to an offline-by-design state.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub offline_example: Option<Vec<Step>>,
+    /// Fault-free edges kept, and recovery states beyond the epoch bound.
+    pub edges: u64,
+    pub recovery_states: u64,
+    /// Bytes held by the state graph at its largest.
+    pub graph_bytes: u64,
+    /// Seconds spent on the backward search.
+    pub seconds: f64,
 }
 
 /// One step of a counterexample, for machines.
 #[derive(Clone, Debug, Serialize)]
 pub struct Step {
+    /// The action as the step tables print it.
     pub action: Option<String>,
+    /// The action as an object: `kind` and its arguments (`itf::action_json`).
+    pub action_detail: Option<serde_json::Value>,
     /// Index of the action among the state's enabled actions (explorer paths).
     pub action_index: Option<usize>,
     pub state: render::StateJson,
@@ -98,24 +223,69 @@ pub struct Step {
     pub raw: (State, Option<Action>),
 }
 
+/// How a search ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Ended {
+    /// Every reachable state was visited.
+    Exhaustive,
+    /// Stopped at the level of the first counterexample (historical presets).
+    StoppedAtCounterexample,
+    /// Stopped by a time or state limit (`--seconds`, `--max-states`).
+    Limited,
+    /// Stopped by Ctrl-C.
+    Interrupted,
+    /// A simulation: random walks, never exhaustive.
+    Sampled,
+}
+
+/// The run's verdict against what was expected.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Outcome {
+    /// Every verdict is what was expected.
+    AsExpected,
+    /// A verdict contradicts the expectation (see `mismatches`).
+    NotAsExpected,
+    /// The run stopped before it could decide (a limit, Ctrl-C, or a
+    /// search that is not exhaustive); nothing seen contradicts it.
+    Undecided,
+    /// No expectation was given.
+    NoExpectation,
+}
+
+/// The version of the JSON report's shape (see `Report`); bumped whenever
+/// a field changes meaning or goes away.
+pub const SCHEMA: &str = "highwater-check-report/2";
+
+/// The report of one run, as `--json` prints it.
 #[derive(Clone, Debug, Serialize)]
 pub struct Report {
+    /// [`SCHEMA`].
+    pub schema: &'static str,
     pub preset: Option<&'static str>,
     pub config: Config,
     pub search: Search,
     pub threads: usize,
+    pub ended: Ended,
     pub progress: Progress,
     /// Seconds spent after the search finding shortest counterexamples.
     pub shortest_seconds: f64,
     pub states_per_second: f64,
     pub peak_memory_mib: Option<f64>,
     pub properties: Vec<PropertyResult>,
+    /// The progress check (default search, complete runs only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub progress_check: Option<ProgressSummary>,
     pub expected: Option<String>,
-    /// Where the run disagrees with the preset's expectation (empty: agrees).
+    /// The verdict against the expectation.
+    pub outcome: Outcome,
+    /// Where the run disagrees with the expectation (empty: agrees).
     pub mismatches: Vec<String>,
 }
 
-/// Runs the checker on `cfg`, calling `on_progress` about once a second.
+/// Runs the checker on `cfg`, calling `on_progress` about once a second
+/// (and at each change of phase).
 pub fn run(
     cfg: Config,
     preset: Option<&'static str>,
@@ -123,34 +293,204 @@ pub fn run(
     opts: &RunOptions,
     mut on_progress: impl FnMut(Progress),
 ) -> Report {
+    let found = match opts.search {
+        Search::Graph => run_graph(cfg, opts, &mut on_progress),
+        _ => run_stateright(cfg, opts, &mut on_progress),
+    };
+    let mismatches = expect
+        .map(|e| mismatches(e, &found.properties))
+        .unwrap_or_default();
+    let outcome = match expect {
+        None => Outcome::NoExpectation,
+        Some(_) if !mismatches.is_empty() => Outcome::NotAsExpected,
+        Some(e) if decided(e, found.ended, &found.properties) => Outcome::AsExpected,
+        Some(_) => Outcome::Undecided,
+    };
+    Report {
+        schema: SCHEMA,
+        preset,
+        config: cfg,
+        search: opts.search,
+        threads: opts.threads,
+        ended: found.ended,
+        progress: found.progress,
+        shortest_seconds: found.shortest_seconds,
+        states_per_second: found.progress.states_per_second(),
+        peak_memory_mib: peak_memory_mib(),
+        properties: found.properties,
+        progress_check: found.progress_check,
+        expected: None,
+        outcome,
+        mismatches,
+    }
+}
+
+/// What a search found, before it is held against the expectation.
+struct Found {
+    ended: Ended,
+    progress: Progress,
+    shortest_seconds: f64,
+    properties: Vec<PropertyResult>,
+    progress_check: Option<ProgressSummary>,
+}
+
+/// The default search: the state graph, safety and progress in one pass.
+fn run_graph(cfg: Config, opts: &RunOptions, on_progress: &mut impl FnMut(Progress)) -> Found {
+    let model = PartitionModel::new(cfg);
+    let names: Vec<&str>;
+    let until = match opts.stop_at {
+        StopAt::Never => Until::Exhausted,
+        StopAt::Property(name) => {
+            names = vec![name];
+            Until::AllBroken(&names)
+        }
+        StopAt::AnyCounterexample => Until::AnyBroken,
+    };
+    let ended = std::sync::Mutex::new(None);
+    let stop = |p: &SearchProgress| {
+        let why = opts.should_stop(p.seconds, p.unique_states);
+        if why.is_some() {
+            *ended.lock().expect("not poisoned") = why;
+        }
+        why.is_some()
+    };
+    let mut report = |p: &SearchProgress| on_progress(progress_of(p, Phase::Search));
+    let g = graph::search(
+        cfg,
+        SearchOptions {
+            threads: opts.threads,
+            progress: matches!(until, Until::Exhausted).then_some(progress::PREDICATES),
+            recovery_epochs: crate::state::RECOVERY_EPOCHS,
+            until,
+            stop: &stop,
+            on_progress: &mut report,
+        },
+    );
+    let complete = g.completion == Completion::Exhaustive;
+    let stopped = g.completion == Completion::StoppedAtCounterexample;
+    let mut properties: Vec<PropertyResult> = model
+        .properties()
+        .iter()
+        .zip(&g.first)
+        .map(|(p, first)| {
+            let always = p.expectation == Expectation::Always;
+            let verdict = match (always, first.is_some()) {
+                (true, true) => Verdict::Counterexample,
+                (_, false) if stopped => Verdict::NotChecked,
+                (true, false) if complete => Verdict::Holds,
+                (true, false) => Verdict::NoneFound,
+                (false, true) => Verdict::Reached,
+                (false, false) if complete => Verdict::NotReached,
+                (false, false) => Verdict::NotChecked,
+            };
+            let mut r =
+                PropertyResult::new(p.name, if always { "always" } else { "sometimes" }, verdict);
+            if let (true, Some(n)) = (always, first) {
+                r.counterexample = Some(steps(&model, &g.path_to(*n)));
+            }
+            r
+        })
+        .collect();
+    let mut progress_check = None;
+    if complete {
+        on_progress(progress_of(&g.progress, Phase::ProgressCheck));
+        let check = progress::check(&g);
+        for p in &check.properties {
+            let verdict = if p.stuck_states == 0 {
+                Verdict::Holds
+            } else {
+                Verdict::Counterexample
+            };
+            let mut r = PropertyResult::new(p.name, "progress", verdict);
+            r.stuck_states = Some(p.stuck_states);
+            if let Some(stuck) = &p.counterexample {
+                r.counterexample = Some(steps(&model, &stuck.trace));
+                r.stuck_exits = Some(
+                    stuck
+                        .exits
+                        .iter()
+                        .map(|&(a, s)| Step::new(s, Some(a), None))
+                        .collect(),
+                );
+                r.stuck_continuation = Some(steps(&model, &stuck.continuation));
+                r.trap_states = Some(stuck.trap_states);
+            }
+            properties.push(r);
+        }
+        progress_check = Some(ProgressSummary {
+            offline_states: check.offline_states,
+            offline_example: check.offline_example.map(|t| steps(&model, &t)),
+            edges: check.edges,
+            recovery_states: check.recovery_states,
+            graph_bytes: g.memory_bytes() as u64,
+            seconds: check.seconds,
+        });
+    } else {
+        for name in [progress::RECOVERABLE, progress::ACKED_REPLICATED] {
+            properties.push(PropertyResult::new(name, "progress", Verdict::NotChecked));
+        }
+    }
+    let limited = *ended.lock().expect("not poisoned");
+    Found {
+        ended: match g.completion {
+            Completion::Exhaustive => Ended::Exhaustive,
+            Completion::StoppedAtCounterexample => Ended::StoppedAtCounterexample,
+            Completion::Interrupted => limited.unwrap_or(Ended::Limited),
+        },
+        progress: progress_of(&g.progress, Phase::Search),
+        shortest_seconds: 0.0,
+        properties,
+        progress_check,
+    }
+}
+
+fn progress_of(p: &SearchProgress, phase: Phase) -> Progress {
+    Progress {
+        phase: if p.recovery_phase && phase == Phase::Search {
+            Phase::RecoveryStates
+        } else {
+            phase
+        },
+        states: p.transitions + 1,
+        unique_states: p.unique_states,
+        recovery_states: p.recovery_states,
+        max_depth: p.max_depth,
+        seconds: p.seconds,
+    }
+}
+
+/// stateright's checkers: safety and sometimes-properties, then our
+/// breadth-first search for the shortest counterexamples.
+fn run_stateright(cfg: Config, opts: &RunOptions, on_progress: &mut impl FnMut(Progress)) -> Found {
     let model = PartitionModel::new(cfg);
     let start = Instant::now();
     let mut builder = model.clone().checker().threads(opts.threads.max(1));
-    if opts.stop_at_first {
+    if opts.stop_at != StopAt::Never {
         builder = builder.finish_when(HasDiscoveries::AnyFailures);
     }
-    let (progress, found) = match opts.search {
-        Search::Dfs => watch(
-            builder.symmetry().spawn_dfs(),
-            start,
-            opts,
-            &mut on_progress,
-        ),
-        Search::Bfs => watch(builder.spawn_bfs(), start, opts, &mut on_progress),
+    if let Some(m) = opts.max_states {
+        builder = builder.target_state_count(m as usize);
+    }
+    let (progress, found, why) = match opts.search {
+        Search::Dfs | Search::Graph => {
+            watch(builder.symmetry().spawn_dfs(), start, opts, on_progress)
+        }
+        Search::Bfs => watch(builder.spawn_bfs(), start, opts, on_progress),
         Search::Simulate { seed, max_depth } => watch(
             builder
                 .target_max_depth(max_depth)
                 .spawn_simulation(seed, UniformChooser),
             start,
             opts,
-            &mut on_progress,
+            on_progress,
         ),
     };
-    let stopped_early = opts.stop_at_first
+    let stopped_early = opts.stop_at != StopAt::Never
         && model
             .properties()
             .iter()
             .any(|p| p.expectation == Expectation::Always && found.contains(&p.name));
+    let complete = why.is_none() && opts.search.exhaustive() && !stopped_early;
     let mut properties: Vec<PropertyResult> = model
         .properties()
         .iter()
@@ -159,42 +499,45 @@ pub fn run(
             let (kind, verdict) = match (p.expectation.clone(), seen) {
                 (Expectation::Always, true) => ("always", Verdict::Counterexample),
                 (Expectation::Always, false) if stopped_early => ("always", Verdict::NotChecked),
-                (Expectation::Always, false) if opts.search.exhaustive() => {
-                    ("always", Verdict::Holds)
-                }
+                (Expectation::Always, false) if complete => ("always", Verdict::Holds),
                 (Expectation::Always, false) => ("always", Verdict::NoneFound),
                 (_, true) => ("sometimes", Verdict::Reached),
-                (_, false) if stopped_early => ("sometimes", Verdict::NotChecked),
-                (_, false) => ("sometimes", Verdict::NotReached),
+                (_, false) if complete => ("sometimes", Verdict::NotReached),
+                (_, false) => ("sometimes", Verdict::NotChecked),
             };
-            PropertyResult {
-                name: p.name,
-                kind,
-                verdict,
-                counterexample: None,
-            }
+            PropertyResult::new(p.name, kind, verdict)
         })
         .collect();
     let shortest_start = Instant::now();
-    match expect {
+    on_progress(Progress {
+        phase: Phase::ShortestPaths,
+        ..progress
+    });
+    match opts.stop_at {
         // Which other properties the stopped search had stumbled on depends
         // on its threads' timing; report instead, the same in every run,
-        // those broken within as many steps as the expected one.
-        Some(Expect::Breaks(name)) if stopped_early => {
+        // those broken within as many steps as the first one.
+        StopAt::Property(name) if stopped_early => {
             for p in &mut properties {
                 p.verdict = Verdict::NotChecked;
             }
-            attach_shortest_until(&model, &mut properties, name);
+            attach_shortest_until(&model, &mut properties, Until::AllBroken(&[name]));
+        }
+        StopAt::AnyCounterexample if stopped_early => {
+            for p in &mut properties {
+                p.verdict = Verdict::NotChecked;
+            }
+            attach_shortest_until(&model, &mut properties, Until::AnyBroken);
         }
         _ => {
             // The shortest counterexample of each broken property, and of the
-            // one the preset expects to break even if the search missed it.
+            // one the run stops for even if a simulation missed it.
             let mut targets: Vec<&str> = properties
                 .iter()
                 .filter(|p| p.verdict == Verdict::Counterexample)
                 .map(|p| p.name)
                 .collect();
-            if let Some(Expect::Breaks(name)) = expect {
+            if let StopAt::Property(name) = opts.stop_at {
                 if !targets.contains(&name) && !opts.search.exhaustive() {
                     targets.push(name);
                 }
@@ -202,47 +545,51 @@ pub fn run(
             attach_shortest(&model, &mut properties, &targets);
         }
     }
-    let mismatches = expect
-        .map(|e| mismatches(e, &properties, opts.search))
-        .unwrap_or_default();
-    Report {
-        preset,
-        config: cfg,
-        search: opts.search,
-        threads: opts.threads,
+    for name in [progress::RECOVERABLE, progress::ACKED_REPLICATED] {
+        properties.push(PropertyResult::new(name, "progress", Verdict::NotChecked));
+    }
+    Found {
+        ended: match opts.search {
+            Search::Simulate { .. } if why != Some(Ended::Interrupted) => Ended::Sampled,
+            _ if stopped_early => Ended::StoppedAtCounterexample,
+            _ => why.unwrap_or(Ended::Exhaustive),
+        },
         progress,
         shortest_seconds: shortest_start.elapsed().as_secs_f64(),
-        states_per_second: progress.states_per_second(),
-        peak_memory_mib: peak_memory_mib(),
         properties,
-        expected: None,
-        mismatches,
+        progress_check: None,
     }
 }
 
-/// Polls a running checker until it is done (or out of time); returns the
-/// final figures and the names of the properties it has discoveries for.
+/// Polls a running checker until it is done, out of time, or interrupted;
+/// returns the final figures, the names of the properties it has
+/// discoveries for, and why it stopped early (None: it finished).
 fn watch<C: Checker<PartitionModel>>(
     checker: C,
     start: Instant,
     opts: &RunOptions,
-    on_progress: &mut impl FnMut(Progress),
-) -> (Progress, Vec<&'static str>) {
+    on_progress: &mut dyn FnMut(Progress),
+) -> (Progress, Vec<&'static str>, Option<Ended>) {
     let snapshot = |c: &C| Progress {
+        phase: Phase::Search,
         states: c.state_count() as u64,
         unique_states: c.unique_state_count() as u64,
+        recovery_states: 0,
         max_depth: c.max_depth() as u64,
         seconds: start.elapsed().as_secs_f64(),
     };
     let mut last = Instant::now();
+    let mut why = None;
     while !checker.is_done() {
-        if opts.time_limit.is_some_and(|t| start.elapsed() >= t) {
+        let p = snapshot(&checker);
+        why = opts.should_stop(p.seconds, p.unique_states);
+        if why.is_some() {
             break;
         }
         std::thread::sleep(Duration::from_millis(20));
         if last.elapsed() >= Duration::from_secs(1) {
             last = Instant::now();
-            on_progress(snapshot(&checker));
+            on_progress(p);
         }
     }
     let done = checker.is_done();
@@ -251,10 +598,14 @@ fn watch<C: Checker<PartitionModel>>(
     if done {
         // All worker threads have finished; joining returns at once.
         let _ = checker.join();
+        // A state limit ends stateright's search as if it were done.
+        if opts.max_states.is_some_and(|m| progress.unique_states >= m) {
+            why = Some(Ended::Limited);
+        }
     }
-    // A time-limited simulation keeps running in its threads until the
-    // process exits; its figures are final as taken above.
-    (progress, found)
+    // A stopped search keeps running in its threads until the process
+    // exits; its figures are final as taken above.
+    (progress, found, why)
 }
 
 /// Finds the shortest counterexample of each named always-property; one
@@ -275,9 +626,13 @@ fn attach_shortest(model: &PartitionModel, properties: &mut [PropertyResult], na
     );
 }
 
-/// Finds the shortest counterexample of `until`, and of every other
-/// always-property broken within as many steps.
-fn attach_shortest_until(model: &PartitionModel, properties: &mut [PropertyResult], until: &str) {
+/// Finds the shortest counterexamples of every always-property broken
+/// within the depth at which the search may stop.
+fn attach_shortest_until(
+    model: &PartitionModel,
+    properties: &mut [PropertyResult],
+    until: Until<'_>,
+) {
     let targets: Vec<_> = model
         .properties()
         .into_iter()
@@ -300,6 +655,18 @@ fn attach(
     }
 }
 
+impl Step {
+    pub fn new(state: State, action: Option<Action>, action_index: Option<usize>) -> Step {
+        Step {
+            action: action.map(|a| a.to_string()),
+            action_detail: action.as_ref().map(crate::itf::action_json),
+            action_index,
+            state: render::state_json(&state),
+            raw: (state, action),
+        }
+    }
+}
+
 /// A trace with each action's index among its state's enabled actions.
 pub fn steps(model: &PartitionModel, trace: &Trace) -> Vec<Step> {
     let mut out = Vec::with_capacity(trace.len());
@@ -313,12 +680,7 @@ pub fn steps(model: &PartitionModel, trace: &Trace) -> Vec<Step> {
             }
             _ => None,
         };
-        out.push(Step {
-            action: action.map(|a| a.to_string()),
-            action_index,
-            state: render::state_json(&state),
-            raw: (state, action),
-        });
+        out.push(Step::new(state, action, action_index));
         prev = Some(state);
     }
     out
@@ -333,8 +695,11 @@ pub fn explorer_fragment(steps: &[Step]) -> String {
     s
 }
 
-fn mismatches(expect: Expect, props: &[PropertyResult], search: Search) -> Vec<String> {
+/// Where the verdicts contradict the expectation. A run that stopped early
+/// contradicts nothing it did not decide.
+fn mismatches(expect: Expect, props: &[PropertyResult]) -> Vec<String> {
     let mut out = Vec::new();
+    let broken = |p: &PropertyResult| p.verdict == Verdict::Counterexample;
     match expect {
         Expect::Holds { unreachable } => {
             for p in props {
@@ -343,14 +708,10 @@ fn mismatches(expect: Expect, props: &[PropertyResult], search: Search) -> Vec<S
                         "\"{}\" was expected to hold but has a counterexample",
                         p.name
                     )),
-                    Verdict::NotReached
-                        if search.exhaustive() && !unreachable.contains(&p.name) =>
-                    {
-                        out.push(format!(
-                            "\"{}\" was expected to be reached but never was",
-                            p.name
-                        ))
-                    }
+                    Verdict::NotReached if !unreachable.contains(&p.name) => out.push(format!(
+                        "\"{}\" was expected to be reached but never was",
+                        p.name
+                    )),
                     Verdict::Reached if unreachable.contains(&p.name) => out.push(format!(
                         "\"{}\" was expected to be unreachable but was reached",
                         p.name
@@ -359,18 +720,49 @@ fn mismatches(expect: Expect, props: &[PropertyResult], search: Search) -> Vec<S
                 }
             }
         }
+        Expect::NoCounterexample => {
+            for p in props.iter().filter(|p| broken(p)) {
+                out.push(format!(
+                    "\"{}\" was expected to hold but has a counterexample",
+                    p.name
+                ));
+            }
+        }
         Expect::Breaks(name) => {
-            let broken = props
+            if props
                 .iter()
-                .any(|p| p.name == name && p.verdict == Verdict::Counterexample);
-            if !broken {
+                .any(|p| p.name == name && p.verdict == Verdict::Holds)
+            {
                 out.push(format!(
                     "\"{name}\" was expected to break but no counterexample was found"
                 ));
             }
         }
+        Expect::AnyCounterexample => {
+            let all_hold = props
+                .iter()
+                .filter(|p| p.kind != "sometimes")
+                .all(|p| p.verdict == Verdict::Holds);
+            if all_hold {
+                out.push("a counterexample was expected but every property holds".to_string());
+            }
+        }
     }
     out
+}
+
+/// Whether a run with no contradiction decided its expectation.
+fn decided(expect: Expect, ended: Ended, props: &[PropertyResult]) -> bool {
+    let broken = |name: &str| {
+        props
+            .iter()
+            .any(|p| p.name == name && p.verdict == Verdict::Counterexample)
+    };
+    match expect {
+        Expect::Holds { .. } | Expect::NoCounterexample => ended == Ended::Exhaustive,
+        Expect::Breaks(name) => broken(name),
+        Expect::AnyCounterexample => props.iter().any(|p| p.verdict == Verdict::Counterexample),
+    }
 }
 
 /// Peak resident memory of this process (Linux), in MiB.

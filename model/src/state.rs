@@ -10,10 +10,14 @@ use serde::Serialize;
 pub const MAX_REPLICAS: usize = 5;
 /// Largest number of records a producer may write in one run.
 pub const MAX_RECORDS: usize = 4;
-/// Largest leader epoch (epochs start at 0, as in Kafka).
+/// Largest leader epoch a run may assign (epochs start at 0, as in Kafka).
 pub const MAX_EPOCH: u8 = 4;
-/// One request slot per leader epoch.
-pub const EPOCH_SLOTS: usize = MAX_EPOCH as usize + 1;
+/// Leader epochs the progress check may use beyond a run's bound, so that a
+/// partition whose last epoch is spent can still be shown to heal: removing
+/// a dead leader takes one, electing the next another.
+pub const RECOVERY_EPOCHS: u8 = 2;
+/// One request slot per leader epoch, the recovery epochs included.
+pub const EPOCH_SLOTS: usize = (MAX_EPOCH + RECOVERY_EPOCHS) as usize + 1;
 
 pub type ReplicaId = u8;
 pub type Epoch = u8;

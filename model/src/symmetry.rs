@@ -27,7 +27,13 @@ impl Representative for State {
             )
         };
         order[..n].sort_by_key(|&r| key(r));
-        let mut best = self.renamed(&order);
+        // Most states the search meets are already in order.
+        let identity = order[..n].iter().enumerate().all(|(i, &r)| i == r as usize);
+        let mut best = if identity {
+            *self
+        } else {
+            self.renamed(&order)
+        };
         // Every order of each run of tied replicas.
         let mut runs = Vec::new();
         let mut start = 0;

@@ -29,6 +29,9 @@
 //! a bit flip there is invisible to the CRC: recovery checks them against
 //! their neighbours instead (offsets contiguous, epochs non-decreasing).
 
+use std::borrow::Cow;
+
+use super::compression::{self, Codec};
 use super::error::BatchError;
 use super::varint::{get_varint, get_varlong, put_varint, size_of_varint, size_of_varlong};
 
@@ -175,6 +178,18 @@ impl BatchHeader {
     /// Compression codec id (0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd).
     pub fn compression(&self) -> u8 {
         (self.attributes & COMPRESSION_MASK) as u8
+    }
+    /// The compression codec, `None` for an id Kafka does not define.
+    pub fn codec(&self) -> Option<Codec> {
+        Codec::from_id(self.compression())
+    }
+    /// The producer fields.
+    pub fn producer(&self) -> ProducerInfo {
+        ProducerInfo {
+            producer_id: self.producer_id,
+            producer_epoch: self.producer_epoch,
+            base_sequence: self.base_sequence,
+        }
     }
     /// True when timestamps are LogAppendTime rather than CreateTime.
     pub fn is_log_append_time(&self) -> bool {
@@ -326,6 +341,55 @@ impl ProducerInfo {
     };
 }
 
+/// How a batch is encoded besides its records (attributes and producer
+/// fields), as Kafka's `MemoryRecordsBuilder` takes them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BatchOptions {
+    pub producer: ProducerInfo,
+    pub codec: Codec,
+    pub transactional: bool,
+    pub control: bool,
+    /// `Some(t)`: a LogAppendTime batch stamped `t` (its max timestamp,
+    /// which every record then reads as); `None`: CreateTime.
+    pub log_append_time: Option<i64>,
+}
+
+impl BatchOptions {
+    /// An uncompressed CreateTime batch of a plain producer.
+    pub const PLAIN: BatchOptions = BatchOptions {
+        producer: ProducerInfo::NONE,
+        codec: Codec::None,
+        transactional: false,
+        control: false,
+        log_append_time: None,
+    };
+
+    /// The options of an existing batch (to re-encode its records).
+    pub fn of(h: &BatchHeader) -> Option<BatchOptions> {
+        Some(BatchOptions {
+            producer: h.producer(),
+            codec: h.codec()?,
+            transactional: h.is_transactional(),
+            control: h.is_control(),
+            log_append_time: h.is_log_append_time().then_some(h.max_timestamp),
+        })
+    }
+
+    fn attributes(&self) -> i16 {
+        let mut a = i16::from(self.codec.id());
+        if self.log_append_time.is_some() {
+            a |= TIMESTAMP_TYPE_MASK;
+        }
+        if self.transactional {
+            a |= TRANSACTIONAL_MASK;
+        }
+        if self.control {
+            a |= CONTROL_MASK;
+        }
+        a
+    }
+}
+
 /// Encodes `records` as one uncompressed CreateTime batch appended to `out`,
 /// with offsets `base_offset ..` and the given leader epoch. The base
 /// timestamp is the first record's, as Kafka's builder does.
@@ -336,20 +400,40 @@ pub fn encode_batch(
     producer: ProducerInfo,
     records: &[Record],
 ) -> Result<(), BatchError> {
+    let options = BatchOptions {
+        producer,
+        ..BatchOptions::PLAIN
+    };
+    encode_batch_with(out, base_offset, partition_leader_epoch, &options, records)
+}
+
+/// Encodes `records` as one batch appended to `out`, compressed and
+/// flagged as `options` says.
+pub fn encode_batch_with(
+    out: &mut Vec<u8>,
+    base_offset: u64,
+    partition_leader_epoch: i32,
+    options: &BatchOptions,
+    records: &[Record],
+) -> Result<(), BatchError> {
     let first = records.first().ok_or(BatchError::Empty)?;
     let too_large = |size: u64| BatchError::TooLarge { size };
     if records.len() > i32::MAX as usize {
         return Err(too_large(records.len() as u64));
     }
     let base_ts = first.timestamp;
-    let max_ts = records.iter().map(|r| r.timestamp).max().unwrap_or(base_ts);
+    let max_ts = match options.log_append_time {
+        Some(t) => t,
+        None => records.iter().map(|r| r.timestamp).max().unwrap_or(base_ts),
+    };
+    let producer = options.producer;
     let start = out.len();
     out.extend_from_slice(&(base_offset as i64).to_be_bytes());
     out.extend_from_slice(&0i32.to_be_bytes()); // batchLength, patched below
     out.extend_from_slice(&partition_leader_epoch.to_be_bytes());
     out.push(MAGIC_V2 as u8);
     out.extend_from_slice(&0u32.to_be_bytes()); // crc, patched below
-    out.extend_from_slice(&0i16.to_be_bytes());
+    out.extend_from_slice(&options.attributes().to_be_bytes());
     out.extend_from_slice(&((records.len() - 1) as i32).to_be_bytes());
     out.extend_from_slice(&base_ts.to_be_bytes());
     out.extend_from_slice(&max_ts.to_be_bytes());
@@ -357,6 +441,34 @@ pub fn encode_batch(
     out.extend_from_slice(&producer.producer_epoch.to_be_bytes());
     out.extend_from_slice(&producer.base_sequence.to_be_bytes());
     out.extend_from_slice(&(records.len() as i32).to_be_bytes());
+    if options.codec == Codec::None {
+        put_records(out, start, records, base_ts)?;
+    } else {
+        let mut raw = Vec::new();
+        put_records(&mut raw, 0, records, base_ts)?;
+        compression::compress(options.codec, &raw, out)
+            .map_err(|reason| BatchError::Compression { reason })?;
+        if out.len() - start > MAX_BATCH_SIZE {
+            return Err(too_large((out.len() - start) as u64));
+        }
+    }
+    let batch = &mut out[start..];
+    let length = (batch.len() - LOG_OVERHEAD) as i32;
+    batch[8..12].copy_from_slice(&length.to_be_bytes());
+    let crc = crc32c::crc32c(&batch[ATTRIBUTES_AT..]);
+    batch[CRC_AT..CRC_AT + 4].copy_from_slice(&crc.to_be_bytes());
+    Ok(())
+}
+
+/// Writes the records (uncompressed) to `out`; `start` is where the batch
+/// began, for the size limit.
+fn put_records(
+    out: &mut Vec<u8>,
+    start: usize,
+    records: &[Record],
+    base_ts: i64,
+) -> Result<(), BatchError> {
+    let too_large = |size: u64| BatchError::TooLarge { size };
     for (i, r) in records.iter().enumerate() {
         let ts_delta = r.timestamp.wrapping_sub(base_ts);
         let mut body = 1 + size_of_varlong(ts_delta) + size_of_varint(i as i32);
@@ -397,11 +509,6 @@ pub fn encode_batch(
             return Err(too_large((out.len() - start) as u64));
         }
     }
-    let batch = &mut out[start..];
-    let length = (batch.len() - LOG_OVERHEAD) as i32;
-    batch[8..12].copy_from_slice(&length.to_be_bytes());
-    let crc = crc32c::crc32c(&batch[ATTRIBUTES_AT..]);
-    batch[CRC_AT..CRC_AT + 4].copy_from_slice(&crc.to_be_bytes());
     Ok(())
 }
 
@@ -426,15 +533,37 @@ impl<'a> RecordBatch<'a> {
         self.bytes
     }
 
-    /// Decodes the records. A compressed batch yields one
-    /// [`BatchError::Compressed`]: it is reported, never misread.
+    /// Decodes the records, decompressing them first if the batch is
+    /// compressed. A batch that does not decompress, or names a codec Kafka
+    /// does not define, yields one error.
     pub fn records(&self) -> RecordIter<'a> {
+        let body = &self.bytes[HEADER_SIZE..];
+        let (bytes, error) = match self.header.codec() {
+            Some(Codec::None) => (Cow::Borrowed(body), None),
+            Some(codec) => match compression::decompress(codec, body) {
+                Ok(raw) => (Cow::Owned(raw), None),
+                Err(reason) => (
+                    Cow::Borrowed(&[][..]),
+                    Some(BatchError::BadCompression {
+                        codec: codec.id(),
+                        reason,
+                    }),
+                ),
+            },
+            None => (
+                Cow::Borrowed(&[][..]),
+                Some(BatchError::UnknownCodec {
+                    codec: self.header.compression(),
+                }),
+            ),
+        };
         RecordIter {
             header: self.header,
-            bytes: &self.bytes[HEADER_SIZE..],
+            bytes,
             pos: 0,
             index: 0,
             done: false,
+            error,
         }
     }
 
@@ -488,10 +617,18 @@ impl<'a> Iterator for BatchIter<'a> {
 /// Iterator of a batch's records: `(offset, record)`.
 pub struct RecordIter<'a> {
     header: BatchHeader,
-    bytes: &'a [u8],
+    /// The records, decompressed.
+    bytes: Cow<'a, [u8]>,
     pos: usize,
     index: u32,
     done: bool,
+    /// Why the records cannot be read at all.
+    error: Option<BatchError>,
+}
+
+/// One record's fields, parsed within its own bytes.
+struct RecordBytes<'b> {
+    bytes: &'b [u8],
 }
 
 impl RecordIter<'_> {
@@ -502,7 +639,9 @@ impl RecordIter<'_> {
             reason: reason.into(),
         }
     }
+}
 
+impl RecordBytes<'_> {
     fn bytes_field(&self, pos: &mut usize, what: &str) -> Result<Option<Vec<u8>>, String> {
         let len = get_varint(self.bytes, pos).map_err(|e| format!("{what} length: {e}"))?;
         if len < -1 {
@@ -519,22 +658,22 @@ impl RecordIter<'_> {
         *pos = end;
         Ok(Some(v))
     }
+}
 
+impl RecordIter<'_> {
     fn decode_one(&mut self) -> Result<(u64, Record), String> {
         let mut pos = self.pos;
-        let body = get_varint(self.bytes, &mut pos).map_err(|e| format!("length: {e}"))?;
+        let all: &[u8] = &self.bytes;
+        let body = get_varint(all, &mut pos).map_err(|e| format!("length: {e}"))?;
         if body < 0 {
             return Err(format!("negative record length {body}"));
         }
         let end = pos
             .checked_add(body as usize)
-            .filter(|&e| e <= self.bytes.len())
+            .filter(|&e| e <= all.len())
             .ok_or_else(|| format!("record of {body} bytes runs past the batch"))?;
         // Parse within the record's own bytes so no field can spill over.
-        let rec = RecordIter {
-            bytes: &self.bytes[..end],
-            ..*self
-        };
+        let rec = RecordBytes { bytes: &all[..end] };
         let _attributes = *rec.bytes.get(pos).ok_or("missing attributes")?;
         pos += 1;
         let ts_delta = get_varlong(rec.bytes, &mut pos).map_err(|e| format!("timestamp: {e}"))?;
@@ -589,11 +728,9 @@ impl Iterator for RecordIter<'_> {
         if self.done {
             return None;
         }
-        if self.header.compression() != 0 {
+        if let Some(e) = self.error.take() {
             self.done = true;
-            return Some(Err(BatchError::Compressed {
-                codec: self.header.compression(),
-            }));
+            return Some(Err(e));
         }
         if self.index as i64 >= i64::from(self.header.records_count) {
             self.done = true;
@@ -742,16 +879,53 @@ mod tests {
     }
 
     #[test]
-    fn compressed_batch_is_reported() {
+    fn compressed_batches_round_trip_and_bad_ones_are_reported() {
+        for codec in Codec::ALL {
+            let options = BatchOptions {
+                codec,
+                transactional: true,
+                log_append_time: Some(5000),
+                ..BatchOptions::PLAIN
+            };
+            let mut b = Vec::new();
+            encode_batch_with(&mut b, 10, 2, &options, &sample()).unwrap();
+            let batch = RecordBatch::new(&b).unwrap();
+            assert_eq!(batch.header.codec(), Some(codec));
+            assert!(batch.header.is_transactional() && batch.header.is_log_append_time());
+            assert_eq!(BatchOptions::of(&batch.header), Some(options));
+            let got = batch.decode_records().unwrap();
+            let want: Vec<_> = sample()
+                .into_iter()
+                .enumerate()
+                .map(|(i, r)| {
+                    (
+                        10 + i as u64,
+                        Record {
+                            timestamp: 5000,
+                            ..r
+                        },
+                    )
+                })
+                .collect();
+            assert_eq!(got, want, "{codec}");
+        }
+        // Records that are not the codec's stream: an error, not a misread.
         let mut b = Vec::new();
         encode_batch(&mut b, 0, 0, ProducerInfo::NONE, &sample()).unwrap();
         b[22] |= 4; // zstd
         let crc = crc32c::crc32c(&b[21..]);
         b[17..21].copy_from_slice(&crc.to_be_bytes());
         let batch = RecordBatch::new(&b).unwrap();
-        assert_eq!(batch.header.compression(), 4);
         let r: Vec<_> = batch.records().collect();
-        assert_eq!(r, vec![Err(BatchError::Compressed { codec: 4 })]);
+        assert!(
+            matches!(&r[..], [Err(BatchError::BadCompression { codec: 4, .. })]),
+            "{r:?}"
+        );
+        b[22] |= 7; // id 7: not a codec
+        let crc = crc32c::crc32c(&b[21..]);
+        b[17..21].copy_from_slice(&crc.to_be_bytes());
+        let r: Vec<_> = RecordBatch::new(&b).unwrap().records().collect();
+        assert_eq!(r, vec![Err(BatchError::UnknownCodec { codec: 7 })]);
     }
 
     #[test]

@@ -12,10 +12,11 @@
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::io::{self, Write};
+use std::io;
 use std::path::{Path, PathBuf};
 
 use super::error::{Error, Result};
+use super::fs as seam;
 use super::topic_partition::TopicPartition;
 
 /// The only checkpoint format version Kafka has written.
@@ -26,12 +27,12 @@ pub const VERSION: u32 = 0;
 pub fn write_atomically(path: &Path, contents: &[u8]) -> Result<()> {
     let tmp = tmp_path(path);
     let write = || -> io::Result<()> {
-        let mut f = fs::File::create(&tmp)?;
-        f.write_all(contents)?;
-        f.sync_all()
+        let f = seam::create(&tmp)?;
+        seam::write_at(&f, &tmp, contents, 0)?;
+        seam::sync_all(&f, &tmp)
     };
     write().map_err(|e| Error::io(&tmp, "write checkpoint", e))?;
-    fs::rename(&tmp, path).map_err(|e| Error::io(path, "rename checkpoint", e))?;
+    seam::rename(&tmp, path).map_err(|e| Error::io(path, "rename checkpoint", e))?;
     if let Some(dir) = path.parent() {
         sync_dir(dir)?;
     }
@@ -47,9 +48,7 @@ pub fn tmp_path(path: &Path) -> PathBuf {
 
 /// Fsyncs a directory, making creations, renames and deletions in it durable.
 pub fn sync_dir(dir: &Path) -> Result<()> {
-    let d = fs::File::open(dir).map_err(|e| Error::io(dir, "open directory", e))?;
-    d.sync_all()
-        .map_err(|e| Error::io(dir, "fsync directory", e))
+    seam::sync_dir(dir).map_err(|e| Error::io(dir, "fsync directory", e))
 }
 
 /// Entry lines: (line number, fields).

@@ -1,6 +1,46 @@
 //! Per-log configuration, named after Kafka's topic configs.
 
+use super::compression::Codec;
 use super::error::{Error, Result};
+
+/// `compression.type`: how the log stores what producers send (Kafka's
+/// `BrokerCompressionType`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CompressionType {
+    /// Keep each producer batch as it came (`producer`, Kafka's default);
+    /// records appended through [`Log::append`](super::Log::append) are
+    /// stored uncompressed.
+    #[default]
+    Producer,
+    /// Store every batch with this codec (`uncompressed`, `gzip`,
+    /// `snappy`, `lz4`, `zstd`), re-encoding producer batches of another
+    /// codec, as Kafka's `LogValidator` does.
+    Codec(Codec),
+}
+
+impl CompressionType {
+    /// Parses Kafka's names: `producer`, `uncompressed`, `gzip`, `snappy`,
+    /// `lz4`, `zstd`.
+    pub fn parse(name: &str) -> Option<CompressionType> {
+        Some(match name {
+            "producer" => CompressionType::Producer,
+            "uncompressed" => CompressionType::Codec(Codec::None),
+            other => CompressionType::Codec(
+                Codec::ALL
+                    .into_iter()
+                    .find(|c| c.id() != 0 && c.name() == other)?,
+            ),
+        })
+    }
+
+    /// The codec a batch written with `producer_codec` is stored with.
+    pub fn target(self, producer_codec: Codec) -> Codec {
+        match self {
+            CompressionType::Producer => producer_codec,
+            CompressionType::Codec(c) => c,
+        }
+    }
+}
 
 /// Configuration of one partition log. Field names follow Kafka's topic
 /// configs (`segment.bytes` is `segment_bytes`, and so on).
@@ -23,11 +63,15 @@ pub struct LogConfig {
     /// this. Default 7 days; `None` (Kafka's -1) keeps any age.
     pub retention_ms: Option<i64>,
     /// Whether recovery may cut corrupt data below the recovery point
-    /// (data once acknowledged as flushed). Kafka does so silently; this
-    /// implementation refuses by default with
-    /// [`Error::CorruptBelowRecoveryPoint`], so the loss is a decision an
-    /// operator takes, not a surprise.
+    /// (data once acknowledged as flushed), and data Kafka's loader would
+    /// keep (a gap between segments, a leader epoch below -1). Kafka cuts
+    /// the first silently and keeps the second; this implementation refuses
+    /// both by default ([`Error::CorruptBelowRecoveryPoint`],
+    /// [`Error::RefusedToCut`]), so the loss is a decision an operator
+    /// takes, not a surprise.
     pub truncate_below_recovery_point: bool,
+    /// `compression.type`: default `producer`.
+    pub compression_type: CompressionType,
 }
 
 impl Default for LogConfig {
@@ -39,6 +83,7 @@ impl Default for LogConfig {
             retention_bytes: None,
             retention_ms: Some(7 * 24 * 60 * 60 * 1000),
             truncate_below_recovery_point: false,
+            compression_type: CompressionType::Producer,
         }
     }
 }

@@ -29,12 +29,18 @@ pub enum BatchError {
         last_offset_delta: i32,
         records_count: i32,
     },
-    /// The batch is compressed; this implementation does not decompress.
-    Compressed { codec: u8 },
+    /// The compression codec id (attributes bits 0-2) is not one of Kafka's.
+    UnknownCodec { codec: u8 },
+    /// The compressed records do not decompress.
+    BadCompression { codec: u8, reason: String },
+    /// Re-encoding a batch with another codec failed.
+    Compression { reason: String },
     /// A record inside the batch does not parse.
     BadRecord { index: u32, reason: String },
     /// An append was given no records.
     Empty,
+    /// A leader epoch below -1 ("no epoch").
+    NegativeEpoch { epoch: i32 },
     /// The batch would be larger than a segment can address.
     TooLarge { size: u64 },
 }
@@ -63,15 +69,22 @@ impl fmt::Display for BatchError {
                 f,
                 "inconsistent counts: lastOffsetDelta {last_offset_delta}, recordsCount {records_count}"
             ),
-            BatchError::Compressed { codec } => write!(
+            BatchError::UnknownCodec { codec } => {
+                write!(f, "unknown compression codec id {codec}")
+            }
+            BatchError::BadCompression { codec, reason } => write!(
                 f,
-                "batch is compressed ({}); decompression is not supported",
+                "{} records do not decompress: {reason}",
                 codec_name(*codec)
             ),
+            BatchError::Compression { reason } => write!(f, "compression failed: {reason}"),
             BatchError::BadRecord { index, reason } => {
                 write!(f, "record {index} is malformed: {reason}")
             }
             BatchError::Empty => write!(f, "a batch needs at least one record"),
+            BatchError::NegativeEpoch { epoch } => {
+                write!(f, "leader epoch {epoch} is below -1 (which means none)")
+            }
             BatchError::TooLarge { size } => write!(f, "batch of {size} bytes is too large"),
         }
     }
@@ -81,14 +94,7 @@ impl std::error::Error for BatchError {}
 
 /// The name Kafka gives a compression codec id (attributes bits 0-2).
 pub fn codec_name(codec: u8) -> &'static str {
-    match codec {
-        0 => "none",
-        1 => "gzip",
-        2 => "snappy",
-        3 => "lz4",
-        4 => "zstd",
-        _ => "unknown codec",
-    }
+    super::compression::Codec::from_id(codec).map_or("unknown codec", |c| c.name())
 }
 
 /// Errors of the storage layer.
@@ -123,6 +129,18 @@ pub enum Error {
         position: u64,
         offset: u64,
         recovery_point: u64,
+        reason: String,
+    },
+    /// Recovery would have to cut batches that Kafka's log loader keeps (a
+    /// gap between segments, a leader epoch below -1): the log refuses to
+    /// open rather than discard them; see
+    /// [`LogConfig::truncate_below_recovery_point`].
+    ///
+    /// [`LogConfig::truncate_below_recovery_point`]: crate::storage::LogConfig::truncate_below_recovery_point
+    RefusedToCut {
+        path: PathBuf,
+        position: u64,
+        offset: u64,
         reason: String,
     },
     /// An index file does not match its log (reported by verification;
@@ -212,6 +230,17 @@ impl fmt::Display for Error {
                 f,
                 "{}: invalid data at byte {position} (offset {offset}) is below the recovery point \
                  {recovery_point}; refusing to truncate flushed data: {reason}",
+                path.display()
+            ),
+            Error::RefusedToCut {
+                path,
+                position,
+                offset,
+                reason,
+            } => write!(
+                f,
+                "{}: {reason} (byte {position}, offset {offset}); Kafka's loader keeps this data, \
+                 so recovery refuses to cut it",
                 path.display()
             ),
             Error::CorruptIndex { path, reason } => {

@@ -20,14 +20,15 @@
 //! are fsynced before they return, so cut data never reappears after a crash.
 
 use std::collections::BTreeMap;
-use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::batch::{
-    self, check_batch, encode_batch, BatchHeader, ProducerInfo, Record, RecordBatch, LOG_OVERHEAD,
+    self, check_batch, encode_batch_with, BatchHeader, BatchOptions, Record, RecordBatch,
+    LOG_OVERHEAD,
 };
 use super::checkpoint::{self, EpochEntry};
+use super::compression::Codec;
 use super::config::LogConfig;
 use super::epoch_cache::{EpochCache, EpochEndOffset};
 use super::error::{BatchError, Error, Result};
@@ -143,7 +144,7 @@ impl Log {
     ) -> Result<(Log, RecoveryReport)> {
         config.validate()?;
         if !dir.exists() {
-            fs::create_dir_all(dir).map_err(|e| Error::io(dir, "create directory", e))?;
+            super::fs::create_dir_all(dir).map_err(|e| Error::io(dir, "create directory", e))?;
             if let Some(parent) = dir.parent() {
                 checkpoint::sync_dir(parent)?;
             }
@@ -222,15 +223,20 @@ impl Log {
     }
 
     /// Appends `records` as one batch at the log end, stamped with
-    /// `leader_epoch` (what a leader does with a produce request).
+    /// `leader_epoch` (what a leader does with a produce request), and
+    /// compressed if `compression.type` names a codec.
     pub fn append(&mut self, records: &[Record], leader_epoch: i32) -> Result<AppendInfo> {
+        let options = BatchOptions {
+            codec: self.shared.config.compression_type.target(Codec::None),
+            ..BatchOptions::PLAIN
+        };
         let mut buf = std::mem::take(&mut self.buf);
         buf.clear();
-        let r = encode_batch(
+        let r = encode_batch_with(
             &mut buf,
             self.log_end_offset,
             leader_epoch,
-            ProducerInfo::NONE,
+            &options,
             records,
         )
         .map_err(Error::InvalidBatch)
@@ -246,9 +252,46 @@ impl Log {
 
     /// Appends one batch encoded by a producer: checks it (CRC included),
     /// then stamps the base offset and the leader epoch, which lie outside
-    /// the CRC, as a Kafka leader does.
+    /// the CRC, as a Kafka leader does. When `compression.type` names a
+    /// codec other than the batch's, the records are re-encoded with it
+    /// (producer fields, transactional and control flags and timestamp type
+    /// kept), as Kafka's `LogValidator` does.
     pub fn append_batch(&mut self, batch: &mut [u8], leader_epoch: i32) -> Result<AppendInfo> {
         let mut h = check_batch(batch).map_err(Error::InvalidBatch)?;
+        let source = h
+            .codec()
+            .ok_or(Error::InvalidBatch(BatchError::UnknownCodec {
+                codec: h.compression(),
+            }))?;
+        let target = self.shared.config.compression_type.target(source);
+        if target != source {
+            let records: Vec<Record> = RecordBatch::new(batch)
+                .and_then(|b| b.decode_records())
+                .map_err(Error::InvalidBatch)?
+                .into_iter()
+                .map(|(_, r)| r)
+                .collect();
+            let options = BatchOptions {
+                codec: target,
+                ..BatchOptions::of(&h).expect("a known codec")
+            };
+            let mut buf = std::mem::take(&mut self.buf);
+            buf.clear();
+            let r = encode_batch_with(
+                &mut buf,
+                self.log_end_offset,
+                leader_epoch,
+                &options,
+                &records,
+            )
+            .map_err(Error::InvalidBatch)
+            .and_then(|()| {
+                let h = BatchHeader::parse(&buf).map_err(Error::InvalidBatch)?;
+                self.append_checked(&buf, h)
+            });
+            self.buf = buf;
+            return r;
+        }
         // Neither field is covered by the CRC, which stays valid.
         batch::set_base_offset(batch, self.log_end_offset).map_err(Error::InvalidBatch)?;
         batch::set_partition_leader_epoch(batch, leader_epoch).map_err(Error::InvalidBatch)?;
@@ -289,6 +332,11 @@ impl Log {
             }));
         }
         let epoch = h.partition_leader_epoch;
+        // -1 is "no epoch"; anything lower is not an epoch at all, and
+        // recovery would refuse the log that holds it.
+        if epoch < batch::NO_PARTITION_LEADER_EPOCH {
+            return Err(Error::InvalidBatch(BatchError::NegativeEpoch { epoch }));
+        }
         self.maybe_roll(bytes.len(), h.last_offset())?;
         // The epoch entry is persisted before the data: after a crash it may
         // point past the log end, and loading trims it. An epoch below the
@@ -327,12 +375,18 @@ impl Log {
     }
 
     /// Starts a new segment at the log end offset (unless the active one
-    /// is empty). The old segment's indexes are written out.
+    /// is empty). The old segment's indexes are written out, and it is
+    /// synced, log and indexes, before the new one exists: a crash can then
+    /// never keep data of the new segment while losing the end of the old
+    /// one (a gap, which recovery refuses to cut), and every finished
+    /// segment's indexes are durable. Kafka flushes the old segment
+    /// asynchronously after a roll.
     pub fn roll(&mut self) -> Result<()> {
         if self.active.size() == 0 && self.active.base_offset == self.log_end_offset {
             return Ok(());
         }
         self.active.on_become_inactive()?;
+        self.active.sync(true)?;
         let seg = Arc::new(Segment::create(
             &self.shared.dir,
             self.log_end_offset,
@@ -409,7 +463,11 @@ impl Log {
         let mut bytes = 0;
         let new_end;
         {
-            // Exclusive: no reader is mid-read while data is cut.
+            // Exclusive: no reader is mid-read while data is cut. As Kafka's
+            // `LocalLog.truncateTo`, later segments go first, newest first,
+            // and only then is the segment holding `offset` cut: a crash at
+            // any point leaves a log that ends at a segment boundary of the
+            // old one, never a cut segment followed by stale later ones.
             let mut segs = write(&self.shared.segments);
             let seg = segs
                 .range(..=offset)
@@ -431,20 +489,18 @@ impl Log {
                 self.shared.published.publish_high_watermark(new_end);
             }
             let later: Vec<u64> = segs.range(offset + 1..).map(|(b, _)| *b).collect();
-            for b in later {
+            for &b in later.iter().rev() {
                 if let Some(s) = segs.remove(&b) {
+                    bytes += s.size();
+                    s.delete_files()?;
                     removed.push(s);
                 }
             }
+            if !removed.is_empty() {
+                checkpoint::sync_dir(&self.shared.dir)?;
+            }
             bytes += seg.truncate_to_position(position, new_end)?;
             self.active = seg;
-        }
-        for s in &removed {
-            bytes += s.size();
-            s.delete_files()?;
-        }
-        if !removed.is_empty() {
-            checkpoint::sync_dir(&self.shared.dir)?;
         }
         if self.epochs.truncate_from_end(new_end) {
             self.epochs.write()?;
@@ -683,42 +739,49 @@ impl Shared {
         Err(self.out_of_range(offset, lso, leo))
     }
 
+    /// Kafka's `UnifiedLog.fetchOffsetByTimestamp`: the first segment whose
+    /// largest timestamp reaches the target, then `LogSegment.findOffsetByTimestamp`
+    /// there. The time index entry (t, o) places the scan (the batch holding
+    /// o holds the first record with timestamp t); the records are filtered
+    /// only by the log start offset, never by o, since records before o in
+    /// o's batch may carry t too.
     fn offset_for_timestamp(&self, target: i64) -> Result<Option<TimestampAndOffset>> {
         let segs = read(&self.segments);
         let leo = self.published.log_end_offset();
         let lso = self.published.log_start_offset();
-        for seg in segs.values() {
-            let (start_offset, mut position) = {
-                let st = read(&seg.state);
-                if st.max_timestamp < target {
-                    continue;
-                }
-                let from = st.time_index.lookup(target).offset.max(lso);
-                (from, u64::from(st.offset_index.lookup(from).1))
-            };
-            let limit = seg.size();
-            while position + LOG_OVERHEAD as u64 <= limit {
-                let h = seg.header_at(position, limit)?;
-                if h.base_offset >= leo {
-                    break;
-                }
-                if h.max_timestamp >= target && h.last_offset() >= start_offset {
-                    let bytes = seg.read_at(position, h.size())?;
-                    let b = RecordBatch::new(&bytes)
-                        .map_err(|e| Error::corrupt(&seg.log_path, position, e))?;
-                    for r in b.records() {
-                        let (offset, rec) =
-                            r.map_err(|e| Error::corrupt(&seg.log_path, position, e))?;
-                        if rec.timestamp >= target && offset >= start_offset && offset < leo {
-                            return Ok(Some(TimestampAndOffset {
-                                timestamp: rec.timestamp,
-                                offset,
-                            }));
-                        }
+        let Some(seg) = segs
+            .values()
+            .find(|s| read(&s.state).max_timestamp >= target)
+        else {
+            return Ok(None);
+        };
+        let mut position = {
+            let st = read(&seg.state);
+            let entry = st.time_index.lookup(target);
+            u64::from(st.offset_index.lookup(entry.offset.max(lso)).1)
+        };
+        let limit = seg.size();
+        while position + LOG_OVERHEAD as u64 <= limit {
+            let h = seg.header_at(position, limit)?;
+            if h.base_offset >= leo {
+                break;
+            }
+            if h.max_timestamp >= target && h.last_offset() >= lso {
+                let bytes = seg.read_at(position, h.size())?;
+                let b = RecordBatch::new(&bytes)
+                    .map_err(|e| Error::corrupt(&seg.log_path, position, e))?;
+                for r in b.records() {
+                    let (offset, rec) =
+                        r.map_err(|e| Error::corrupt(&seg.log_path, position, e))?;
+                    if rec.timestamp >= target && offset >= lso && offset < leo {
+                        return Ok(Some(TimestampAndOffset {
+                            timestamp: rec.timestamp,
+                            offset,
+                        }));
                     }
                 }
-                position += h.size() as u64;
             }
+            position += h.size() as u64;
         }
         Ok(None)
     }

@@ -44,19 +44,38 @@ pub struct LogDir {
     /// A checkpoint write failed: the files may be older than memory, so the
     /// next checkpoint writes all three.
     files_stale: bool,
+    /// Checkpoint files that did not parse, and what was assumed instead.
+    repairs: Vec<String>,
 }
 
-fn read_or_empty(path: &Path) -> Result<BTreeMap<TopicPartition, u64>> {
-    Ok(checkpoint::read_offsets(path)?.unwrap_or_default())
+/// Reads an offset checkpoint; a missing file is empty. A file that does
+/// not parse is empty too, with a repair noted, as Kafka's
+/// `LogManager.loadLogs` treats the recovery-point and log-start
+/// checkpoints: each partition then gets the safe value (recovery from
+/// offset 0, the log start at the first segment, the HW at the log start).
+fn read_or_reset(
+    path: &Path,
+    assumed: &str,
+    repairs: &mut Vec<String>,
+) -> Result<BTreeMap<TopicPartition, u64>> {
+    match checkpoint::read_offsets(path) {
+        Ok(m) => Ok(m.unwrap_or_default()),
+        Err(e @ Error::Checkpoint { .. }) => {
+            repairs.push(format!("{e}; ignoring the file: {assumed}"));
+            Ok(BTreeMap::new())
+        }
+        Err(e) => Err(e),
+    }
 }
 
 impl LogDir {
     /// Opens (creating if needed) a log directory: reads the three offset
-    /// checkpoints (a missing file counts as empty; one that does not parse
-    /// is an error, since guessing could skip recovery) and consumes the
-    /// clean-shutdown marker.
+    /// checkpoints (a missing file counts as empty; so does one that does
+    /// not parse, which is noted in [`repairs`](Self::repairs) and in every
+    /// partition's recovery report: its partitions are recovered from offset
+    /// 0, which never skips recovery) and consumes the clean-shutdown marker.
     pub fn open(path: &Path) -> Result<LogDir> {
-        fs::create_dir_all(path).map_err(|e| Error::io(path, "create log directory", e))?;
+        super::fs::create_dir_all(path).map_err(|e| Error::io(path, "create log directory", e))?;
         let marker = path.join(CLEAN_SHUTDOWN_MARKER);
         let clean_shutdown = marker.exists();
         let broker_epoch = if clean_shutdown {
@@ -66,17 +85,35 @@ impl LogDir {
         } else {
             None
         };
+        let mut repairs = Vec::new();
+        let recovery_points = read_or_reset(
+            &path.join(RECOVERY_POINT_CHECKPOINT),
+            "every partition is recovered from offset 0",
+            &mut repairs,
+        )?;
+        let high_watermarks = read_or_reset(
+            &path.join(REPLICATION_CHECKPOINT),
+            "every partition's high watermark starts at its log start offset",
+            &mut repairs,
+        )?;
+        let log_starts = read_or_reset(
+            &path.join(LOG_START_CHECKPOINT),
+            "every partition's log start offset is its first segment's base offset",
+            &mut repairs,
+        )?;
         let dir = LogDir {
             path: path.to_path_buf(),
             clean_shutdown,
             broker_epoch,
-            recovery_points: read_or_empty(&path.join(RECOVERY_POINT_CHECKPOINT))?,
-            high_watermarks: read_or_empty(&path.join(REPLICATION_CHECKPOINT))?,
-            log_starts: read_or_empty(&path.join(LOG_START_CHECKPOINT))?,
-            files_stale: false,
+            recovery_points,
+            high_watermarks,
+            log_starts,
+            // The files that did not parse are rewritten at the next checkpoint.
+            files_stale: !repairs.is_empty(),
+            repairs,
         };
         if clean_shutdown {
-            fs::remove_file(&marker).map_err(|e| Error::io(&marker, "remove marker", e))?;
+            super::fs::remove(&marker).map_err(|e| Error::io(&marker, "remove marker", e))?;
             checkpoint::sync_dir(path)?;
         }
         Ok(dir)
@@ -85,6 +122,12 @@ impl LogDir {
     pub fn path(&self) -> &Path {
         &self.path
     }
+    /// Checkpoint files that did not parse when the directory was opened,
+    /// each with the value assumed instead.
+    pub fn repairs(&self) -> &[String] {
+        &self.repairs
+    }
+
     /// Whether the directory held the clean-shutdown marker when opened.
     pub fn had_clean_shutdown(&self) -> bool {
         self.clean_shutdown
@@ -139,7 +182,10 @@ impl LogDir {
         tp: &TopicPartition,
         config: LogConfig,
     ) -> Result<(Log, RecoveryReport)> {
-        Log::open(&self.path.join(tp.dir_name()), config, self.load_params(tp))
+        let (log, mut report) =
+            Log::open(&self.path.join(tp.dir_name()), config, self.load_params(tp))?;
+        report.repairs.splice(0..0, self.repairs.iter().cloned());
+        Ok((log, report))
     }
 
     /// Records the offsets of `logs` and writes those of the three

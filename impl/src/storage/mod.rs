@@ -33,14 +33,22 @@
 //!   acknowledged as flushed) unless configured to
 //!   ([`LogConfig::truncate_below_recovery_point`]); Kafka cuts silently.
 //! - Recovery also requires offsets to be contiguous (no compaction here)
-//!   and checks each batch's leader epoch against the
-//!   `leader-epoch-checkpoint`, because the CRC does not cover the epoch.
+//!   and leader epochs of -1 or more. What breaks these but Kafka's loader
+//!   keeps (a gap between segments, an epoch below -1) is refused, never
+//!   cut; a batch whose base offset does not follow (a torn write of a
+//!   field outside the CRC) is cut above the recovery point, as a corrupt
+//!   batch is. `spec/differences.md` lists each rule with its case.
+//! - The `leader-epoch-checkpoint` never decides what is kept: its entries
+//!   are checked against the batches and rebuilt from them if one differs.
 //! - Reads check every batch's CRC before serving it.
-//! - Truncation and segment deletion are fsynced before they return, so
-//!   cut data cannot come back after a crash.
-//! - Compression, transactions' indexes (`.txnindex`), producer snapshots
-//!   and compaction are not implemented; a compressed batch is reported as
-//!   such, never misread.
+//! - A roll syncs the old segment before the new one gets data; truncation
+//!   deletes later segments (newest first) before it cuts, and is fsynced
+//!   before it returns, as segment deletion is: a crash never leaves a gap,
+//!   and cut data cannot come back.
+//! - Transactions' indexes (`.txnindex`), producer snapshots and
+//!   compaction are not implemented. Compressed batches (Kafka's four
+//!   codecs, [`compression`]) are read everywhere and written as
+//!   `compression.type` asks ([`LogConfig::compression_type`]).
 //!
 //! ```
 //! use highwater::storage::{Log, LogConfig, LoadParams, Record};
@@ -57,9 +65,11 @@
 
 pub mod batch;
 pub mod checkpoint;
+pub mod compression;
 pub mod config;
 pub mod epoch_cache;
 pub mod error;
+pub mod fs;
 pub mod log;
 pub mod log_dir;
 pub mod offset_index;
@@ -71,7 +81,9 @@ pub mod time_index;
 pub mod topic_partition;
 mod varint;
 
-pub use batch::{BatchHeader, Header, ProducerInfo, Record, RecordBatch};
+pub use batch::{BatchHeader, BatchOptions, Header, ProducerInfo, Record, RecordBatch};
+pub use compression::Codec;
+pub use config::CompressionType;
 pub use config::LogConfig;
 pub use epoch_cache::{EpochCache, EpochEndOffset};
 pub use error::{BatchError, Error, Result};

@@ -10,12 +10,14 @@
 //! 2. Without the clean-shutdown marker, every segment from the one holding
 //!    the recovery point onwards is recovered: each batch is read and
 //!    checked (length, magic, CRC-32C, offsets contiguous from the segment's
-//!    base offset, relative offsets within 32 bits, leader epochs not
-//!    decreasing), the indexes and the leader epoch cache are rebuilt from
-//!    the batches. Segments below it are trusted, but their indexes are
+//!    base offset, relative offsets within 32 bits, a leader epoch of -1 or
+//!    more), the indexes and the leader epoch cache are rebuilt from the
+//!    batches, which may lower epochs as Kafka's `LeaderEpochFileCache.assign`
+//!    takes them. Segments below it are trusted, but their indexes are
 //!    validated and rebuilt (by recovering the segment) when missing or
-//!    invalid. With the marker, no segment is re-read unless its index is
-//!    missing or invalid, or the tail of the last one does not check.
+//!    invalid, and the batches after their last index entry are walked to
+//!    find where each ends. With the marker, no segment is re-read unless its
+//!    index is missing or invalid, or the tail of the last one does not check.
 //! 3. A partial batch at the end of a segment is a torn tail; it is cut.
 //!    At the first invalid batch the segment is cut there and every later
 //!    segment is deleted.
@@ -23,7 +25,18 @@
 //!    was acknowledged as flushed: if it has to be cut, loading fails with
 //!    [`Error::CorruptBelowRecoveryPoint`] before anything is changed,
 //!    unless [`LogConfig::truncate_below_recovery_point`] allows it.
-//! 5. The high watermark is clamped to the log end offset, the recovery
+//!    Problems that Kafka's loader does not see — a gap or overlap between
+//!    segments, a leader epoch below -1 — are never cut, wherever they are:
+//!    cutting would discard batches Kafka keeps. Loading fails with
+//!    [`Error::RefusedToCut`] unless the same setting allows the cut. No
+//!    crash of this implementation leaves either (a roll syncs the old
+//!    segment before the new one gets data; truncation deletes later
+//!    segments, newest first, before it cuts).
+//! 5. The `leader-epoch-checkpoint` is a cache with no checksum: it never
+//!    decides what data is kept. Its entries are checked against the
+//!    batches they name; if one disagrees the cache is rebuilt from the
+//!    batches' epochs, as Kafka rebuilds it when it recovers a segment.
+//! 6. The high watermark is clamped to the log end offset, the recovery
 //!    point likewise, and the log start offset is raised to the first
 //!    segment's base offset; a log start offset beyond the log end deletes
 //!    the log and starts afresh there, as Kafka does.
@@ -36,7 +49,7 @@ use std::fs::{self, File};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
-use super::batch::{check_batch, parse_length_prefix, BatchHeader, LOG_OVERHEAD};
+use super::batch::{self, check_batch, parse_length_prefix, BatchHeader, LOG_OVERHEAD};
 use super::checkpoint::{self, EpochEntry};
 use super::config::LogConfig;
 use super::epoch_cache::{self, EpochCache};
@@ -60,8 +73,14 @@ pub enum ScanProblem {
     },
     /// A batch that does not check.
     Corrupt { position: u64, error: BatchError },
-    /// A batch whose offsets or epoch do not follow the previous batch.
+    /// A batch whose offsets do not follow the previous batch.
     BadOffsets { position: u64, reason: String },
+    /// A batch whose leader epoch is below -1 (the only negative epoch, "no
+    /// epoch"); the CRC does not cover the field. Kafka's loader keeps it.
+    NegativeEpoch { position: u64, epoch: i32 },
+    /// A segment whose base offset is not where the previous one ends.
+    /// Kafka's loader keeps both.
+    Gap { expected: u64, found: u64 },
 }
 
 impl ScanProblem {
@@ -69,8 +88,19 @@ impl ScanProblem {
         match self {
             ScanProblem::TornTail { position, .. }
             | ScanProblem::Corrupt { position, .. }
-            | ScanProblem::BadOffsets { position, .. } => *position,
+            | ScanProblem::BadOffsets { position, .. }
+            | ScanProblem::NegativeEpoch { position, .. } => *position,
+            ScanProblem::Gap { .. } => 0,
         }
+    }
+
+    /// Whether Kafka's log loader would keep the data from here on: then it
+    /// is never cut unless configured to be (rule 4).
+    pub fn kafka_keeps(&self) -> bool {
+        matches!(
+            self,
+            ScanProblem::NegativeEpoch { .. } | ScanProblem::Gap { .. }
+        )
     }
 }
 
@@ -91,6 +121,14 @@ impl fmt::Display for ScanProblem {
             ScanProblem::BadOffsets { position, reason } => {
                 write!(f, "bad batch at byte {position}: {reason}")
             }
+            ScanProblem::NegativeEpoch { position, epoch } => write!(
+                f,
+                "batch at byte {position} has leader epoch {epoch} (below -1, which means none)"
+            ),
+            ScanProblem::Gap { expected, found } => write!(
+                f,
+                "segment base offset {found} does not follow the previous segment's end {expected}"
+            ),
         }
     }
 }
@@ -107,7 +145,8 @@ pub struct SegmentScan {
     pub next_offset: u64,
     /// The first problem, if the scan stopped before the end of the file.
     pub problem: Option<ScanProblem>,
-    /// Epoch start offsets seen: (epoch, first offset), epochs increasing.
+    /// Where the batches' leader epoch changes: (epoch, first offset), in
+    /// log order (epochs may go down; see `EpochCache::assign`).
     pub epochs: Vec<(i32, u64)>,
     pub(crate) state: SegState,
 }
@@ -146,13 +185,6 @@ pub(crate) struct ScanContext<'a> {
     pub(crate) config: &'a LogConfig,
     /// The leader epoch of the batch before the scan's start, or -1.
     pub(crate) prev_epoch: i32,
-    /// The entries of a `leader-epoch-checkpoint` that parsed. An epoch is
-    /// checkpointed (fsynced) before the first batch of that epoch is
-    /// written, and entries are only ever removed together with the data
-    /// they describe, so a batch at or above the first entry must carry
-    /// the epoch of the last entry starting at or before it. Anything else
-    /// is a corrupt epoch field, which the CRC does not cover.
-    pub(crate) known_epochs: Option<&'a [EpochEntry]>,
     pub(crate) on_batch: Option<BatchVisitor<'a>>,
 }
 
@@ -161,7 +193,6 @@ impl<'a> ScanContext<'a> {
         ScanContext {
             config,
             prev_epoch: -1,
-            known_epochs: None,
             on_batch: None,
         }
     }
@@ -181,7 +212,6 @@ pub(crate) fn scan_segment(
     let ScanContext {
         config,
         mut prev_epoch,
-        known_epochs,
         mut on_batch,
     } = ctx;
     let file_len = file
@@ -282,26 +312,16 @@ pub(crate) fn scan_segment(
             });
         }
         let epoch = h.partition_leader_epoch;
-        if epoch >= 0 {
-            if let Some(expected) = known_epochs.and_then(|k| epoch_at(k, h.base_offset)) {
-                if expected != epoch {
-                    break Some(ScanProblem::BadOffsets {
-                        position: pos,
-                        reason: format!(
-                            "leader epoch {epoch} where the leader-epoch-checkpoint says {expected} (a corrupt epoch field)"
-                        ),
-                    });
-                }
-            }
-            if epoch < prev_epoch {
-                break Some(ScanProblem::BadOffsets {
-                    position: pos,
-                    reason: format!("leader epoch {epoch} after epoch {prev_epoch}"),
-                });
-            }
-            if epoch > prev_epoch {
-                epochs.push((epoch, h.base_offset));
-            }
+        if epoch < batch::NO_PARTITION_LEADER_EPOCH {
+            break Some(ScanProblem::NegativeEpoch {
+                position: pos,
+                epoch,
+            });
+        }
+        // Epochs may go down (an unfenced follower that led a lower epoch):
+        // Kafka's cache takes them, dropping what they no longer follow.
+        if epoch >= 0 && epoch != prev_epoch {
+            epochs.push((epoch, h.base_offset));
             prev_epoch = epoch;
         }
         state.index_batch(&h, pos, config.index_interval_bytes);
@@ -317,12 +337,6 @@ pub(crate) fn scan_segment(
         epochs,
         state,
     })
-}
-
-/// The epoch of the last entry starting at or before `offset`, if any.
-fn epoch_at(entries: &[EpochEntry], offset: u64) -> Option<i32> {
-    let n = entries.partition_point(|e| e.start_offset <= offset);
-    n.checked_sub(1).map(|i| entries[i].epoch)
 }
 
 /// Offsets a log is loaded with, from the broker-level checkpoints.
@@ -404,7 +418,7 @@ pub(crate) struct Loaded {
 }
 
 fn remove_file(path: &Path, report: &mut RecoveryReport, why: &str) -> Result<()> {
-    fs::remove_file(path).map_err(|e| Error::io(path, "delete", e))?;
+    super::fs::remove(path).map_err(|e| Error::io(path, "delete", e))?;
     report
         .repairs
         .push(format!("deleted {} ({why})", path.display()));
@@ -542,6 +556,25 @@ fn load_trusted(
             }
         }
     }
+    // Where the segment ends: walk the batch headers after the last index
+    // entry (a few KiB). The next segment's base offset is not taken on
+    // trust: a crash or damage could have left a gap between them.
+    let mut position = oi.entries().last().map_or(0, |e| u64::from(e.position));
+    let mut next_offset = seg.base_offset;
+    while position < size {
+        match seg.header_at(position, size) {
+            Ok(h) => {
+                next_offset = h.next_offset();
+                position += h.size() as u64;
+            }
+            Err(e) => {
+                return Ok(Err(format!(
+                    "{}: batch after the last index entry: {e}",
+                    seg.log_path.display()
+                )))
+            }
+        }
+    }
     let (n, tn) = (oi.len(), ti.len());
     {
         let mut st = write(&seg.state);
@@ -552,9 +585,7 @@ fn load_trusted(
             size - oi.entries().last().map_or(0, |e| u64::from(e.position));
         st.offset_index = oi;
         st.time_index = ti;
-        if let Some(next) = next_base {
-            st.next_offset = next;
-        }
+        st.next_offset = next_offset;
     }
     seg.set_indexes_on_disk(n, tn);
     Ok(Ok(()))
@@ -599,8 +630,6 @@ pub(crate) fn load(dir: &Path, config: &LogConfig, params: &LoadParams) -> Resul
         Err(e) => return Err(e),
     };
 
-    // Epochs of a checkpoint that parsed: batches are checked against them.
-    let known_epochs: Option<Vec<EpochEntry>> = (!rebuild_epochs).then(|| original_epochs.clone());
     // Data below this offset was acknowledged as flushed.
     let flushed_below = if params.clean_shutdown {
         u64::MAX
@@ -622,11 +651,9 @@ pub(crate) fn load(dir: &Path, config: &LogConfig, params: &LoadParams) -> Resul
             if p != base {
                 // A gap or overlap between segments: everything from here
                 // on is suspect.
-                let problem = ScanProblem::BadOffsets {
-                    position: 0,
-                    reason: format!(
-                        "segment base offset {base} does not follow the previous segment's end {p}"
-                    ),
+                let problem = ScanProblem::Gap {
+                    expected: p,
+                    found: base,
                 };
                 handle_problem(&seg, &problem, p, flushed_below, config, &mut report)?;
                 cut_at = Some(i);
@@ -692,7 +719,6 @@ pub(crate) fn load(dir: &Path, config: &LogConfig, params: &LoadParams) -> Resul
                 st,
                 ScanContext {
                     prev_epoch,
-                    known_epochs: known_epochs.as_deref(),
                     ..ScanContext::new(config)
                 },
             )?;
@@ -760,6 +786,83 @@ pub(crate) fn load(dir: &Path, config: &LogConfig, params: &LoadParams) -> Resul
     )
 }
 
+/// The leader epoch cache the batches describe (Kafka's
+/// `LeaderEpochFileCache.assign` of every batch, as its recovery does).
+fn epochs_from_batches(dir: &Path, segments: &BTreeMap<u64, Arc<Segment>>) -> Result<EpochCache> {
+    let mut epochs = EpochCache::new(dir, Vec::new());
+    for seg in segments.values() {
+        let limit = seg.size();
+        let mut pos = 0;
+        while pos + LOG_OVERHEAD as u64 <= limit {
+            let h: BatchHeader = seg.header_at(pos, limit)?;
+            epochs.assign_in_memory(h.partition_leader_epoch, h.base_offset);
+            pos += h.size() as u64;
+        }
+    }
+    Ok(epochs)
+}
+
+/// Checks each cache entry against the batch it names: that batch must
+/// carry the entry's epoch and start at the entry's offset (or hold the log
+/// start offset, for the first entry). A checkpoint with no checksum, or
+/// one Kafka wrote asynchronously and lost, can disagree; the batches win.
+fn epoch_cache_disagrees(
+    segments: &BTreeMap<u64, Arc<Segment>>,
+    entries: &[EpochEntry],
+    log_start: u64,
+) -> Result<Option<String>> {
+    for (i, e) in entries.iter().enumerate() {
+        let Some(seg) = segments
+            .range(..=e.start_offset)
+            .next_back()
+            .map(|(_, s)| s)
+        else {
+            return Ok(Some(format!(
+                "no segment holds epoch {}'s start offset {}",
+                e.epoch, e.start_offset
+            )));
+        };
+        let found = match seg.translate(e.start_offset, seg.size()) {
+            Ok(Some((_, h))) => h,
+            Ok(None) | Err(_) => {
+                return Ok(Some(format!(
+                    "no batch holds epoch {}'s start offset {}",
+                    e.epoch, e.start_offset
+                )))
+            }
+        };
+        let starts_here =
+            found.base_offset == e.start_offset || (i == 0 && e.start_offset == log_start);
+        if found.partition_leader_epoch != e.epoch || !starts_here {
+            return Ok(Some(format!(
+                "entry (epoch {}, start {}) but the batch there starts at {} in epoch {}",
+                e.epoch, e.start_offset, found.base_offset, found.partition_leader_epoch
+            )));
+        }
+        // The epoch starts there: the batch before is of another epoch.
+        if e.start_offset > log_start {
+            let before = e.start_offset - 1;
+            let seg = segments.range(..=before).next_back().map(|(_, s)| s);
+            let prev = match seg.map(|s| s.translate(before, s.size())) {
+                Some(Ok(Some((_, h)))) => h,
+                _ => {
+                    return Ok(Some(format!(
+                        "no batch holds offset {before}, before epoch {}'s start",
+                        e.epoch
+                    )))
+                }
+            };
+            if prev.partition_leader_epoch == e.epoch {
+                return Ok(Some(format!(
+                    "entry (epoch {}, start {}) but epoch {} already holds offset {before}",
+                    e.epoch, e.start_offset, e.epoch
+                )));
+            }
+        }
+    }
+    Ok(None)
+}
+
 fn seg_file(seg: &Segment) -> Result<File> {
     File::open(&seg.log_path).map_err(|e| Error::io(&seg.log_path, "open segment", e))
 }
@@ -774,6 +877,14 @@ fn handle_problem(
     report: &mut RecoveryReport,
 ) -> Result<()> {
     let torn_above = matches!(problem, ScanProblem::TornTail { .. }) && lost_from >= flushed_below;
+    if problem.kafka_keeps() && !config.truncate_below_recovery_point {
+        return Err(Error::RefusedToCut {
+            path: seg.log_path.clone(),
+            position: problem.position(),
+            offset: lost_from,
+            reason: problem.to_string(),
+        });
+    }
     if lost_from < flushed_below && !config.truncate_below_recovery_point {
         return Err(Error::CorruptBelowRecoveryPoint {
             path: seg.log_path.clone(),
@@ -784,7 +895,11 @@ fn handle_problem(
         });
     }
     let text = format!("{}: {problem}", seg.log_path.display());
-    if lost_from < flushed_below {
+    if problem.kafka_keeps() {
+        report.repairs.push(format!(
+            "{text}; cutting the log at offset {lost_from}, data Kafka would keep (allowed by configuration)"
+        ));
+    } else if lost_from < flushed_below {
         report.repairs.push(format!(
             "{text}; cutting at offset {lost_from}, below the recovery point (allowed by configuration)"
         ));
@@ -841,17 +956,20 @@ fn finish(
     }
     let log_end = log_end.unwrap_or(log_start);
 
-    if rebuild_epochs {
-        epochs = EpochCache::new(dir, Vec::new());
-        for seg in segments.values() {
-            let limit = seg.size();
-            let mut pos = 0;
-            while pos + LOG_OVERHEAD as u64 <= limit {
-                let h: BatchHeader = seg.header_at(pos, limit)?;
-                epochs.assign_in_memory(h.partition_leader_epoch, h.base_offset);
-                pos += h.size() as u64;
-            }
+    let mut rebuild_epochs = rebuild_epochs;
+    if !rebuild_epochs {
+        epochs.truncate_from_end(log_end);
+        epochs.truncate_from_start(log_start);
+        if let Some(why) = epoch_cache_disagrees(&segments, epochs.entries(), log_start)? {
+            report.repairs.push(format!(
+                "{}: {why}; rebuilt from the batches",
+                epochs.path().display()
+            ));
+            rebuild_epochs = true;
         }
+    }
+    if rebuild_epochs {
+        epochs = epochs_from_batches(dir, &segments)?;
     }
     epochs.truncate_from_end(log_end);
     epochs.truncate_from_start(log_start);

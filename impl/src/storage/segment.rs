@@ -11,13 +11,14 @@
 //! closed; between those moments the files may lag, which is safe because
 //! a lagging index is merely sparser and a torn one is rebuilt on load.
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::{File, OpenOptions};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use super::batch::{BatchHeader, HEADER_SIZE, LOG_OVERHEAD, NO_TIMESTAMP};
 use super::config::LogConfig;
 use super::error::{Error, Result};
+use super::fs as seam;
 use super::offset_index::{self, OffsetIndex};
 use super::time_index::{self, TimeIndex};
 use crate::sync::{read, write, AtomicU64, Ordering, RwLock};
@@ -124,15 +125,10 @@ impl Segment {
     /// Creates an empty segment (truncating any leftover files of that name).
     pub(crate) fn create(dir: &Path, base_offset: u64, config: &LogConfig) -> Result<Segment> {
         let (log_path, index_path, time_index_path) = Self::paths(dir, base_offset);
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&log_path)
-            .map_err(|e| Error::io(&log_path, "create segment", e))?;
+        let file =
+            seam::create(&log_path).map_err(|e| Error::io(&log_path, "create segment", e))?;
         for p in [&index_path, &time_index_path] {
-            File::create(p).map_err(|e| Error::io(p, "create index", e))?;
+            seam::create(p).map_err(|e| Error::io(p, "create index", e))?;
         }
         Ok(Segment {
             base_offset,
@@ -181,8 +177,7 @@ impl Segment {
     /// Appends one checked batch at the end (writer only).
     pub(crate) fn append(&self, bytes: &[u8], h: &BatchHeader, config: &LogConfig) -> Result<()> {
         let position = self.size();
-        self.file
-            .write_all_at(bytes, position)
+        seam::write_at(&self.file, &self.log_path, bytes, position)
             .map_err(|e| Error::io(&self.log_path, "append", e))?;
         {
             let mut st = write(&self.state);
@@ -289,9 +284,9 @@ impl Segment {
             let st = read(&self.state);
             (st.offset_index.encode_from(0), st.time_index.encode_from(0))
         };
-        fs::write(&self.index_path, idx)
+        seam::write_file(&self.index_path, &idx)
             .map_err(|e| Error::io(&self.index_path, "write index", e))?;
-        fs::write(&self.time_index_path, tidx)
+        seam::write_file(&self.time_index_path, &tidx)
             .map_err(|e| Error::io(&self.time_index_path, "write time index", e))?;
         let mut st = write(&self.state);
         st.index_on_disk = st.offset_index.len();
@@ -317,8 +312,7 @@ impl Segment {
     pub(crate) fn sync(&self, indexes: bool) -> Result<bool> {
         let mut synced = false;
         if read(&self.state).log_dirty {
-            self.file
-                .sync_data()
+            seam::sync_data(&self.file, &self.log_path)
                 .map_err(|e| Error::io(&self.log_path, "fsync", e))?;
             write(&self.state).log_dirty = false;
             synced = true;
@@ -328,7 +322,7 @@ impl Segment {
             if read(&self.state).index_dirty {
                 for p in [&self.index_path, &self.time_index_path] {
                     let f = File::open(p).map_err(|e| Error::io(p, "open index", e))?;
-                    f.sync_all().map_err(|e| Error::io(p, "fsync index", e))?;
+                    seam::sync_all(&f, p).map_err(|e| Error::io(p, "fsync index", e))?;
                 }
                 write(&self.state).index_dirty = false;
                 synced = true;
@@ -345,8 +339,7 @@ impl Segment {
         let old = self.size();
         if position < old {
             self.size.store(position, Ordering::SeqCst);
-            self.file
-                .set_len(position)
+            seam::set_len(&self.file, &self.log_path, position)
                 .map_err(|e| Error::io(&self.log_path, "truncate", e))?;
         }
         {
@@ -403,7 +396,7 @@ impl Segment {
     /// Deletes the segment's files.
     pub(crate) fn delete_files(&self) -> Result<()> {
         for p in [&self.log_path, &self.index_path, &self.time_index_path] {
-            match fs::remove_file(p) {
+            match seam::remove(p) {
                 Ok(()) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
                 Err(e) => return Err(Error::io(p, "delete", e)),
@@ -424,14 +417,8 @@ impl Segment {
 }
 
 fn set_file_len(path: &Path, len: u64) -> Result<()> {
-    let f = OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(path)
-        .map_err(|e| Error::io(path, "open index", e))?;
-    f.set_len(len)
-        .map_err(|e| Error::io(path, "truncate index", e))
+    let f = seam::open_or_create(path).map_err(|e| Error::io(path, "open index", e))?;
+    seam::set_len(&f, path, len).map_err(|e| Error::io(path, "truncate index", e))
 }
 
 /// Makes an index file hold `new_entries` entries, given that its first
@@ -443,17 +430,12 @@ fn write_index_file(
     entry_size: usize,
     encode_tail: impl FnOnce(usize) -> Vec<u8>,
 ) -> Result<()> {
-    let f = OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(path)
-        .map_err(|e| Error::io(path, "open index", e))?;
+    let f = seam::open_or_create(path).map_err(|e| Error::io(path, "open index", e))?;
     let keep = on_disk.min(new_entries);
-    f.set_len((keep * entry_size) as u64)
+    seam::set_len(&f, path, (keep * entry_size) as u64)
         .map_err(|e| Error::io(path, "truncate index", e))?;
     if new_entries > keep {
-        f.write_all_at(&encode_tail(keep), (keep * entry_size) as u64)
+        seam::write_at(&f, path, &encode_tail(keep), (keep * entry_size) as u64)
             .map_err(|e| Error::io(path, "write index", e))?;
     }
     Ok(())

@@ -14,6 +14,7 @@ pub fn small_config() -> LogConfig {
         retention_bytes: None,
         retention_ms: None,
         truncate_below_recovery_point: false,
+        compression_type: highwater::storage::CompressionType::Producer,
     }
 }
 

@@ -64,7 +64,10 @@ final class Bench {
                 TimestampType.CREATE_TIME, batch);
         }
 
-        LogConfig config = LogSupport.logConfig(args);
+        // compression.type: Kafka's LogValidator re-encodes each producer batch with it.
+        String compression = args.getOrDefault("compression", "none");
+        LogConfig config = LogSupport.logConfig(args, Map.of("compression.type",
+            compression.equals("none") ? "producer" : compression));
         KafkaScheduler scheduler = LogSupport.startScheduler();
         UnifiedLog log = LogSupport.open(dir, config, 0L, 0L, false, scheduler);
         long start = System.nanoTime();
@@ -81,6 +84,7 @@ final class Bench {
         ObjectNode out = LogSupport.NODES.objectNode();
         out.put("implementation", "kafka");
         out.put("phase", "append");
+        out.put("compression", compression);
         out.put("records", records);
         out.put("batches", batches);
         out.put("value_bytes", records * recordBytes);
@@ -91,6 +95,43 @@ final class Bench {
         LogSupport.emit(out, args);
         System.out.flush();
         // Unclean stop: nothing flushed, closed or checkpointed.
+        Runtime.getRuntime().halt(0);
+    }
+
+    /**
+     * {@code bench-read}: opens the log (recovering it, untimed), then times reading every
+     * batch and every record (decompressing them) through the segments' {@code FileRecords}.
+     */
+    static void read(String[] argv) throws Exception {
+        Map<String, String> args = LogSupport.parseArgs(argv, 0);
+        File base = new File(LogSupport.required(args, "dir"));
+        File dir = new File(base, UnifiedLog.logDirName(TP));
+        if (!dir.isDirectory()) {
+            throw new IllegalArgumentException(dir + " is not a directory");
+        }
+        LogConfig config = LogSupport.logConfig(args);
+        KafkaScheduler scheduler = LogSupport.startScheduler();
+        UnifiedLog log = LogSupport.open(dir, config, 0L, 0L, false, scheduler);
+        long start = System.nanoTime();
+        long records = 0;
+        long valueBytes = 0;
+        for (LogSegment segment : log.logSegments()) {
+            for (var batch : segment.log().batches()) {
+                for (var r : batch) {
+                    records++;
+                    valueBytes += r.valueSize();
+                }
+            }
+        }
+        long elapsed = System.nanoTime() - start;
+        ObjectNode out = LogSupport.NODES.objectNode();
+        out.put("implementation", "kafka");
+        out.put("phase", "read");
+        out.put("records", records);
+        out.put("value_bytes", valueBytes);
+        out.put("seconds", elapsed / 1e9);
+        LogSupport.emit(out, args);
+        System.out.flush();
         Runtime.getRuntime().halt(0);
     }
 

@@ -81,7 +81,12 @@ final class LogSupport {
      * and immediate deletion of segments that recovery drops.
      */
     static LogConfig logConfig(Map<String, String> args) {
-        Map<String, Object> props = new HashMap<>();
+        return logConfig(args, Map.of());
+    }
+
+    /** {@link #logConfig(Map)} with further topic configs ({@code message.timestamp.type}, ...). */
+    static LogConfig logConfig(Map<String, String> args, Map<String, Object> extra) {
+        Map<String, Object> props = new HashMap<>(extra);
         props.put("index.interval.bytes", args.getOrDefault("index-interval-bytes", "4096"));
         props.put("segment.bytes", args.getOrDefault("segment-bytes", "1073741824"));
         props.put("message.timestamp.before.max.ms", Long.toString(Long.MAX_VALUE));

@@ -23,14 +23,20 @@ public final class Main {
         "      opens the partition with Kafka's log loader (unclean unless the clean-shutdown marker is",
         "      present; recovery point from recovery-point-offset-checkpoint, else 0, unless given) and",
         "      prints the batches it kept.",
+        "  fixtures     --log-dir DIR [--out FILE]",
+        "      writes topic 'fixture' through Kafka's UnifiedLog: partitions 0-4 an idempotent producer's",
+        "      batches in none, gzip, snappy, lz4 and zstd; 5 transactional batches with COMMIT and ABORT",
+        "      markers; 6 a LogAppendTime topic. Prints Kafka's view of each and its timestamp lookups.",
         "  checkpoints  --log-dir DIR [--out FILE]",
         "      reads the broker checkpoints, every partition's leader-epoch-checkpoint and the",
         "      clean-shutdown marker with Kafka's checkpoint classes.",
-        "  bench-append --dir DIR [--total-bytes N] [--record-bytes N] [--batch-bytes N]",
+        "  bench-append --dir DIR [--total-bytes N] [--record-bytes N] [--batch-bytes N] [--compression C]",
         "      appends through UnifiedLog.appendAsLeader with no flush, prints the time, and halts",
         "      without closing the log (an unclean stop).",
         "  bench-recover --dir DIR",
-        "      times Kafka's log loader recovering DIR from offset 0 after an unclean stop.");
+        "      times Kafka's log loader recovering DIR from offset 0 after an unclean stop.",
+        "  bench-read   --dir DIR",
+        "      opens DIR (untimed) and times reading every record, decompressing, through FileRecords.");
 
     public static void main(String[] args) throws Exception {
         if (args.length == 0) {
@@ -43,8 +49,10 @@ public final class Main {
                 case "write" -> WritePartition.run(rest);
                 case "recover" -> RecoverPartition.run(rest);
                 case "checkpoints" -> ReadCheckpoints.run(rest);
+                case "fixtures" -> Fixtures.run(rest);
                 case "bench-append" -> Bench.append(rest);
                 case "bench-recover" -> Bench.recover(rest);
+                case "bench-read" -> Bench.read(rest);
                 default -> {
                     System.err.println("unknown command " + args[0] + "\n" + USAGE);
                     System.exit(2);

@@ -1,0 +1,419 @@
+//! The command line: subcommands, flags, their ranges, and the checks that
+//! turn flags into a configuration and run options (or a clear error).
+
+use clap::{Args, Parser, Subcommand};
+use highwater_model::config::{Acks, Config, Mutation, Truncation};
+use highwater_model::presets::{Expect, Preset, PRESETS};
+use highwater_model::progress;
+use highwater_model::properties;
+use highwater_model::run::{RunOptions, Search, StopAt};
+use std::time::Duration;
+
+#[derive(Parser)]
+#[command(
+    name = "highwater",
+    version,
+    about = "Model-check Kafka's partition replication: leader election, ISR, high watermark, acks, truncation, crashes",
+    long_about = "Model-check Kafka's partition replication exhaustively.\n\n\
+        `highwater check` runs the default preset `safe` (today's rules) and shows every guarantee holding \
+        and the partition able to heal; `highwater check --preset hw-truncation` (or any historical preset) \
+        rediscovers a historical data-loss bug and prints its shortest counterexample. `highwater presets` \
+        lists them all.\n\n\
+        Exit status: 0 the verdicts are as expected, 1 they are not, 2 bad usage, 3 the run stopped \
+        (a limit or Ctrl-C) before it could decide."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand)]
+pub enum Command {
+    /// Run the model checker on a preset, with any bound or switch overridden.
+    Check(CheckArgs),
+    /// List the presets: bounds, switches and expected verdict of each.
+    #[command(after_long_help = highwater_model::presets::TLA_KIP320_DIFFERENCES)]
+    Presets {
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Serve stateright's web explorer, with a link to each counterexample.
+    Explore(ExploreArgs),
+    /// Replay a trace written by `check --trace-out` (any settings): check
+    /// each step on the model and that the property breaks at the end; with
+    /// --dir, also on the implementation's files (runs `highwater-replay`).
+    Replay(ReplayArgs),
+    /// Inspect Kafka-format partition directories (runs `highwater-dump-log`,
+    /// the implementation's tool: `highwater dump-log --help`).
+    #[command(name = "dump-log", disable_help_flag = true)]
+    DumpLog {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+}
+
+#[derive(Args)]
+pub struct ReplayArgs {
+    /// The ITF trace to replay.
+    #[arg(long, value_name = "FILE")]
+    pub trace: std::path::PathBuf,
+    /// Also run it on the implementation, leaving each broker's data
+    /// directory (Kafka's format) in this new or empty directory.
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<std::path::PathBuf>,
+    /// In step tables, print only what changed at each step.
+    #[arg(long)]
+    pub diff: bool,
+}
+
+/// Bounds and switches; each overrides the preset's value.
+#[derive(Args, Clone, Debug)]
+pub struct ModelArgs {
+    /// Preset to start from (see `highwater presets`).
+    #[arg(long, short, default_value = "safe", value_parser = preset_parser())]
+    pub preset: String,
+    /// Number of replicas (2-5).
+    #[arg(long, value_parser = clap::value_parser!(u8).range(2..=5))]
+    pub replicas: Option<u8>,
+    /// Records the producer writes (1-4).
+    #[arg(long, value_parser = clap::value_parser!(u8).range(1..=4))]
+    pub records: Option<u8>,
+    /// Highest leader epoch the controller may assign (0-4; the first is 0).
+    #[arg(long, value_parser = clap::value_parser!(u8).range(0..=4))]
+    pub max_epoch: Option<u8>,
+    /// min.insync.replicas (1 to the replica count).
+    #[arg(long, value_parser = clap::value_parser!(u8).range(1..=5))]
+    pub min_isr: Option<u8>,
+    /// Producer acks: 0, 1 or all.
+    #[arg(long)]
+    pub acks: Option<Acks>,
+    /// Follower truncation rule: hw (before KIP-101), epoch (KIP-101),
+    /// epoch-iterative (KIP-279), fenced (KIP-320).
+    #[arg(long)]
+    pub truncation: Option<Truncation>,
+    /// KIP-966 eligible leader replicas (on or off).
+    #[arg(long, value_parser = on_off_parser())]
+    pub elr: Option<bool>,
+    /// Allow unclean leader election (on or off).
+    #[arg(long, value_parser = on_off_parser())]
+    pub unclean_election: Option<bool>,
+    /// Clean crashes (log kept) allowed in a run (0-3).
+    #[arg(long, value_parser = clap::value_parser!(u8).range(0..=3))]
+    pub clean_crashes: Option<u8>,
+    /// Unclean crashes (unflushed suffix lost) allowed in a run (0-3).
+    #[arg(long, value_parser = clap::value_parser!(u8).range(0..=3))]
+    pub unclean_crashes: Option<u8>,
+    /// Clean elections while the controller still names a leader (controlled
+    /// shutdown, preferred-leader election, or failover from a leader not yet
+    /// removed) allowed in a run (0-4).
+    #[arg(long, value_parser = clap::value_parser!(u8).range(0..=4))]
+    pub leader_moves: Option<u8>,
+    /// A deliberately broken rule, to see a check fail: expand-on-leader-hw
+    /// (a follower rejoins the ISR only once the leader's HW reaches its
+    /// epoch start: the partition can stall), no-elr-election (the controller
+    /// never elects from the ELR).
+    #[arg(long)]
+    pub mutation: Option<Mutation>,
+}
+
+#[derive(Args)]
+pub struct CheckArgs {
+    #[command(flatten)]
+    pub model: ModelArgs,
+    #[command(flatten)]
+    pub search: SearchArgs,
+    /// What the run must show, for a verdict and an exit status when the
+    /// preset is overridden: `holds` (no counterexample), `counterexample`
+    /// (some property breaks), or a property's name (that one breaks). By
+    /// default a preset's own expectation; an overridden run has none.
+    #[arg(long, value_parser = expect_parser())]
+    pub expect: Option<ExpectArg>,
+    /// Print one JSON report on stdout instead of text (progress then goes
+    /// to stderr). Its shape is `run::Report`, versioned by its `schema`.
+    #[arg(long)]
+    pub json: bool,
+    /// No progress lines.
+    #[arg(long, short)]
+    pub quiet: bool,
+    /// In step tables, print only what changed at each step.
+    #[arg(long)]
+    pub diff: bool,
+    /// Write each counterexample to this directory as an ITF trace (the
+    /// Informal Trace Format of Apalache and Quint), to replay with
+    /// `highwater replay --trace FILE`. The directory is created; existing
+    /// files of the same names are refused.
+    #[arg(long, value_name = "DIR")]
+    pub trace_out: Option<std::path::PathBuf>,
+}
+
+/// How to search, and when to stop.
+#[derive(Args)]
+pub struct SearchArgs {
+    /// Checker threads (default: all cores; at most four per core).
+    #[arg(long, short)]
+    pub threads: Option<usize>,
+    /// stateright's exhaustive depth-first search with symmetry reduction
+    /// (checks safety only: no progress check, and shortest counterexamples
+    /// need a second search). The default is highwater's own breadth-first
+    /// search of the state graph: safety, shortest counterexamples and the
+    /// progress check in one pass.
+    #[arg(long, conflicts_with_all = ["bfs", "simulate"])]
+    pub dfs: bool,
+    /// stateright's exhaustive breadth-first search (no symmetry reduction:
+    /// slower, more memory; no progress check).
+    #[arg(long, conflicts_with = "simulate")]
+    pub bfs: bool,
+    /// Random walks instead of an exhaustive search (proves nothing; finds bugs fast).
+    /// Runs for --seconds (default 10).
+    #[arg(long)]
+    pub simulate: bool,
+    /// Seed of the random walks.
+    #[arg(long, requires = "simulate")]
+    pub seed: Option<u64>,
+    /// Longest random walk (1-10000).
+    #[arg(long, requires = "simulate", value_parser = clap::value_parser!(u64).range(1..=10_000))]
+    pub max_depth: Option<u64>,
+    /// Stop after this many seconds and report what was found (any search).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub seconds: Option<u64>,
+    /// Stop after this many distinct states and report what was found.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_states: Option<u64>,
+    /// Check every property to the end, even when a counterexample is
+    /// found (a historical preset, or an overridden run, stops at the
+    /// first by default).
+    #[arg(long, conflicts_with = "simulate")]
+    pub exhaustive: bool,
+}
+
+#[derive(Args)]
+pub struct ExploreArgs {
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// Address to serve the explorer on.
+    #[arg(long, default_value = "127.0.0.1:3000")]
+    pub addr: String,
+    /// Checker threads for finding counterexamples first.
+    #[arg(long, short)]
+    pub threads: Option<usize>,
+}
+
+/// `--expect`, parsed.
+#[derive(Clone, Copy, Debug)]
+pub enum ExpectArg {
+    Holds,
+    Counterexample,
+    Breaks(&'static str),
+}
+
+fn expect_parser() -> clap::builder::ValueParser {
+    clap::builder::ValueParser::new(|s: &str| -> Result<ExpectArg, String> {
+        match s {
+            "holds" => return Ok(ExpectArg::Holds),
+            "counterexample" => return Ok(ExpectArg::Counterexample),
+            _ => {}
+        }
+        let names = breakable_properties();
+        names
+            .iter()
+            .find(|n| **n == s)
+            .map(|n| ExpectArg::Breaks(n))
+            .ok_or_else(|| {
+                format!(
+                    "expected holds, counterexample, or a property that can break: {}",
+                    names
+                        .iter()
+                        .map(|n| format!("\"{n}\""))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            })
+    })
+}
+
+/// The always- and progress properties, by name.
+fn breakable_properties() -> Vec<&'static str> {
+    let mut names = properties::safety_names();
+    names.extend([progress::RECOVERABLE, progress::ACKED_REPLICATED]);
+    names
+}
+
+fn preset_parser() -> clap::builder::PossibleValuesParser {
+    clap::builder::PossibleValuesParser::new(Preset::names())
+}
+
+fn on_off_parser() -> clap::builder::ValueParser {
+    clap::builder::ValueParser::new(|s: &str| match s {
+        "on" | "true" | "yes" => Ok(true),
+        "off" | "false" | "no" => Ok(false),
+        _ => Err(format!("expected on or off, got {s:?}")),
+    })
+}
+
+/// A configuration to check, with where it came from.
+pub struct Resolved {
+    pub preset: &'static Preset,
+    pub config: Config,
+    /// Whether any flag changed the preset.
+    pub changed: bool,
+}
+
+impl ModelArgs {
+    /// The preset with the overrides applied, validated.
+    pub fn resolve(&self) -> Result<Resolved, String> {
+        let preset =
+            Preset::find(&self.preset).ok_or_else(|| format!("unknown preset {}", self.preset))?;
+        let mut c = preset.config;
+        let mut changed = false;
+        macro_rules! set {
+            ($field:ident) => {
+                if let Some(v) = self.$field {
+                    changed |= c.$field != v;
+                    c.$field = v;
+                }
+            };
+        }
+        set!(replicas);
+        set!(records);
+        set!(max_epoch);
+        set!(min_isr);
+        set!(acks);
+        set!(truncation);
+        set!(elr);
+        set!(unclean_election);
+        set!(clean_crashes);
+        set!(unclean_crashes);
+        set!(leader_moves);
+        if let Some(m) = self.mutation {
+            changed |= c.mutation != Some(m);
+            c.mutation = Some(m);
+        }
+        c.validate().map_err(|e| e.to_string())?;
+        Ok(Resolved {
+            preset,
+            config: c,
+            changed,
+        })
+    }
+}
+
+/// A bound's flag and how to read it from a configuration.
+type Bound = (&'static str, fn(&Config) -> u8);
+
+/// Warnings for bounds beyond every measured preset: the run may take far
+/// longer than any of them.
+pub fn bound_warnings(cfg: &Config) -> Vec<String> {
+    let measured: Vec<&Preset> = PRESETS.iter().filter(|p| p.measured.is_some()).collect();
+    let dims: [Bound; 6] = [
+        ("--replicas", |c| c.replicas),
+        ("--records", |c| c.records),
+        ("--max-epoch", |c| c.max_epoch),
+        ("--clean-crashes", |c| c.clean_crashes),
+        ("--unclean-crashes", |c| c.unclean_crashes),
+        ("--leader-moves", |c| c.leader_moves),
+    ];
+    // The measured preset nearest to this configuration, bound by bound.
+    let distance = |p: &Preset| -> u32 {
+        dims.iter()
+            .map(|(_, d)| u32::from(d(cfg).abs_diff(d(&p.config))))
+            .sum()
+    };
+    let Some(nearest) = measured.iter().min_by_key(|p| distance(p)) else {
+        return vec![];
+    };
+    let m = nearest.measured.expect("measured");
+    let mut out = Vec::new();
+    for (flag, dim) in dims {
+        if measured.iter().all(|p| dim(cfg) > dim(&p.config)) {
+            out.push(format!(
+                "{flag} {} is beyond every measured preset; the nearest, {} ({flag} {}), has {} \
+                 states ({:.0} s on 2 threads): each step up multiplies the state space, so \
+                 consider --seconds or --max-states",
+                dim(cfg),
+                nearest.name,
+                dim(&nearest.config),
+                m.unique_states,
+                m.seconds
+            ));
+        }
+    }
+    out
+}
+
+/// Checker threads: all cores by default; at most four per core.
+pub fn threads(requested: Option<usize>) -> Result<usize, String> {
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+    match requested {
+        Some(0) => Err("--threads must be at least 1".to_string()),
+        Some(n) if n > 4 * cores => Err(format!(
+            "--threads {n} is more than this machine can use: it has {cores} cores (at most {})",
+            4 * cores
+        )),
+        Some(n) => Ok(n),
+        None => Ok(cores),
+    }
+}
+
+impl CheckArgs {
+    /// The expectation a run is held to: `--expect`, else the preset's
+    /// own when nothing is overridden.
+    pub fn expectation(&self, r: &Resolved) -> Option<Expect> {
+        match self.expect {
+            Some(ExpectArg::Holds) => Some(Expect::NoCounterexample),
+            Some(ExpectArg::Counterexample) => Some(Expect::AnyCounterexample),
+            Some(ExpectArg::Breaks(name)) => Some(Expect::Breaks(name)),
+            None => (!r.changed).then_some(r.preset.expect),
+        }
+    }
+
+    /// Run options from the flags, checked for combinations that would be
+    /// ignored.
+    pub fn run_options(&self, expect: Option<Expect>) -> Result<RunOptions, String> {
+        let s = &self.search;
+        let search = if s.simulate {
+            Search::Simulate {
+                seed: s.seed.unwrap_or(0),
+                max_depth: s.max_depth.unwrap_or(80) as usize,
+            }
+        } else if s.bfs {
+            Search::Bfs
+        } else if s.dfs {
+            Search::Dfs
+        } else {
+            Search::Graph
+        };
+        let is_progress =
+            |name: &str| name == progress::RECOVERABLE || name == progress::ACKED_REPLICATED;
+        if let Some(Expect::Breaks(name)) = expect {
+            if is_progress(name) && search != Search::Graph {
+                return Err(format!(
+                    "--expect \"{name}\" is a progress property: only the default search checks it \
+                     (drop --dfs, --bfs or --simulate)"
+                ));
+            }
+        }
+        // Stop at the first counterexample that settles the expectation,
+        // unless asked to check everything; a progress property is decided
+        // only by the complete graph.
+        let stop_at = match expect {
+            _ if s.exhaustive => StopAt::Never,
+            Some(Expect::Breaks(name)) if !is_progress(name) => StopAt::Property(name),
+            Some(Expect::AnyCounterexample) | None => StopAt::AnyCounterexample,
+            _ => StopAt::Never,
+        };
+        let time_limit = match (s.seconds, s.simulate) {
+            (Some(t), _) => Some(Duration::from_secs(t)),
+            (None, true) => Some(Duration::from_secs(10)),
+            (None, false) => None,
+        };
+        Ok(RunOptions {
+            threads: threads(s.threads)?,
+            search,
+            time_limit,
+            max_states: s.max_states,
+            stop_at,
+            interrupt: None,
+        })
+    }
+}

@@ -1,0 +1,59 @@
+//! `highwater presets`: every preset, its bounds and its expected verdict.
+
+use highwater_model::config::on_off;
+use highwater_model::presets::{Expect, PRESETS};
+use std::process::ExitCode;
+
+pub fn presets(json: bool) -> Result<ExitCode, String> {
+    if json {
+        let list: Vec<_> = PRESETS
+            .iter()
+            .map(|p| {
+                serde_json::json!({
+                    "name": p.name,
+                    "summary": p.summary,
+                    "config": p.config,
+                    "expected": p.expectation_text(),
+                    "breaks": match p.expect { Expect::Breaks(n) => Some(n), _ => None },
+                    "tlc_distinct_states": p.tlc.map(|t| t.distinct_states),
+                })
+            })
+            .collect();
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&list).map_err(|e| e.to_string())?
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    for p in PRESETS {
+        let c = &p.config;
+        println!("{:<17} {}", p.name, p.summary);
+        println!(
+            "{:<17} replicas={} records={} max-epoch={} min-isr={} acks={} truncation={} elr={} unclean-election={} crashes: clean={} unclean={} leader-moves={}",
+            "",
+            c.replicas,
+            c.records,
+            c.max_epoch,
+            c.min_isr,
+            c.acks,
+            c.truncation,
+            on_off(c.elr),
+            on_off(c.unclean_election),
+            c.clean_crashes,
+            c.unclean_crashes,
+            c.leader_moves
+        );
+        println!("{:<17} expected: {}", "", p.expectation_text());
+        if let Some(t) = p.tlc {
+            println!(
+                "{:<17} TLC on the TLA+ {} module: {} distinct states (depth {}); highwater: {} unique states (see `highwater presets --help`)",
+                "",
+                t.module,
+                t.distinct_states,
+                t.depth,
+                highwater_model::presets::TLA_KIP320_UNIQUE_STATES
+            );
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

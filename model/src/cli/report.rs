@@ -1,0 +1,208 @@
+//! The text report of a run: figures, one line per property, and each
+//! counterexample as a step table.
+
+use highwater_model::properties;
+use highwater_model::render::{self, Style};
+use highwater_model::run::PropertyResult;
+use highwater_model::run::{self, Ended, Outcome, Report, Search, Verdict};
+
+pub fn print_report(r: &Report, style: Style) {
+    let p = &r.progress;
+    let how = match r.ended {
+        Ended::Exhaustive | Ended::StoppedAtCounterexample | Ended::Sampled => "done",
+        Ended::Limited => "NOT EXHAUSTIVE: stopped at a limit",
+        Ended::Interrupted => "NOT EXHAUSTIVE: interrupted",
+    };
+    println!(
+        "{how} after {:.1}s: {} states, {} unique, depth {}, {:.0} states/s{}",
+        p.seconds,
+        p.states,
+        p.unique_states,
+        p.max_depth,
+        r.states_per_second,
+        r.peak_memory_mib
+            .map_or(String::new(), |m| format!(", peak memory {m:.0} MiB"))
+    );
+    if r.search != Search::Graph && r.properties.iter().any(|p| p.counterexample.is_some()) {
+        println!(
+            "shortest counterexamples found in {:.1}s more (breadth-first, symmetry-reduced)",
+            r.shortest_seconds
+        );
+    }
+    println!();
+    for prop in &r.properties {
+        let verdict = match (prop.kind, prop.verdict) {
+            ("progress", Verdict::Holds) => "holds (every state can heal)".to_string(),
+            ("progress", Verdict::Counterexample) => format!(
+                "STUCK ({} states cannot heal without a fault)",
+                prop.stuck_states.unwrap_or(0)
+            ),
+            ("progress", Verdict::NotChecked) => match (r.search, r.ended) {
+                (Search::Graph, Ended::StoppedAtCounterexample) => {
+                    "not checked (stopped at a counterexample)".to_string()
+                }
+                (Search::Graph, _) => "not checked (the search did not finish)".to_string(),
+                _ => "not checked (needs the default search's state graph)".to_string(),
+            },
+            (_, Verdict::Holds) => "holds".to_string(),
+            (_, Verdict::Counterexample) => "COUNTEREXAMPLE".to_string(),
+            (_, Verdict::Reached) => "reached".to_string(),
+            (_, Verdict::NotReached) => "not reached".to_string(),
+            (_, Verdict::NoneFound) => "no counterexample found (not exhaustive)".to_string(),
+            (_, Verdict::NotChecked) => match r.ended {
+                Ended::StoppedAtCounterexample => "not checked (stopped at a counterexample)",
+                _ => "not checked (the search did not finish)",
+            }
+            .to_string(),
+        };
+        println!("  {:<9} {:<44} {verdict}", prop.kind, prop.name);
+    }
+    if let Some(pc) = &r.progress_check {
+        println!(
+            "  {:<9} {:<44} {} states (no leader electable without an unclean election)",
+            "", "offline by design", pc.offline_states
+        );
+        if let Some(example) = &pc.offline_example {
+            let raw: Vec<_> = example.iter().map(|s| s.raw).collect();
+            println!(
+                "Shortest path to a partition offline by design (ISR and ELR empty, {} steps):",
+                raw.len() - 1
+            );
+            print!("{}", render::steps_table(&raw, 0, style));
+        }
+        println!(
+            "(healing may use {} leader epochs beyond --max-epoch: a run's epoch bound must not \
+             make a partition look stuck)",
+            highwater_model::state::RECOVERY_EPOCHS
+        );
+        println!(
+            "progress check: {} fault-free edges, {} recovery states beyond the epoch bound, \
+             graph {:.0} MiB, {:.1}s",
+            pc.edges,
+            pc.recovery_states,
+            pc.graph_bytes as f64 / (1024.0 * 1024.0),
+            pc.seconds
+        );
+    }
+    print_counterexamples(r, style);
+    println!();
+    let expected = r.expected.as_deref().unwrap_or("nothing");
+    match r.outcome {
+        Outcome::AsExpected if r.ended == Ended::Sampled => println!(
+            "verdict: nothing found against the expectation ({expected}); a search that is not \
+             exhaustive proves no property"
+        ),
+        Outcome::AsExpected => println!("verdict: as expected ({expected})"),
+        Outcome::NotAsExpected => {
+            println!("verdict: NOT as expected (expected: {expected})");
+            for m in &r.mismatches {
+                println!("  - {m}");
+            }
+        }
+        Outcome::Undecided => println!(
+            "verdict: not decided (expected: {expected}); the run stopped after {} states before \
+             it could tell: nothing it saw contradicts the expectation",
+            r.progress.unique_states
+        ),
+        Outcome::NoExpectation => println!(
+            "verdict: no expectation (the preset was overridden: --expect holds, counterexample \
+             or a property's name gives one)"
+        ),
+    }
+}
+
+fn plural(n: u64, what: &str) -> String {
+    if n == 1 {
+        format!("1 {what}")
+    } else {
+        format!("{n} {what}s")
+    }
+}
+
+/// What a stuck state can still do: every fault-free action, each leading
+/// to another state that cannot heal.
+fn print_exits(exits: &[run::Step]) {
+    if exits.is_empty() {
+        println!("No action is enabled there without a fault.");
+        return;
+    }
+    println!(
+        "Without a fault, only these are enabled there, and each leads to another state that cannot heal:"
+    );
+    for e in exits {
+        println!("  {}", e.action.as_deref().unwrap_or("?"));
+    }
+}
+
+/// Each distinct counterexample once, naming every property it breaks,
+/// with a closing line saying what broke.
+fn print_counterexamples(r: &Report, style: Style) {
+    let mut printed: Vec<&PropertyResult> = Vec::new();
+    for prop in &r.properties {
+        let Some(steps) = &prop.counterexample else {
+            continue;
+        };
+        let actions = |p: &PropertyResult| -> Option<Vec<String>> {
+            p.counterexample
+                .as_ref()
+                .map(|c| c.iter().filter_map(|s| s.action.clone()).collect())
+        };
+        if printed
+            .iter()
+            .any(|p| p.kind == prop.kind && actions(p) == actions(prop))
+        {
+            continue;
+        }
+        printed.push(prop);
+        let same: Vec<&PropertyResult> = r
+            .properties
+            .iter()
+            .filter(|p| p.kind == prop.kind && actions(p) == actions(prop))
+            .collect();
+        let names = same
+            .iter()
+            .map(|p| format!("\"{}\"", p.name))
+            .collect::<Vec<_>>()
+            .join(" and ");
+        println!();
+        let trace: Vec<_> = steps.iter().map(|s| s.raw).collect();
+        if prop.kind == "progress" {
+            println!(
+                "Shortest path to a state that cannot heal ({names}, {} steps):",
+                steps.len() - 1
+            );
+            print!("{}", render::steps_table(&trace, 0, style));
+            print_exits(prop.stuck_exits.as_deref().unwrap_or(&[]));
+            if let Some(cont) = &prop.stuck_continuation {
+                let raw: Vec<_> = cont.iter().map(|s| s.raw).collect();
+                println!(
+                    "Every fault-free future ends in a trap: states that lead only to each other, none healthy \
+                     ({}). The shortest way in ({} steps more):",
+                    plural(prop.trap_states.unwrap_or(0), "state"),
+                    raw.len() - 1
+                );
+                print!("{}", render::continuation_table(&raw, steps.len(), style));
+            }
+            println!(
+                "Stuck: without a further fault the partition can no longer reach a healthy state{}.",
+                if prop.name == highwater_model::progress::ACKED_REPLICATED {
+                    " in which every acknowledged record is on every live replica below its HW"
+                } else {
+                    ""
+                }
+            );
+        } else {
+            println!(
+                "Shortest counterexample to {names} ({} steps):",
+                steps.len() - 1
+            );
+            print!("{}", render::steps_table(&trace, 0, style));
+            let last = trace.last().expect("a trace has a state").0;
+            for p in &same {
+                if let Some(why) = properties::explain(p.name, &last) {
+                    println!("Broken: {} — {why}.", p.name);
+                }
+            }
+        }
+    }
+}
