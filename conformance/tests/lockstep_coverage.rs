@@ -2,7 +2,8 @@
 //! model alone (the model chooses every step, so the implementation, on
 //! files or in memory, goes where the model goes), against the preset's
 //! whole state space, up to symmetry (see `coverage`). Printed by kind of
-//! action; the figures are in conformance/README.md.
+//! action; the figures are in conformance/README.md. CI measures
+//! `tla-kip320`; `safe`'s measure is an ignored test, run by hand.
 
 mod common;
 
@@ -74,7 +75,11 @@ fn plausible(on_files: &Share, in_memory: &Share) {
     assert!(in_memory.states.0 > on_files.states.0);
 }
 
+/// `cargo test --release -p highwater-conformance --test lockstep_coverage
+/// -- --ignored --nocapture`: explores `safe`'s 7.8 million states first
+/// (about a minute), so CI runs the smaller preset below.
 #[test]
+#[ignore = "explores safe's whole state space first (about a minute); run by hand"]
 fn the_random_lockstep_reports_what_it_covers_of_safe() {
     let (on_files, in_memory) = coverage("safe");
     plausible(&on_files, &in_memory);
