@@ -16,11 +16,12 @@
 //! leader whenever the partition has none.
 //!
 //! Each replica is a [`Replica`](crate::replication::Replica) on a
-//! [`DiskLog`](crate::replication::DiskLog): its thread turns messages and timers into inputs, and
-//! delivers the outputs. The parts, one a file: `nodes.rs` (the replica and
-//! controller threads), `clients.rs` (producers and consumers), `faults.rs`
-//! (the fault schedule), `report.rs` (what a run reports), and here the
-//! configuration, the messages between threads, and [`run`].
+//! [`DiskLog`](crate::replication::DiskLog): its thread turns messages and
+//! timers into inputs, and delivers the outputs. The parts, one a file:
+//! `nodes.rs` (the replica and controller threads), `clients.rs`
+//! (producers and consumers), `faults.rs` (the fault schedule), `report.rs`
+//! (what a run reports), and here the configuration, the messages between
+//! threads, and [`run`].
 
 use std::collections::BTreeMap;
 use std::path::Path;
