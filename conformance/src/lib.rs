@@ -8,8 +8,13 @@
 //! - [`lockstep`]: one sequence of model actions run on both, states compared
 //!   after every step.
 //! - [`replay`]: a model counterexample, to run on the implementation.
+//! - [`coverage`]: the share of a state space some runs visited.
+//! - [`exhaustive`]: every transition of a configuration's state space,
+//!   taken by the implementation in memory.
 
 pub mod abstraction;
+pub mod coverage;
+pub mod exhaustive;
 pub mod lockstep;
 pub mod mapping;
 pub mod replay;

@@ -1,16 +1,22 @@
 //! Lockstep: the model chooses an enabled action, the model and the
 //! implementation's step driver both take it, and the implementation's state,
 //! seen through the abstraction function, must equal the model's after every
-//! step.
+//! step. The implementation runs on Kafka-format files ([`Lockstep::start`])
+//! or in memory ([`Lockstep::in_memory`]).
 
 use crate::abstraction::{abstract_state, comparable};
 use crate::mapping::{step_action, step_config};
 use highwater::cluster::{StepCluster, StepConfig};
+use highwater::replication::{DiskLog, MemoryLog, ReplicaLog};
 use highwater_model::actions::{apply, enabled};
 use highwater_model::render::state_table;
 use highwater_model::state::{MAX_EPOCH, MAX_RECORDS};
 use highwater_model::{Action, Config, PartitionModel, State};
+use stateright::Representative;
+use std::collections::hash_map::DefaultHasher;
+use std::collections::HashSet;
 use std::fmt::{self, Debug};
+use std::hash::{Hash, Hasher};
 use std::path::Path;
 
 /// Where the implementation stopped behaving as the model.
@@ -60,15 +66,15 @@ impl fmt::Display for Divergence {
 }
 
 /// The model and the implementation side by side, equal so far.
-pub struct Lockstep {
+pub struct Lockstep<L: ReplicaLog = DiskLog> {
     cfg: Config,
     model: State,
-    imp: StepCluster,
+    imp: StepCluster<L>,
     steps: Vec<Action>,
     silent: Vec<(usize, Action)>,
 }
 
-impl Lockstep {
+impl Lockstep<DiskLog> {
     /// Both in their initial states; the implementation keeps its files
     /// under `dir`.
     pub fn start(cfg: &Config, dir: &Path) -> Result<Lockstep, Divergence> {
@@ -79,8 +85,33 @@ impl Lockstep {
     /// rather than as the model: how mutation tests run an implementation
     /// with an old rule against the model with today's.
     pub fn start_with(cfg: &Config, imp: StepConfig, dir: &Path) -> Result<Lockstep, Divergence> {
+        Lockstep::on(cfg, StepCluster::new(dir, imp))
+    }
+}
+
+impl Lockstep<MemoryLog> {
+    /// Both in their initial states; the implementation's logs in memory.
+    pub fn in_memory(cfg: &Config) -> Result<Lockstep<MemoryLog>, Divergence> {
+        Lockstep::in_memory_with(cfg, step_config(cfg))
+    }
+
+    /// As [`Lockstep::in_memory`], with the implementation configured as `imp`.
+    pub fn in_memory_with(
+        cfg: &Config,
+        imp: StepConfig,
+    ) -> Result<Lockstep<MemoryLog>, Divergence> {
+        Lockstep::on(cfg, StepCluster::in_memory(imp))
+    }
+}
+
+impl<L: ReplicaLog> Lockstep<L> {
+    /// The model's initial state beside `imp`, a cluster just built.
+    pub fn on(
+        cfg: &Config,
+        imp: highwater::replication::Result<StepCluster<L>>,
+    ) -> Result<Lockstep<L>, Divergence> {
         let model = PartitionModel::new(*cfg).init_state();
-        let imp = StepCluster::new(dir, imp).map_err(|e| Divergence {
+        let imp = imp.map_err(|e| Divergence {
             steps: Vec::new(),
             silent: Vec::new(),
             what: format!("the cluster did not start: {e}"),
@@ -132,29 +163,7 @@ impl Lockstep {
     /// by its bounds (records, epochs, crashes, leader moves) are not
     /// offered: the implementation has no bounds.
     pub fn check_refusals(&mut self) -> Result<(), Divergence> {
-        let unbounded = Config {
-            records: MAX_RECORDS as u8,
-            max_epoch: MAX_EPOCH,
-            clean_crashes: u8::MAX,
-            unclean_crashes: u8::MAX,
-            leader_moves: u8::MAX,
-            ..self.cfg
-        };
-        let mut allowed = Vec::new();
-        enabled(&unbounded, &self.model, &mut allowed);
-        let epoch_left = self.model.controller.next_epoch() <= MAX_EPOCH;
-        let record_left = usize::from(self.model.produced) < MAX_RECORDS;
-        for a in every_action(&self.model) {
-            let bounded = match a {
-                Action::ControllerElectLeader { .. } | Action::ControllerShrinkIsr { .. } => {
-                    !epoch_left
-                }
-                Action::Produce { .. } => !record_left,
-                _ => false,
-            };
-            if bounded || allowed.contains(&a) {
-                continue;
-            }
+        for a in forbidden_actions(&self.cfg, &self.model) {
             if self.imp.apply(step_action(a)).is_err() {
                 continue;
             }
@@ -183,7 +192,7 @@ impl Lockstep {
     pub fn walk(
         &mut self,
         choices: &[u16],
-        mut check: impl FnMut(&mut Lockstep) -> Result<(), Divergence>,
+        mut check: impl FnMut(&mut Lockstep<L>) -> Result<(), Divergence>,
     ) -> Result<(), Divergence> {
         for &choice in choices {
             let actions = self.enabled();
@@ -191,6 +200,28 @@ impl Lockstep {
                 break;
             }
             self.step(pick(&actions, choice))?;
+            check(self)?;
+        }
+        Ok(())
+    }
+
+    /// As [`Lockstep::walk`], each action chosen by `guide` (towards states
+    /// no run has visited yet), which learns the states this walk visits.
+    pub fn walk_guided(
+        &mut self,
+        choices: &[u16],
+        guide: &mut Guide,
+        mut check: impl FnMut(&mut Lockstep<L>) -> Result<(), Divergence>,
+    ) -> Result<(), Divergence> {
+        guide.visit(&self.model);
+        for &choice in choices {
+            let actions = self.enabled();
+            if actions.is_empty() {
+                break;
+            }
+            let a = guide.pick(&self.cfg, &self.model, &actions, choice);
+            self.step(a)?;
+            guide.visit(&self.model);
             check(self)?;
         }
         Ok(())
@@ -204,7 +235,7 @@ impl Lockstep {
     pub fn model(&self) -> &State {
         &self.model
     }
-    pub fn implementation(&self) -> &StepCluster {
+    pub fn implementation(&self) -> &StepCluster<L> {
         &self.imp
     }
     pub fn steps(&self) -> &[Action] {
@@ -238,10 +269,42 @@ impl Lockstep {
     }
 }
 
+/// The actions the model's rules forbid in `s`: every action of its
+/// vocabulary that it would not enable even with its bounds (records,
+/// epochs, crashes, leader moves) lifted, and that no bound rules out (the
+/// implementation has no bounds, so those are not offered to it).
+pub fn forbidden_actions(cfg: &Config, s: &State) -> Vec<Action> {
+    let unbounded = Config {
+        records: MAX_RECORDS as u8,
+        max_epoch: MAX_EPOCH,
+        clean_crashes: u8::MAX,
+        unclean_crashes: u8::MAX,
+        leader_moves: u8::MAX,
+        ..*cfg
+    };
+    let mut allowed = Vec::new();
+    enabled(&unbounded, s, &mut allowed);
+    let epoch_left = s.controller.next_epoch() <= MAX_EPOCH;
+    let record_left = usize::from(s.produced) < MAX_RECORDS;
+    every_action(s)
+        .into_iter()
+        .filter(|a| {
+            let bounded = match a {
+                Action::ControllerElectLeader { .. } | Action::ControllerShrinkIsr { .. } => {
+                    !epoch_left
+                }
+                Action::Produce { .. } => !record_left,
+                _ => false,
+            };
+            !bounded && !allowed.contains(a)
+        })
+        .collect()
+}
+
 /// Every action of the model's vocabulary in a state of `s.n` replicas, each
 /// with every argument it can take (the next record only, as producers send
 /// records in order; elections of the kind the model would name).
-fn every_action(s: &State) -> Vec<Action> {
+pub fn every_action(s: &State) -> Vec<Action> {
     use highwater_model::controller::Election;
     let ids = s.ids();
     let mut out = Vec::new();
@@ -304,7 +367,12 @@ pub fn pick(actions: &[Action], choice: u16) -> Action {
         | Action::Flush { .. } => 4,
         _ => 1,
     };
-    let total: usize = actions.iter().map(weight).sum();
+    choose(actions, weight, choice)
+}
+
+/// The action `choice` falls on, each weighing `weight`.
+fn choose(actions: &[Action], weight: impl Fn(&Action) -> usize, choice: u16) -> Action {
+    let total: usize = actions.iter().map(&weight).sum();
     let mut at = usize::from(choice) % total.max(1);
     for a in actions {
         if at < weight(a) {
@@ -313,6 +381,62 @@ pub fn pick(actions: &[Action], choice: u16) -> Action {
         at -= weight(a);
     }
     actions[0]
+}
+
+/// Steers random runs towards what earlier runs missed: it remembers the
+/// states (symmetry classes) every run so far visited, and picks, among the
+/// enabled actions, one whose successor none visited, when there is one;
+/// else it falls back to [`pick`]. Among new successors, the kinds of
+/// action random runs cover least of `safe`'s transitions (flushes,
+/// crashes, the leader's ISR shrinks; see tests/lockstep_coverage.rs) weigh
+/// more. Measured there, the same 64 runs of `safe` visit a third more
+/// states than with [`pick`] alone (1,328 against 998), and a fifth more
+/// transitions.
+///
+/// The choice depends on what earlier runs visited, so a failing run is
+/// repeated (and shrunk) with the guide as it was when that run began: keep
+/// a clone.
+#[derive(Debug, Clone, Default)]
+pub struct Guide {
+    visited: HashSet<u64>,
+}
+
+impl Guide {
+    fn class(s: &State) -> u64 {
+        let mut h = DefaultHasher::new();
+        s.representative().hash(&mut h);
+        h.finish()
+    }
+
+    /// A run reached `s`.
+    pub fn visit(&mut self, s: &State) {
+        self.visited.insert(Self::class(s));
+    }
+
+    /// How many states the runs so far visited.
+    pub fn visited(&self) -> usize {
+        self.visited.len()
+    }
+
+    /// The action `choice` stands for in `s`, among `actions` (enabled).
+    pub fn pick(&self, cfg: &Config, s: &State, actions: &[Action], choice: u16) -> Action {
+        let novel: Vec<Action> = actions
+            .iter()
+            .copied()
+            .filter(|&a| {
+                apply(cfg, s, a).is_some_and(|next| !self.visited.contains(&Self::class(&next)))
+            })
+            .collect();
+        if novel.is_empty() {
+            return pick(actions, choice);
+        }
+        let weight = |a: &Action| match a {
+            Action::Flush { .. } => 8,
+            Action::Crash { .. } | Action::LeaderShrinkIsr { .. } => 4,
+            _ => 1,
+        };
+        choose(&novel, weight, choice)
+    }
 }
 
 /// Runs `actions` (a model path, such as a counterexample) on both; returns

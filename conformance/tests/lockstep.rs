@@ -5,14 +5,18 @@
 //! implementation's own property checks find nothing broken. A failure
 //! shrinks and prints both states.
 
-use highwater_conformance::lockstep::Lockstep;
+mod common;
+
+use common::{guided_runs, wide, CASES, IN_MEMORY_CASES, STEPS, WIDE_STEPS};
+use highwater::replication::ReplicaLog;
+use highwater_conformance::lockstep::{Divergence, Lockstep};
 use highwater_model::presets::{Expect, PRESETS};
-use highwater_model::state::{MAX_EPOCH, MAX_RECORDS};
 use highwater_model::{Action, Config};
 use proptest::prelude::*;
-use proptest::test_runner::{Config as RunnerConfig, RngAlgorithm, TestRng, TestRunner};
 use std::cell::RefCell;
 use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Instant;
 
 /// The action's name without its arguments, e.g. "FollowerFetch".
 fn kind(a: &Action) -> String {
@@ -20,53 +24,24 @@ fn kind(a: &Action) -> String {
     s.split('(').next().unwrap_or(&s).to_string()
 }
 
-/// The seed of the random runs: `HIGHWATER_LOCKSTEP_SEED` when set (to
-/// explore new runs), else a fixed one, so that CI's verdict does not depend
-/// on luck. A failure prints the seed and the steps, either of which repeats
-/// it.
-fn seed() -> u64 {
-    std::env::var("HIGHWATER_LOCKSTEP_SEED")
-        .ok()
-        .map(|s| {
-            s.parse()
-                .unwrap_or_else(|_| panic!("HIGHWATER_LOCKSTEP_SEED={s:?} is not a number"))
-        })
-        .unwrap_or(20261129)
-}
-
-fn rng(seed: u64, run: &str) -> TestRng {
-    let mut bytes = [0u8; 32];
-    bytes[..8].copy_from_slice(&seed.to_le_bytes());
-    for (i, b) in run.bytes().enumerate() {
-        bytes[8 + i % 24] ^= b;
-    }
-    TestRng::from_seed(RngAlgorithm::ChaCha, &bytes)
-}
-
-/// Random runs of `config`, each up to `max_steps` actions, counting the
+/// Random runs of `config` (see `common::guided_runs`), each up to
+/// `max_steps` actions, on the implementation `start` builds, counting the
 /// actions taken by kind into `taken`; with `safe`, the implementation's
-/// own safety checks must pass after every step.
-fn lockstep_runs(
+/// own safety checks must pass after every step. Returns the states visited.
+fn lockstep_runs<L: ReplicaLog>(
     name: &str,
     config: &Config,
     safe: bool,
     cases: u32,
     max_steps: usize,
     taken: &RefCell<BTreeMap<String, usize>>,
-) {
-    let seed = seed();
-    let config_runner = RunnerConfig {
-        cases,
-        failure_persistence: None,
-        ..RunnerConfig::default()
-    };
-    let mut runner = TestRunner::new_with_rng(config_runner, rng(seed, name));
-    let strategy = prop::collection::vec(any::<u16>(), 0..=max_steps);
-    let result = runner.run(&strategy, |choices| {
+    start: impl Fn(&Config, &Path) -> Result<Lockstep<L>, Divergence>,
+) -> usize {
+    let fail = |d: &dyn std::fmt::Display| TestCaseError::fail(d.to_string());
+    let result = guided_runs(name, cases, max_steps, |choices, guide| {
         let dir = tempfile::tempdir().expect("a temporary directory");
-        let fail = |d: &dyn std::fmt::Display| TestCaseError::fail(d.to_string());
-        let mut both = Lockstep::start(config, dir.path()).map_err(|d| fail(&d))?;
-        both.walk(&choices, |both| {
+        let mut both = start(config, dir.path()).map_err(|d| fail(&d))?;
+        both.walk_guided(choices, guide, |both| {
             if let Some(a) = both.steps().last() {
                 *taken.borrow_mut().entry(kind(a)).or_default() += 1;
             }
@@ -85,36 +60,12 @@ fn lockstep_runs(
         })
         .map_err(|d| fail(&d))
     });
-    if let Err(e) = result {
-        panic!("{name} (seed {seed}): the implementation left the model\n{e}");
-    }
+    result.unwrap_or_else(|e| panic!("the implementation left the model: {e}"))
 }
 
-#[test]
-fn the_implementation_moves_as_the_model_in_every_preset() {
-    let taken = RefCell::new(BTreeMap::new());
-    for p in PRESETS {
-        let safe = matches!(p.expect, Expect::Holds { .. });
-        lockstep_runs(p.name, &p.config, safe, 64, 60, &taken);
-        // Lockstep is not exhaustive, so it can afford the model's widest
-        // bounds: longer logs, more epochs, crashes and leader moves. The
-        // preset's verdict is not claimed there (a second unclean crash, for
-        // one, defeats min.insync.replicas=1), only the agreement.
-        let wide = Config {
-            records: MAX_RECORDS as u8,
-            max_epoch: MAX_EPOCH,
-            clean_crashes: 2,
-            unclean_crashes: 2,
-            leader_moves: 3,
-            mutation: None,
-            ..p.config
-        };
-        let name = format!("{} (wide bounds)", p.name);
-        lockstep_runs(&name, &wide, false, 64, 80, &taken);
-    }
-    let taken = taken.into_inner();
-    // Every kind of action was exercised, so no part of the comparison was
-    // skipped by chance.
+/// Every kind of action was exercised, so no part of the comparison was
+/// skipped by chance.
+fn every_kind_taken(taken: &BTreeMap<String, usize>) {
     for expected in [
         "ControllerElectLeader",
         "ControllerShrinkIsr",
@@ -135,5 +86,79 @@ fn the_implementation_moves_as_the_model_in_every_preset() {
             "no {expected} was taken: {taken:?}"
         );
     }
-    println!("actions taken in lockstep: {taken:?}");
+}
+
+#[test]
+fn the_implementation_moves_as_the_model_in_every_preset() {
+    let taken = RefCell::new(BTreeMap::new());
+    let started = Instant::now();
+    for p in PRESETS {
+        let safe = matches!(p.expect, Expect::Holds { .. });
+        lockstep_runs(
+            p.name,
+            &p.config,
+            safe,
+            CASES,
+            STEPS,
+            &taken,
+            Lockstep::start,
+        );
+        // Lockstep is not exhaustive, so it can afford the model's widest
+        // bounds: longer logs, more epochs, crashes and leader moves. The
+        // preset's verdict is not claimed there (a second unclean crash, for
+        // one, defeats min.insync.replicas=1), only the agreement.
+        let name = format!("{} (wide bounds)", p.name);
+        let w = wide(&p.config);
+        lockstep_runs(&name, &w, false, CASES, WIDE_STEPS, &taken, Lockstep::start);
+    }
+    let taken = taken.into_inner();
+    every_kind_taken(&taken);
+    println!(
+        "on files, {} presets, {CASES} runs each at their bounds and at wide bounds, in {:.1} s: {taken:?}",
+        PRESETS.len(),
+        started.elapsed().as_secs_f64()
+    );
+}
+
+/// The same runs and more of them, in memory: the implementation's core on
+/// `MemoryLog`s, as cheap as the model, so that CI can afford
+/// `IN_MEMORY_CASES` runs of every configuration.
+#[test]
+fn the_in_memory_implementation_moves_as_the_model_in_every_preset() {
+    let taken = RefCell::new(BTreeMap::new());
+    let started = Instant::now();
+    let in_memory = |cfg: &Config, _: &Path| Lockstep::in_memory(cfg);
+    let mut visited = 0;
+    for p in PRESETS {
+        let safe = matches!(p.expect, Expect::Holds { .. });
+        let name = format!("{} (in memory)", p.name);
+        visited += lockstep_runs(
+            &name,
+            &p.config,
+            safe,
+            IN_MEMORY_CASES,
+            STEPS,
+            &taken,
+            in_memory,
+        );
+        let name = format!("{} (wide bounds, in memory)", p.name);
+        let w = wide(&p.config);
+        visited += lockstep_runs(
+            &name,
+            &w,
+            false,
+            IN_MEMORY_CASES,
+            WIDE_STEPS,
+            &taken,
+            in_memory,
+        );
+    }
+    let taken = taken.into_inner();
+    every_kind_taken(&taken);
+    println!(
+        "in memory, {} presets, {IN_MEMORY_CASES} runs each at their bounds and at wide bounds, \
+         {visited} states visited, in {:.1} s: {taken:?}",
+        PRESETS.len(),
+        started.elapsed().as_secs_f64()
+    );
 }

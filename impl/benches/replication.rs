@@ -67,7 +67,7 @@ fn cluster(root: &std::path::Path, name: &str, policy: HwCheckpointPolicy) -> (f
     config.records_per_request = env_u64("HIGHWATER_BENCH_BATCH", 16) as usize;
     config.record_bytes = RECORD_BYTES;
     config.duration = Duration::from_secs(env_u64("HIGHWATER_BENCH_SECS", 5));
-    config.hw_checkpoint = policy;
+    config.replication.hw_checkpoint = policy;
     config.replication.replica_lag_time_max_ms = 30_000;
     config.replication.replica_fetch_max_bytes = 1 << 20;
     config.fetch_max_wait = Duration::from_millis(500);

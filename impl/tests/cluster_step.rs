@@ -3,7 +3,7 @@
 
 use highwater::cluster::{ClusterSnapshot, StepCluster, StepConfig};
 use highwater::replication::log::read_entries;
-use highwater::replication::{Acks, ApiError, Election, Error, ReplicaLog, TruncationMode};
+use highwater::replication::{Acks, ApiError, Election, Error, TruncationMode};
 use highwater::storage::LogConfig;
 
 fn cluster(config: StepConfig) -> (tempfile::TempDir, StepCluster) {
@@ -67,8 +67,7 @@ fn committed_record_is_read_from_the_new_leader_after_failover() {
     c.become_follower(2, 2).unwrap();
 
     // A consumer reads a from the new leader, below its HW.
-    let p = c.partition(1).unwrap();
-    let log = p.log();
+    let log = c.replica(1).unwrap().log().log();
     let read = read_entries(&log.reader(), 0, log.high_watermark()).unwrap();
     assert_eq!(read.len(), 1);
     assert_eq!(
@@ -373,9 +372,9 @@ fn restart_after_an_unclean_crash_recovers_the_flushed_prefix() {
     for _ in 0..6 {
         c.produce(0).unwrap();
     }
-    let p = c.partition(0).unwrap();
-    assert_eq!(p.log().recovery_point(), 4);
-    assert!(p.log().log().segments().len() >= 3, "several segments");
+    let log = c.replica(0).unwrap().log().log();
+    assert_eq!(log.recovery_point(), 4);
+    assert!(log.segments().len() >= 3, "several segments");
     c.crash(0, false).unwrap();
     let image = c.snapshot().unwrap().replica(0).unwrap().clone();
     assert_eq!(image.log.len(), 4, "the page cache held the rest");

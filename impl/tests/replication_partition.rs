@@ -1,10 +1,13 @@
 //! The partition state machine on its own: one input at a time, checked
-//! through its state, its answers and its files.
+//! through its state, its answers and its log. The tests run on the
+//! in-memory log; those marked `_on_files` run the same body on Kafka-format
+//! files too.
 
 use highwater::replication::log::record_key;
 use highwater::replication::{
-    Acks, ApiError, DiskLog, DiskLogConfig, Error, FetchRequest, LeaderAndIsr, Output, Partition,
-    ProduceRequest, ReplicaLog, ReplicationConfig, TruncationMode,
+    Acks, ApiError, DiskLog, DiskLogConfig, Error, FetchRequest, FetchResponse, HwCheckpointPolicy,
+    Input, LeaderAndIsr, MemoryLog, Output, ProduceRequest, Replica, ReplicaLog, ReplicationConfig,
+    Tick, TruncationMode,
 };
 use highwater::storage::{checkpoint, Record, TopicPartition};
 
@@ -14,14 +17,23 @@ fn tp() -> TopicPartition {
     TopicPartition::new("t", 0).unwrap()
 }
 
-fn replica(dir: &std::path::Path, id: u32, mode: TruncationMode) -> Partition<DiskLog> {
-    let (log, _) = DiskLog::open(&dir.join(format!("b{id}")), &DiskLogConfig::new(tp())).unwrap();
-    let config = ReplicationConfig {
+fn config(mode: TruncationMode) -> ReplicationConfig {
+    ReplicationConfig {
         truncation: mode,
         replica_lag_time_max_ms: LAG,
         ..ReplicationConfig::default()
-    };
-    Partition::new(id, vec![0, 1], config, log, None).unwrap()
+    }
+}
+
+fn replica<L: ReplicaLog>(log: L, id: u32, mode: TruncationMode) -> Replica<L> {
+    Replica::new(id, vec![0, 1], config(mode), log, None).unwrap()
+}
+
+/// Kafka-format logs, broker `b<id>` under `dir`.
+fn disk(dir: &std::path::Path, id: u32) -> DiskLog {
+    DiskLog::open(&dir.join(format!("b{id}")), &DiskLogConfig::new(tp()))
+        .unwrap()
+        .0
 }
 
 fn lai(epoch: i32, leader: Option<u32>) -> LeaderAndIsr {
@@ -33,55 +45,94 @@ fn lai(epoch: i32, leader: Option<u32>) -> LeaderAndIsr {
     }
 }
 
-fn produce(p: &mut Partition<DiskLog>, id: u64, acks: Acks) -> Result<u64, ApiError> {
+fn take<L: ReplicaLog>(p: &mut Replica<L>, now: u64, input: Input) -> Vec<Output> {
+    p.handle(now, input).unwrap()
+}
+
+/// The leader's answer to a produce: the batch's offset, or the error.
+fn produce<L: ReplicaLog>(p: &mut Replica<L>, id: u64, acks: Acks) -> Result<u64, ApiError> {
     let rec = Record {
         key: Some(record_key(id)),
         ..Record::new(0, "v")
     };
-    p.produce(ProduceRequest {
+    let req = ProduceRequest {
         request_id: id,
         acks,
         records: vec![rec],
+    };
+    let out = take(p, 0, Input::Produce(req));
+    for o in &out {
+        match o {
+            Output::Appended { base_offset, .. } => return Ok(*base_offset),
+            Output::Produce(r) if r.result.is_err() => return Err(r.result.unwrap_err()),
+            _ => {}
+        }
+    }
+    panic!("no answer: {out:?}")
+}
+
+fn fetch_request<L: ReplicaLog>(f: &mut Replica<L>, now: u64) -> Option<FetchRequest> {
+    let out = f.handle(now, Input::Tick(Tick::SendRequest)).ok()?;
+    out.into_iter().find_map(|o| match o {
+        Output::Fetch { request, .. } => Some(request),
+        _ => None,
     })
-    .map(|a| a.base_offset)
+}
+
+fn serve<L: ReplicaLog>(l: &mut Replica<L>, req: FetchRequest, now: u64) -> FetchResponse {
+    take(l, now, Input::Fetch(req))
+        .into_iter()
+        .find_map(|o| match o {
+            Output::FetchResponse { response, .. } => Some(response),
+            _ => None,
+        })
+        .expect("an answer")
 }
 
 /// One full fetch exchange from follower `f` to leader `l` at `now`.
-fn fetch(f: &mut Partition<DiskLog>, l: &mut Partition<DiskLog>, now: u64) {
-    let (_, req) = f.fetch_request(now).expect("fetching");
-    let resp = l.handle_fetch_request(&req, now);
-    f.handle_fetch_response(&resp).unwrap();
+fn fetch<L: ReplicaLog>(f: &mut Replica<L>, l: &mut Replica<L>, now: u64) {
+    let req = fetch_request(f, now).expect("fetching");
+    let resp = serve(l, req, now);
+    take(f, now, Input::FetchResponse(resp));
 }
 
 /// 0 leads epoch 0, 1 follows.
-fn pair(mode: TruncationMode) -> (tempfile::TempDir, Partition<DiskLog>, Partition<DiskLog>) {
-    let d = tempfile::tempdir().unwrap();
-    let mut l = replica(d.path(), 0, mode);
-    let mut f = replica(d.path(), 1, mode);
-    l.handle_leader_and_isr(&lai(0, Some(0)), 0).unwrap();
-    f.handle_leader_and_isr(&lai(0, Some(0)), 0).unwrap();
-    (d, l, f)
+fn pair<L: ReplicaLog>(a: L, b: L, mode: TruncationMode) -> (Replica<L>, Replica<L>) {
+    let mut l = replica(a, 0, mode);
+    let mut f = replica(b, 1, mode);
+    take(&mut l, 0, Input::LeaderAndIsr(lai(0, Some(0))));
+    take(&mut f, 0, Input::LeaderAndIsr(lai(0, Some(0))));
+    (l, f)
+}
+
+fn memory_pair(mode: TruncationMode) -> (Replica<MemoryLog>, Replica<MemoryLog>) {
+    pair(MemoryLog::new(), MemoryLog::new(), mode)
+}
+
+fn leo<L: ReplicaLog>(p: &Replica<L>) -> u64 {
+    p.log().state().log_end_offset
 }
 
 #[test]
 fn lag_is_measured_from_the_last_caught_up_fetch() {
-    let (_d, mut l, mut f) = pair(TruncationMode::Fenced);
+    let (mut l, mut f) = memory_pair(TruncationMode::Fenced);
     produce(&mut l, 0, Acks::Leader).unwrap();
     fetch(&mut f, &mut l, 20); // fetch offset 0 < LEO 1: not caught up
+    let out_of_sync = |l: &Replica<MemoryLog>, now| l.core().is_out_of_sync(1, now);
     assert!(
-        !l.is_out_of_sync(1, LAG),
+        !out_of_sync(&l, LAG),
         "caught up at 0, when it became leader"
     );
-    assert!(l.is_out_of_sync(1, LAG + 1));
+    assert!(out_of_sync(&l, LAG + 1));
     fetch(&mut f, &mut l, LAG + 2); // offset 1 = LEO: caught up
     assert!(
-        !l.is_out_of_sync(1, 10 * LAG),
+        !out_of_sync(&l, 10 * LAG),
         "caught up and fetching: in sync"
     );
     produce(&mut l, 1, Acks::Leader).unwrap();
-    assert!(!l.is_out_of_sync(1, 2 * LAG + 2));
+    assert!(!out_of_sync(&l, 2 * LAG + 2));
     assert!(
-        l.is_out_of_sync(1, 2 * LAG + 3),
+        out_of_sync(&l, 2 * LAG + 3),
         "lagging for longer than the lag time"
     );
     // Kafka's second rule: reaching the LEO the leader had at the previous
@@ -89,30 +140,33 @@ fn lag_is_measured_from_the_last_caught_up_fetch() {
     fetch(&mut f, &mut l, 3 * LAG); // offset 1 < LEO 2; the leader's LEO then: 2
     produce(&mut l, 2, Acks::Leader).unwrap();
     fetch(&mut f, &mut l, 3 * LAG + 50); // offset 2 >= 2
-    assert!(!l.is_out_of_sync(1, 4 * LAG));
-    assert!(l.is_out_of_sync(1, 4 * LAG + 1));
+    assert!(!out_of_sync(&l, 4 * LAG));
+    assert!(out_of_sync(&l, 4 * LAG + 1));
 }
 
 #[test]
 fn a_follower_that_stops_fetching_here_is_out_even_when_caught_up() {
-    let (_d, mut l, mut f) = pair(TruncationMode::Fenced);
+    let (mut l, mut f) = memory_pair(TruncationMode::Fenced);
     fetch(&mut f, &mut l, 10);
-    assert!(!l.is_out_of_sync(1, 10 * LAG));
+    assert!(!l.core().is_out_of_sync(1, 10 * LAG));
     // It is told of epoch 1 (led by 0 too); 0 has not heard yet.
-    f.handle_leader_and_isr(&lai(1, Some(0)), 20).unwrap();
-    for out in f.take_outputs() {
+    for out in take(&mut f, 20, Input::LeaderAndIsr(lai(1, Some(0)))) {
         if let Output::Following { leader } = out {
-            l.handle_following(1, leader);
+            let notice = Input::Following {
+                follower: 1,
+                leader,
+            };
+            take(&mut l, 20, notice);
         }
     }
-    assert!(l.is_out_of_sync(1, 10 + LAG + 1));
+    assert!(l.core().is_out_of_sync(1, 10 + LAG + 1));
     // The same after a crash.
-    let (_d, mut l, mut f) = pair(TruncationMode::Fenced);
+    let (mut l, mut f) = memory_pair(TruncationMode::Fenced);
     fetch(&mut f, &mut l, 10);
-    l.handle_peer_crashed(1);
-    assert!(l.is_out_of_sync(1, 10 + LAG + 1));
+    take(&mut l, 11, Input::PeerCrashed(1));
+    assert!(l.core().is_out_of_sync(1, 10 + LAG + 1));
     assert!(
-        !l.is_caught_up_for_isr(1),
+        !l.core().is_caught_up_for_isr(1),
         "KIP-903: that fetch no longer counts"
     );
 }
@@ -123,7 +177,7 @@ fn fenced_requests_carry_the_leader_epoch() {
         (TruncationMode::Fenced, true),
         (TruncationMode::EpochIterative, false),
     ] {
-        let (_d, mut l, _f) = pair(mode);
+        let (mut l, _f) = memory_pair(mode);
         let req = |epoch| FetchRequest {
             correlation_id: 1,
             replica_id: 1,
@@ -131,9 +185,9 @@ fn fenced_requests_carry_the_leader_epoch() {
             current_leader_epoch: epoch,
             max_bytes: 1 << 20,
         };
-        l.handle_leader_and_isr(&lai(3, Some(0)), 0).unwrap();
-        let old = l.handle_fetch_request(&req(2), 1).error;
-        let new = l.handle_fetch_request(&req(4), 1).error;
+        take(&mut l, 0, Input::LeaderAndIsr(lai(3, Some(0))));
+        let old = serve(&mut l, req(2), 1).error;
+        let new = serve(&mut l, req(4), 1).error;
         if fenced {
             assert_eq!(old, Some(ApiError::FencedLeaderEpoch));
             assert_eq!(new, Some(ApiError::UnknownLeaderEpoch));
@@ -144,72 +198,96 @@ fn fenced_requests_carry_the_leader_epoch() {
                 "{mode}: unfenced fetches are served"
             );
         }
-        assert_eq!(l.handle_fetch_request(&req(3), 1).error, None);
+        assert_eq!(serve(&mut l, req(3), 1).error, None);
     }
 }
 
-#[test]
-fn late_responses_are_ignored() {
-    let (_d, mut l, mut f) = pair(TruncationMode::Fenced);
+fn late_responses_are_ignored_on<L: ReplicaLog>(mut logs: impl FnMut() -> L) {
+    let (mut l, mut f) = pair(logs(), logs(), TruncationMode::Fenced);
     produce(&mut l, 0, Acks::Leader).unwrap();
-    let (_, req) = f.fetch_request(5).unwrap();
-    let resp = l.handle_fetch_request(&req, 5);
+    let req = fetch_request(&mut f, 5).unwrap();
+    let resp = serve(&mut l, req, 5);
     // The follower moves on to epoch 1 before the response arrives.
-    f.handle_leader_and_isr(&lai(1, None), 6).unwrap();
-    f.handle_fetch_response(&resp).unwrap();
-    assert_eq!(f.log().log_end_offset(), 0);
+    take(&mut f, 6, Input::LeaderAndIsr(lai(1, None)));
+    take(&mut f, 6, Input::FetchResponse(resp));
+    assert_eq!(leo(&f), 0);
     // A duplicate of an answered response is ignored too.
-    let (_d, mut l, mut f) = pair(TruncationMode::Fenced);
+    let (mut l, mut f) = pair(logs(), logs(), TruncationMode::Fenced);
     produce(&mut l, 0, Acks::Leader).unwrap();
-    let (_, req) = f.fetch_request(5).unwrap();
-    let resp = l.handle_fetch_request(&req, 5);
-    f.handle_fetch_response(&resp).unwrap();
-    f.handle_fetch_response(&resp).unwrap();
-    assert_eq!(f.log().log_end_offset(), 1);
+    let req = fetch_request(&mut f, 5).unwrap();
+    let resp = serve(&mut l, req, 5);
+    take(&mut f, 5, Input::FetchResponse(resp.clone()));
+    take(&mut f, 5, Input::FetchResponse(resp));
+    assert_eq!(leo(&f), 1);
     assert!(
-        f.fetch_request(6).is_some(),
+        fetch_request(&mut f, 6).is_some(),
         "nothing in flight after the answer"
     );
 }
 
 #[test]
-fn a_follower_ahead_of_its_leader_cuts_back_to_the_leaders_leo() {
+fn late_responses_are_ignored() {
+    late_responses_are_ignored_on(MemoryLog::new);
+}
+
+#[test]
+fn late_responses_are_ignored_on_files() {
     let d = tempfile::tempdir().unwrap();
-    let mut a = replica(d.path(), 0, TruncationMode::Hw);
-    let (log, _) = DiskLog::open(&d.path().join("b1"), &DiskLogConfig::new(tp())).unwrap();
+    let mut id = 0;
+    late_responses_are_ignored_on(|| {
+        id += 1;
+        disk(d.path(), id)
+    });
+}
+
+fn a_follower_ahead_of_its_leader_cuts_back_on<L: ReplicaLog>(a: L, b: L) {
+    let mut a = replica(a, 0, TruncationMode::Hw);
     let config = ReplicationConfig {
         truncation: TruncationMode::Hw,
         min_insync_replicas: 1,
         ..ReplicationConfig::default()
     };
-    let mut b = Partition::new(1, vec![0, 1], config, log, None).unwrap();
+    let mut b = Replica::new(1, vec![0, 1], config, b, None).unwrap();
     // 1 leads epoch 0 alone and commits two records.
     let alone = LeaderAndIsr {
         isr: vec![1],
         ..lai(0, Some(1))
     };
-    b.handle_leader_and_isr(&alone, 0).unwrap();
+    take(&mut b, 0, Input::LeaderAndIsr(alone));
     produce(&mut b, 0, Acks::Leader).unwrap();
     produce(&mut b, 1, Acks::Leader).unwrap();
-    assert_eq!(b.leader_advance_hw().unwrap(), Some(2));
+    take(&mut b, 0, Input::Tick(Tick::AdvanceHw));
+    assert_eq!(b.log().state().high_watermark, 2);
     // 0, with nothing, leads epoch 1 (an unclean election); 1 follows and,
     // under `hw`, keeps everything below its HW.
-    a.handle_leader_and_isr(&lai(1, Some(0)), 1).unwrap();
-    b.handle_leader_and_isr(&lai(1, Some(0)), 2).unwrap();
-    assert_eq!(b.log().log_end_offset(), 2);
+    take(&mut a, 1, Input::LeaderAndIsr(lai(1, Some(0))));
+    take(&mut b, 2, Input::LeaderAndIsr(lai(1, Some(0))));
+    assert_eq!(leo(&b), 2);
     // Its fetch at 2 is out of the leader's range: it cuts back to 0, and
     // the leader learns nothing from it.
-    let (_, req) = b.fetch_request(3).unwrap();
-    let resp = a.handle_fetch_request(&req, 3);
+    let req = fetch_request(&mut b, 3).unwrap();
+    let resp = serve(&mut a, req, 3);
     assert_eq!(resp.error, Some(ApiError::OffsetOutOfRange));
-    assert!(a.state().followers[&1].log_end_offset.is_none());
-    b.handle_fetch_response(&resp).unwrap();
-    assert_eq!((b.log().log_end_offset(), b.log().high_watermark()), (0, 0));
+    assert!(a.core().state().followers[&1].log_end_offset.is_none());
+    take(&mut b, 3, Input::FetchResponse(resp));
+    let s = b.log().state();
+    assert_eq!((s.log_end_offset, s.high_watermark), (0, 0));
+}
+
+#[test]
+fn a_follower_ahead_of_its_leader_cuts_back_to_the_leaders_leo() {
+    a_follower_ahead_of_its_leader_cuts_back_on(MemoryLog::new(), MemoryLog::new());
+}
+
+#[test]
+fn a_follower_ahead_of_its_leader_cuts_back_to_the_leaders_leo_on_files() {
+    let d = tempfile::tempdir().unwrap();
+    a_follower_ahead_of_its_leader_cuts_back_on(disk(d.path(), 0), disk(d.path(), 1));
 }
 
 #[test]
 fn produce_refusals_and_waiters_on_leadership_loss() {
-    let (_d, mut l, mut f) = pair(TruncationMode::Fenced);
+    let (mut l, mut f) = memory_pair(TruncationMode::Fenced);
     assert_eq!(
         produce(&mut f, 0, Acks::All),
         Err(ApiError::NotLeaderOrFollower)
@@ -219,13 +297,12 @@ fn produce_refusals_and_waiters_on_leadership_loss() {
         acks: Acks::All,
         records: vec![],
     };
-    assert_eq!(l.produce(empty).map(|_| ()), Err(ApiError::InvalidRequest));
+    let out = take(&mut l, 0, Input::Produce(empty));
+    assert!(matches!(&out[..], [Output::Produce(r)] if r.result == Err(ApiError::InvalidRequest)));
     produce(&mut l, 0, Acks::All).unwrap();
-    assert_eq!(l.state().waiting_acks, vec![0]);
+    assert_eq!(l.core().state().waiting_acks, vec![0]);
     // Leadership moves on: the waiting producer is told to retry.
-    l.handle_leader_and_isr(&lai(1, Some(1)), 5).unwrap();
-    let answers: Vec<_> = l
-        .take_outputs()
+    let answers: Vec<_> = take(&mut l, 5, Input::LeaderAndIsr(lai(1, Some(1))))
         .into_iter()
         .filter_map(|o| match o {
             Output::Produce(r) => Some(r),
@@ -238,52 +315,131 @@ fn produce_refusals_and_waiters_on_leadership_loss() {
 
 #[test]
 fn leader_and_isr_epochs_only_move_forward() {
-    let d = tempfile::tempdir().unwrap();
-    let mut p = replica(d.path(), 0, TruncationMode::Fenced);
-    p.handle_leader_and_isr(&lai(2, None), 0).unwrap();
-    assert!(matches!(
-        p.handle_leader_and_isr(&lai(2, Some(0)), 1),
-        Err(Error::StaleLeaderAndIsr { .. })
-    ));
-    assert!(matches!(
-        p.handle_leader_and_isr(&lai(1, Some(0)), 1),
-        Err(Error::StaleLeaderAndIsr { .. })
-    ));
+    let mut p = replica(MemoryLog::new(), 0, TruncationMode::Fenced);
+    take(&mut p, 0, Input::LeaderAndIsr(lai(2, None)));
+    let before = p.clone();
+    for stale in [lai(2, Some(0)), lai(1, Some(0))] {
+        assert!(matches!(
+            p.handle(1, Input::LeaderAndIsr(stale)),
+            Err(Error::StaleLeaderAndIsr { .. })
+        ));
+        assert_eq!(p, before, "a refusal changes nothing");
+    }
     // A restarted replica registered at epoch 2 takes epoch 2 once.
     let log = p.into_log();
-    let mut p = Partition::new(0, vec![0, 1], ReplicationConfig::default(), log, Some(2)).unwrap();
-    assert!(p.accepts_leader_and_isr(2));
-    p.handle_leader_and_isr(&lai(2, Some(0)), 1).unwrap();
-    assert!(!p.accepts_leader_and_isr(2));
+    let mut p = Replica::new(0, vec![0, 1], ReplicationConfig::default(), log, Some(2)).unwrap();
+    assert!(p.core().accepts_leader_and_isr(2));
+    take(&mut p, 1, Input::LeaderAndIsr(lai(2, Some(0))));
+    assert!(!p.core().accepts_leader_and_isr(2));
+}
+
+#[test]
+fn a_tick_with_nothing_to_do_is_refused_and_changes_nothing() {
+    let (mut l, mut f) = memory_pair(TruncationMode::Fenced);
+    for (leader, tick) in [
+        (true, Tick::AdvanceHw),
+        (true, Tick::ShrinkIsr(1)),
+        (true, Tick::SendRequest),
+        (false, Tick::AdvanceHw),
+        (false, Tick::ExpandIsr(0)),
+    ] {
+        let p = if leader { &mut l } else { &mut f };
+        let before = p.clone();
+        assert!(p.handle(1, Input::Tick(tick)).is_err(), "{tick:?}");
+        assert_eq!(*p, before, "{tick:?}");
+    }
+    // A request in flight refuses another.
+    fetch_request(&mut f, 1).unwrap();
+    let in_flight = f.clone();
+    assert!(f.handle(2, Input::Tick(Tick::SendRequest)).is_err());
+    assert_eq!(f, in_flight);
+}
+
+fn the_hw_is_checkpointed_on_every_change_on<L: ReplicaLog>(
+    a: L,
+    b: L,
+    checkpointed: impl Fn(&Replica<L>) -> u64,
+) -> (L::Stopped, L::Stopped) {
+    let (mut l, mut f) = pair(a, b, TruncationMode::Fenced);
+    produce(&mut l, 0, Acks::All).unwrap();
+    fetch(&mut f, &mut l, 1);
+    fetch(&mut f, &mut l, 2);
+    let answered = take(&mut l, 3, Input::Tick(Tick::AdvanceHw));
+    assert_eq!(l.log().state().high_watermark, 1);
+    assert!(answered
+        .iter()
+        .any(|o| matches!(o, Output::Produce(r) if r.result == Ok((0, 0)))));
+    assert_eq!(
+        checkpointed(&l),
+        1,
+        "checkpointed before the producer's answer"
+    );
+    // Reopened after a clean shutdown, the log has that HW; after an
+    // unclean crash that lost the unflushed record, the HW is clamped.
+    let l = l.into_log().close().unwrap();
+    let (log, _) = L::restart(&l).unwrap();
+    assert_eq!(log.state().high_watermark, 1);
+    let f = f.into_log().crash().unwrap();
+    let (log, report) = L::restart(&f).unwrap();
+    assert!(!report.clean_shutdown);
+    let s = log.state();
+    assert_eq!((s.log_end_offset, s.high_watermark), (0, 0));
+    (l, f)
 }
 
 #[test]
 fn the_hw_is_checkpointed_on_every_change() {
-    let d = tempfile::tempdir().unwrap();
-    let (mut l, mut f) = (
-        replica(d.path(), 0, TruncationMode::Fenced),
-        replica(d.path(), 1, TruncationMode::Fenced),
+    let (_, f) = the_hw_is_checkpointed_on_every_change_on(
+        MemoryLog::new(),
+        MemoryLog::new(),
+        |l: &Replica<MemoryLog>| l.log().checkpointed_high_watermark(),
     );
-    l.handle_leader_and_isr(&lai(0, Some(0)), 0).unwrap();
-    f.handle_leader_and_isr(&lai(0, Some(0)), 0).unwrap();
+    let image = MemoryLog::read_stopped(&f).unwrap().unwrap();
+    assert_eq!((image.log.len(), image.high_watermark), (0, 0));
+}
+
+#[test]
+fn the_hw_is_checkpointed_on_every_change_on_files() {
+    let d = tempfile::tempdir().unwrap();
+    let read = |l: &Replica<DiskLog>| {
+        let path = l.log().path().join("replication-offset-checkpoint");
+        checkpoint::read_offsets(&path).unwrap().unwrap()[&tp()]
+    };
+    the_hw_is_checkpointed_on_every_change_on(disk(d.path(), 0), disk(d.path(), 1), read);
+}
+
+#[test]
+fn with_the_interval_policy_the_hw_reaches_the_checkpoint_on_its_tick() {
+    let cfg = ReplicationConfig {
+        hw_checkpoint: HwCheckpointPolicy::IntervalMs(100),
+        ..config(TruncationMode::Fenced)
+    };
+    let mk = |id| Replica::new(id, vec![0, 1], cfg.clone(), MemoryLog::new(), None).unwrap();
+    let (mut l, mut f) = (mk(0), mk(1));
+    take(&mut l, 0, Input::LeaderAndIsr(lai(0, Some(0))));
+    take(&mut f, 0, Input::LeaderAndIsr(lai(0, Some(0))));
     produce(&mut l, 0, Acks::All).unwrap();
     fetch(&mut f, &mut l, 1);
     fetch(&mut f, &mut l, 2);
-    assert_eq!(l.leader_advance_hw().unwrap(), Some(1));
-    let answered: Vec<_> = l.take_outputs();
-    assert!(answered
-        .iter()
-        .any(|o| matches!(o, Output::Produce(r) if r.result == Ok((0, 0)))));
-    let hws = checkpoint::read_offsets(&d.path().join("b0/replication-offset-checkpoint"))
-        .unwrap()
-        .unwrap();
-    assert_eq!(hws[&tp()], 1);
-    // Reopened after a clean shutdown, the log has that HW; after an
-    // unclean crash that lost the unflushed record, the HW is clamped.
-    l.into_log().close().unwrap();
-    let (log, _) = DiskLog::open(&d.path().join("b0"), &DiskLogConfig::new(tp())).unwrap();
-    assert_eq!(log.high_watermark(), 1);
-    f.into_log().crash().unwrap();
-    let (log, _) = DiskLog::open(&d.path().join("b1"), &DiskLogConfig::new(tp())).unwrap();
-    assert_eq!((log.log_end_offset(), log.high_watermark()), (0, 0));
+    take(&mut l, 3, Input::Tick(Tick::AdvanceHw));
+    assert_eq!(l.log().state().high_watermark, 1);
+    assert_eq!(l.log().checkpointed_high_watermark(), 0, "not yet");
+    take(&mut l, 50, Input::Tick(Tick::CheckpointHw));
+    assert_eq!(
+        l.log().checkpointed_high_watermark(),
+        0,
+        "within the interval"
+    );
+    take(&mut l, 100, Input::Tick(Tick::CheckpointHw));
+    assert_eq!(l.log().checkpointed_high_watermark(), 1);
+    // A crash before the checkpoint tick finds the older HW, as in Kafka.
+    take(&mut f, 101, Input::Tick(Tick::Flush));
+    fetch(&mut f, &mut l, 102);
+    assert_eq!(f.log().state().high_watermark, 1);
+    let stopped = f.into_log().crash().unwrap();
+    let (log, _) = MemoryLog::restart(&stopped).unwrap();
+    assert_eq!(
+        (log.state().log_end_offset, log.state().high_watermark),
+        (1, 0)
+    );
 }

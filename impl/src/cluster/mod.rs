@@ -1,8 +1,12 @@
-//! Drivers that wire replicas, a controller and storage together.
+//! Drivers that wire replicas, a controller and storage together. Each
+//! replica is a [`Replica`](crate::replication::Replica): the sans-IO state
+//! machine on its log; a driver turns messages and timers into its inputs
+//! and delivers its outputs.
 //!
 //! - [`step`]: a deterministic step driver. Each call performs exactly one
 //!   protocol action, named as the model's actions, so a test or the
-//!   conformance crate chooses the interleaving.
+//!   conformance crate chooses the interleaving; on Kafka-format files or
+//!   in memory.
 //! - [`concurrent`]: the same replicas on threads, exchanging messages
 //!   through channels, with producers, consumers and scheduled faults; it
 //!   records a trace of every protocol event and state change.

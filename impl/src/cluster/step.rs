@@ -1,12 +1,14 @@
-//! The deterministic step driver: N replicas, each with its own data
-//! directory, and a controller, in one thread. Each call performs exactly
-//! one protocol action, named as the model's actions, so a test or the
-//! conformance crate chooses the interleaving. A request and its response
-//! (a fetch, an OffsetsForLeaderEpoch exchange, an AlterPartition) travel
-//! within the one step, as the model's actions are atomic.
+//! The deterministic step driver: N replicas, each a [`Replica`] on its own
+//! log (a data directory in Kafka's format, or a [`MemoryLog`]), and a
+//! controller, in one thread. Each call performs exactly one protocol
+//! action, named as the model's actions, so a test or the conformance crate
+//! chooses the interleaving. A request and its response (a fetch, an
+//! OffsetsForLeaderEpoch exchange, an AlterPartition) travel within the one
+//! step, as the model's actions are atomic.
 //!
-//! An action that is not enabled returns [`Error::NotEnabled`] and changes
-//! nothing.
+//! An action that is not enabled returns [`Error::NotEnabled`] (or, for a
+//! refused produce, [`Error::Api`]) and changes nothing: every check comes
+//! before the first input, and the clock moves only with a step taken.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -15,11 +17,12 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::snapshot::{ClusterSnapshot, RecordHistory, ReplicaSnapshot};
-use crate::replication::log::{read_entries, record_key};
+use crate::replication::log::record_key;
 use crate::replication::{
-    Acks, Controller, ControllerConfig, DiskLog, DiskLogConfig, Election, Error, LeaderEpoch,
-    LeaderView, LogEntry, Output, Partition, ProduceRequest, RecordId, ReplicaId, ReplicaLog,
-    ReplicationConfig, Result,
+    Acks, AlterPartitionRequest, Controller, ControllerConfig, DiskLog, DiskLogConfig, Election,
+    Error, Input, LeaderAndIsr, LeaderEpoch, LeaderView, LogEntry, MemoryLog, Output, Partition,
+    ProduceRequest, RecordId, Replica, ReplicaId, ReplicaLog, ReplicationConfig, Result,
+    StoppedImage, Tick,
 };
 use crate::storage::{LogConfig, Record, RecoveryReport, TopicPartition};
 
@@ -116,36 +119,29 @@ pub enum StepAction {
     },
 }
 
-/// A replica that is down: what its files hold.
-#[derive(Debug, Clone)]
-struct DownImage {
-    log: Vec<LogEntry>,
-    high_watermark: u64,
-    recovery_point: u64,
+/// A replica that is down: what its log holds, and what it restarts from.
+#[derive(Debug)]
+struct Down<S> {
+    image: StoppedImage,
     unclean: bool,
+    /// `None` when the log failed to stop: there is nothing to restart from.
+    stopped: Option<S>,
 }
 
 #[derive(Debug)]
-enum NodeState {
-    Up(Box<Partition<DiskLog>>),
-    Down(DownImage),
+enum NodeState<L: ReplicaLog> {
+    Up(Box<Replica<L>>),
+    Down(Down<L::Stopped>),
 }
 
+/// An in-process cluster driven one action at a time, on logs of type `L`
+/// ([`DiskLog`] by default).
 #[derive(Debug)]
-struct Node {
-    id: ReplicaId,
-    dir: PathBuf,
-    state: NodeState,
-}
-
-/// An in-process cluster driven one action at a time.
-#[derive(Debug)]
-pub struct StepCluster {
+pub struct StepCluster<L: ReplicaLog = DiskLog> {
     config: StepConfig,
-    disk: DiskLogConfig,
-    nodes: Vec<Node>,
+    nodes: Vec<NodeState<L>>,
     controller: Controller,
-    /// Logical milliseconds; every step advances it.
+    /// Logical milliseconds; every step taken advances it.
     clock: u64,
     records: BTreeMap<RecordId, RecordHistory>,
     next_record: RecordId,
@@ -158,36 +154,62 @@ fn not_enabled<T>(why: String) -> Result<T> {
     Err(Error::NotEnabled(why))
 }
 
-impl StepCluster {
+impl StepCluster<DiskLog> {
     /// A cluster whose replica `i` keeps its log directory in
     /// `root/broker-<i>`; every replica is alive with an empty log, no
     /// leader is elected yet, and every replica is in the ISR.
-    pub fn new(root: &Path, config: StepConfig) -> Result<StepCluster> {
-        if config.replicas == 0 {
-            return Err(Error::InvalidConfig("a cluster needs a replica".into()));
-        }
-        let ids: Vec<ReplicaId> = (0..config.replicas).collect();
-        let controller = Controller::new(ids.clone(), config.controller_config())?;
+    pub fn new(root: &Path, config: StepConfig) -> Result<StepCluster<DiskLog>> {
         let disk = DiskLogConfig {
             log: config.log.clone(),
             ..DiskLogConfig::new(config.topic_partition.clone())
         };
-        let mut nodes = Vec::new();
-        for &id in &ids {
+        let mut logs = Vec::new();
+        for id in 0..config.replicas {
             let dir = root.join(format!("broker-{id}"));
             fs::create_dir_all(&dir)
                 .map_err(|e| crate::storage::Error::io(&dir, "create directory", e))?;
-            let (log, _) = DiskLog::open(&dir, &disk)?;
-            let p = Partition::new(id, ids.clone(), config.replication.clone(), log, None)?;
-            nodes.push(Node {
-                id,
-                dir,
-                state: NodeState::Up(Box::new(p)),
-            });
+            logs.push(DiskLog::open(&dir, &disk)?.0);
+        }
+        StepCluster::with_logs(config, logs)
+    }
+
+    /// The replica's log directory.
+    pub fn data_dir(&self, r: ReplicaId) -> Option<PathBuf> {
+        match self.nodes.get(r as usize)? {
+            NodeState::Up(p) => Some(p.log().path().to_path_buf()),
+            NodeState::Down(d) => d.stopped.as_ref().map(|s| s.dir.clone()),
+        }
+    }
+}
+
+impl StepCluster<MemoryLog> {
+    /// As [`StepCluster::new`], every log in memory.
+    pub fn in_memory(config: StepConfig) -> Result<StepCluster<MemoryLog>> {
+        let logs = (0..config.replicas).map(|_| MemoryLog::new()).collect();
+        StepCluster::with_logs(config, logs)
+    }
+}
+
+impl<L: ReplicaLog> StepCluster<L> {
+    /// A cluster on `logs` (replica `i` on `logs[i]`), with no leader yet
+    /// and every replica in the ISR.
+    pub fn with_logs(config: StepConfig, logs: Vec<L>) -> Result<StepCluster<L>> {
+        if config.replicas == 0 || logs.len() != config.replicas as usize {
+            return Err(Error::InvalidConfig(format!(
+                "{} replicas on {} logs",
+                config.replicas,
+                logs.len()
+            )));
+        }
+        let ids: Vec<ReplicaId> = (0..config.replicas).collect();
+        let controller = Controller::new(ids.clone(), config.controller_config())?;
+        let mut nodes = Vec::new();
+        for (id, log) in ids.iter().zip(logs) {
+            let r = Replica::new(*id, ids.clone(), config.replication.clone(), log, None)?;
+            nodes.push(NodeState::Up(Box::new(r)));
         }
         Ok(StepCluster {
             config,
-            disk,
             nodes,
             controller,
             clock: 0,
@@ -209,64 +231,59 @@ impl StepCluster {
     pub fn now(&self) -> u64 {
         self.clock
     }
-    /// A running replica's partition.
-    pub fn partition(&self, r: ReplicaId) -> Option<&Partition<DiskLog>> {
-        match &self.nodes.get(r as usize)?.state {
+    /// A running replica.
+    pub fn replica(&self, r: ReplicaId) -> Option<&Replica<L>> {
+        match self.nodes.get(r as usize)? {
             NodeState::Up(p) => Some(p),
             NodeState::Down(_) => None,
         }
     }
-    pub fn is_alive(&self, r: ReplicaId) -> bool {
-        self.partition(r).is_some()
+    /// A running replica's state machine.
+    pub fn partition(&self, r: ReplicaId) -> Option<&Partition> {
+        self.replica(r).map(|p| p.core())
     }
-    /// The replica's log directory.
-    pub fn data_dir(&self, r: ReplicaId) -> Option<&Path> {
-        self.nodes.get(r as usize).map(|n| n.dir.as_path())
+    pub fn is_alive(&self, r: ReplicaId) -> bool {
+        self.replica(r).is_some()
     }
     /// What happened to each record produced so far.
     pub fn records(&self) -> &BTreeMap<RecordId, RecordHistory> {
         &self.records
     }
 
-    fn tick(&mut self) -> u64 {
-        self.clock += 1;
-        self.clock
-    }
-
-    fn node(&self, r: ReplicaId) -> Result<&Node> {
-        self.nodes.get(r as usize).ok_or(Error::UnknownReplica(r))
-    }
-
-    fn up(&self, r: ReplicaId) -> Result<&Partition<DiskLog>> {
-        match &self.node(r)?.state {
-            NodeState::Up(p) => Ok(p),
-            NodeState::Down(_) => not_enabled(format!("replica {r} is down")),
+    fn up(&self, r: ReplicaId) -> Result<&Replica<L>> {
+        match self.nodes.get(r as usize) {
+            None => Err(Error::UnknownReplica(r)),
+            Some(NodeState::Up(p)) => Ok(p),
+            Some(NodeState::Down(_)) => not_enabled(format!("replica {r} is down")),
         }
     }
 
-    fn up_mut(&mut self, r: ReplicaId) -> Result<&mut Partition<DiskLog>> {
+    fn up_mut(&mut self, r: ReplicaId) -> Result<&mut Replica<L>> {
         match self.nodes.get_mut(r as usize) {
             None => Err(Error::UnknownReplica(r)),
-            Some(Node {
-                state: NodeState::Up(p),
-                ..
-            }) => Ok(p),
-            Some(_) => not_enabled(format!("replica {r} is down")),
+            Some(NodeState::Up(p)) => Ok(p),
+            Some(NodeState::Down(_)) => not_enabled(format!("replica {r} is down")),
         }
     }
 
-    /// Delivers what replica `from` asked to be sent outside a request and
-    /// response: fetch-session notices to its peers and producer answers.
-    fn route(&mut self, from: ReplicaId) -> Result<()> {
-        let outputs = self.up_mut(from)?.take_outputs();
+    /// Gives replica `r` one input at `now`.
+    fn input(&mut self, r: ReplicaId, now: u64, input: Input) -> Result<Vec<Output>> {
+        self.up_mut(r)?.handle(now, input)
+    }
+
+    /// Delivers what replica `from` said outside a request and response:
+    /// fetch-session notices to its peers, and producer answers.
+    fn route(&mut self, from: ReplicaId, now: u64, outputs: Vec<Output>) -> Result<()> {
         for out in outputs {
             match out {
                 Output::Following { leader } => {
-                    for n in &mut self.nodes {
-                        if let NodeState::Up(p) = &mut n.state {
-                            if n.id != from {
-                                p.handle_following(from, leader);
-                            }
+                    for n in 0..self.nodes.len() as ReplicaId {
+                        if n != from && self.is_alive(n) {
+                            let notice = Input::Following {
+                                follower: from,
+                                leader,
+                            };
+                            self.input(n, now, notice)?;
                         }
                     }
                 }
@@ -277,9 +294,13 @@ impl StepCluster {
                         h.acked = Some(h.acked.map_or(epoch, |a| a.min(epoch)));
                     }
                 }
-                // Requests are carried by the steps that make them.
-                Output::Fetch { .. }
+                // Requests and their answers are carried by the steps that
+                // make them; appends are recorded by `produce`.
+                Output::Appended { .. }
+                | Output::Fetch { .. }
+                | Output::FetchResponse { .. }
                 | Output::OffsetsForLeaderEpoch { .. }
+                | Output::OffsetsForLeaderEpochResponse { .. }
                 | Output::AlterPartition(_) => {}
             }
         }
@@ -290,12 +311,12 @@ impl StepCluster {
     /// lowest epoch at which each was.
     fn publish_visible(&mut self, leader: ReplicaId) -> Result<()> {
         let p = self.up(leader)?;
-        let Some(epoch) = p.leader_epoch() else {
+        let Some(epoch) = p.core().leader_epoch() else {
             return Ok(());
         };
-        let log = p.log();
-        let entries = read_entries(&log.reader(), log.log_start_offset(), log.high_watermark())?;
-        for e in entries {
+        let hw = p.log().state().high_watermark;
+        let entries = p.log().entries()?;
+        for e in entries.iter().filter(|e| e.offset < hw) {
             if let Some(h) = e.record_id.and_then(|id| self.records.get_mut(&id)) {
                 h.visible = Some(h.visible.map_or(epoch, |v| v.min(epoch)));
             }
@@ -310,9 +331,9 @@ impl StepCluster {
     /// election may move leadership while a leader is named (counted in the
     /// snapshot's `leader_moves`).
     pub fn controller_elect_leader(&mut self, replica: ReplicaId) -> Result<Election> {
-        self.tick();
         let moving = self.controller.leader().is_some();
         let (kind, _) = self.controller.elect_leader(replica)?;
+        self.clock += 1;
         if moving {
             self.leader_moves += 1;
         }
@@ -322,19 +343,15 @@ impl StepCluster {
     /// ControllerShrinkIsr: the controller sees `replica` fail and removes
     /// it from the ISR.
     pub fn controller_shrink_isr(&mut self, replica: ReplicaId) -> Result<()> {
-        self.tick();
         self.controller.shrink_isr_on_failure(replica)?;
+        self.clock += 1;
         Ok(())
     }
 
     // --- LeaderAndIsr ---------------------------------------------------------
 
-    fn request_for(
-        &self,
-        replica: ReplicaId,
-        epoch: LeaderEpoch,
-    ) -> Result<crate::replication::LeaderAndIsr> {
-        let p = self.up(replica)?;
+    fn request_for(&self, replica: ReplicaId, epoch: LeaderEpoch) -> Result<LeaderAndIsr> {
+        let p = self.up(replica)?.core();
         let Some(req) = self.controller.request(epoch) else {
             return not_enabled(format!("no LeaderAndIsr was sent for epoch {epoch}"));
         };
@@ -356,9 +373,10 @@ impl StepCluster {
                 "epoch {epoch} does not name replica {replica} leader"
             ));
         }
-        let now = self.tick();
-        self.up_mut(replica)?.handle_leader_and_isr(&req, now)?;
-        self.route(replica)?;
+        let now = self.clock + 1;
+        let out = self.input(replica, now, Input::LeaderAndIsr(req))?;
+        self.clock = now;
+        self.route(replica, now, out)?;
         self.publish_visible(replica)
     }
 
@@ -385,18 +403,30 @@ impl StepCluster {
                 }
             }
         }
-        let now = self.tick();
-        self.up_mut(replica)?.handle_leader_and_isr(&req, now)?;
-        self.route(replica)?;
+        let now = self.clock + 1;
+        let out = self.input(replica, now, Input::LeaderAndIsr(req))?;
+        self.clock = now;
+        self.route(replica, now, out)?;
         // KIP-101/279: ask until the follower knows where to truncate.
-        while let Some((to, q)) = self.up_mut(replica)?.offsets_for_leader_epoch_request(now) {
-            let resp = self.up(to)?.handle_offsets_for_leader_epoch_request(&q);
-            if let Some(e) = resp.error {
-                // Ruled out above; reported rather than looped on.
-                return Err(Error::Api(e));
+        while self.up(replica)?.core().is_truncating() {
+            let Ok(out) = self.input(replica, now, Input::Tick(Tick::SendRequest)) else {
+                break;
+            };
+            for o in out {
+                let Output::OffsetsForLeaderEpoch { to, request } = o else {
+                    continue;
+                };
+                for answer in self.input(to, now, Input::OffsetsForLeaderEpoch(request))? {
+                    let Output::OffsetsForLeaderEpochResponse { response, .. } = answer else {
+                        continue;
+                    };
+                    if let Some(e) = response.error {
+                        // Ruled out above; reported rather than looped on.
+                        return Err(Error::Api(e));
+                    }
+                    self.input(replica, now, Input::OffsetsForLeaderEpochResponse(response))?;
+                }
             }
-            self.up_mut(replica)?
-                .handle_offsets_for_leader_epoch_response(&resp)?;
         }
         Ok(())
     }
@@ -409,34 +439,52 @@ impl StepCluster {
     pub fn produce(&mut self, leader: ReplicaId) -> Result<RecordId> {
         let id = self.next_record;
         let acks = self.config.acks;
-        self.tick();
+        let now = self.clock + 1;
         let record = Record {
             key: Some(record_key(id)),
-            ..Record::new(self.clock as i64, format!("record-{id}"))
+            ..Record::new(now as i64, format!("record-{id}"))
         };
-        let appended = self
-            .up_mut(leader)?
-            .produce(ProduceRequest {
-                request_id: id,
-                acks,
-                records: vec![record],
-            })
-            .map_err(Error::Api)?;
+        let req = ProduceRequest {
+            request_id: id,
+            acks,
+            records: vec![record],
+        };
+        let out = self.input(leader, now, Input::Produce(req))?;
+        let appended = out.iter().find_map(|o| match *o {
+            Output::Appended {
+                base_offset,
+                leader_epoch,
+                ..
+            } => Some((base_offset, leader_epoch)),
+            _ => None,
+        });
+        let Some((offset, _)) = appended else {
+            let refusal = out.iter().find_map(|o| match o {
+                Output::Produce(r) => r.result.err(),
+                _ => None,
+            });
+            return Err(refusal.map_or_else(
+                || Error::not_enabled(format!("replica {leader} did not append")),
+                Error::Api,
+            ));
+        };
+        self.clock = now;
         self.next_record += 1;
         self.records.insert(
             id,
             RecordHistory {
-                offset: appended.base_offset,
-                acked: (acks == Acks::Leader).then_some(appended.leader_epoch),
+                offset,
+                acked: None,
                 visible: None,
             },
         );
+        self.route(leader, now, out)?;
         Ok(id)
     }
 
     /// FollowerFetch: `follower` fetches from its leader. Returns the leader.
     pub fn follower_fetch(&mut self, follower: ReplicaId) -> Result<ReplicaId> {
-        let f = self.up(follower)?;
+        let f = self.up(follower)?.core();
         let Some(leader) = f.fetching_from() else {
             return not_enabled(format!("replica {follower} is not fetching"));
         };
@@ -448,25 +496,33 @@ impl StepCluster {
         if leader == follower || !ready {
             return not_enabled(format!("leader {leader} does not serve {follower}'s fetch"));
         }
-        let now = self.tick();
-        let Some((to, q)) = self.up_mut(follower)?.fetch_request(now) else {
+        let now = self.clock + 1;
+        let Ok(out) = self.input(follower, now, Input::Tick(Tick::SendRequest)) else {
             return not_enabled(format!("replica {follower} has a fetch in flight"));
         };
-        let resp = self.up_mut(to)?.handle_fetch_request(&q, now);
-        self.up_mut(follower)?.handle_fetch_response(&resp)?;
+        self.clock = now;
+        for o in out {
+            let Output::Fetch { to, request } = o else {
+                continue;
+            };
+            for answer in self.input(to, now, Input::Fetch(request))? {
+                if let Output::FetchResponse { response, .. } = answer {
+                    self.input(follower, now, Input::FetchResponse(response))?;
+                }
+            }
+        }
         Ok(leader)
     }
 
     /// LeaderAdvanceHw: the leader moves its HW to the lowest LEO in its ISR
     /// and answers the acks=all producers it passed. Returns the new HW.
     pub fn leader_advance_hw(&mut self, leader: ReplicaId) -> Result<u64> {
-        self.tick();
-        let Some(hw) = self.up_mut(leader)?.leader_advance_hw()? else {
-            return not_enabled(format!("leader {leader} cannot advance its HW"));
-        };
-        self.route(leader)?;
+        let now = self.clock + 1;
+        let out = self.input(leader, now, Input::Tick(Tick::AdvanceHw))?;
+        self.clock = now;
+        self.route(leader, now, out)?;
         self.publish_visible(leader)?;
-        Ok(hw)
+        Ok(self.up(leader)?.core().log_state().high_watermark)
     }
 
     // --- ISR changes -------------------------------------------------------------------
@@ -474,18 +530,40 @@ impl StepCluster {
     /// LeaderShrinkIsr: replica.lag.time.max.ms passes, and the leader drops
     /// `follower` if it is out of sync; the controller must accept.
     pub fn leader_shrink_isr(&mut self, leader: ReplicaId, follower: ReplicaId) -> Result<()> {
-        self.clock += self.config.replication.replica_lag_time_max_ms + 1;
-        let now = self.tick();
-        let req = self.up_mut(leader)?.leader_shrink_isr(follower, now)?;
-        self.alter_partition(leader, req)
+        let now = self.clock + self.config.replication.replica_lag_time_max_ms + 2;
+        self.leader_changes_isr(leader, now, Tick::ShrinkIsr(follower))
     }
 
     /// LeaderExpandIsr: the leader takes caught-up `follower` back; the
     /// controller must accept.
     pub fn leader_expand_isr(&mut self, leader: ReplicaId, follower: ReplicaId) -> Result<()> {
-        let now = self.tick();
-        let req = self.up_mut(leader)?.leader_expand_isr(follower, now)?;
-        self.alter_partition(leader, req)
+        let now = self.clock + 1;
+        self.leader_changes_isr(leader, now, Tick::ExpandIsr(follower))
+    }
+
+    /// The leader asks, the controller answers, the leader takes the
+    /// answer; a refusal by the controller leaves both as they were.
+    fn leader_changes_isr(&mut self, leader: ReplicaId, now: u64, tick: Tick) -> Result<()> {
+        let out = self.input(leader, now, Input::Tick(tick))?;
+        let req: Option<AlterPartitionRequest> = out.into_iter().find_map(|o| match o {
+            Output::AlterPartition(r) => Some(r),
+            _ => None,
+        });
+        let Some(req) = req else {
+            return not_enabled(format!("leader {leader} asked for no ISR change"));
+        };
+        // A refusal leaves the controller as it was.
+        let resp = self.controller.alter_partition(&req);
+        self.input(leader, now, Input::AlterPartitionResponse(resp.clone()))?;
+        match resp.result {
+            Ok(_) => {
+                self.clock = now;
+                Ok(())
+            }
+            Err(e) => not_enabled(format!(
+                "the controller refused leader {leader}'s ISR change: {e}"
+            )),
+        }
     }
 
     /// LeaderLearnsIsr: the leader of the controller's current epoch learns
@@ -499,78 +577,80 @@ impl StepCluster {
                 ))
             }
         };
-        self.tick();
-        if !self.up_mut(leader)?.handle_isr_update(epoch, &isr) {
+        let before = self.up(leader)?.core().isr();
+        let now = self.clock + 1;
+        let update = Input::IsrUpdate {
+            leader_epoch: epoch,
+            isr,
+        };
+        self.input(leader, now, update)?;
+        if self.up(leader)?.core().isr() == before {
             return not_enabled(format!("leader {leader} has nothing to learn"));
         }
+        self.clock = now;
         Ok(())
-    }
-
-    fn alter_partition(
-        &mut self,
-        leader: ReplicaId,
-        req: crate::replication::AlterPartitionRequest,
-    ) -> Result<()> {
-        let resp = self.controller.alter_partition(&req);
-        self.up_mut(leader)?.handle_alter_partition_response(&resp);
-        match resp.result {
-            Ok(_) => Ok(()),
-            Err(e) => not_enabled(format!(
-                "the controller refused leader {leader}'s ISR change: {e}"
-            )),
-        }
     }
 
     // --- Durability, crash, restart ---------------------------------------------------
 
     /// Flush: the replica fsyncs its log; its recovery point moves to its LEO.
     pub fn flush(&mut self, replica: ReplicaId) -> Result<()> {
-        self.tick();
-        self.up_mut(replica)?.flush()
+        let now = self.clock + 1;
+        self.input(replica, now, Input::Tick(Tick::Flush))?;
+        self.clock = now;
+        Ok(())
     }
 
-    /// Crash: the broker stops. Clean: its log is flushed and closed with
-    /// the clean-shutdown marker. Unclean: its in-memory state is dropped
-    /// and every file is cut back to the recovery point. Its peers see its
-    /// connections drop; the controller sees its registration lapse.
+    /// Crash: the broker stops. Clean: its log is flushed and closed (with
+    /// the clean-shutdown marker on disk). Unclean: its in-memory state is
+    /// dropped and everything above the recovery point is lost. Its peers
+    /// see its connections drop; the controller sees its registration lapse.
     pub fn crash(&mut self, replica: ReplicaId, clean: bool) -> Result<()> {
-        self.up(replica)?;
-        self.tick();
-        let node = &mut self.nodes[replica as usize];
-        let placeholder = NodeState::Down(DownImage {
-            log: Vec::new(),
-            high_watermark: 0,
-            recovery_point: 0,
-            unclean: !clean,
-        });
-        let NodeState::Up(p) = std::mem::replace(&mut node.state, placeholder) else {
-            unreachable!("checked above");
-        };
-        let log = p.into_log();
-        let mut entries = log.entries()?;
-        let (hw, rp) = (log.high_watermark(), log.recovery_point());
-        let image = if clean {
-            log.close()?;
-            DownImage {
-                high_watermark: hw,
-                recovery_point: entries.len() as u64 + log_start(&entries),
-                log: entries,
-                unclean: false,
+        let p = self.up(replica)?;
+        let mut log = p.log().entries()?;
+        let state = p.log().state();
+        let at_crash = if clean {
+            StoppedImage {
+                high_watermark: state.high_watermark,
+                recovery_point: state.log_end_offset,
+                log,
             }
         } else {
-            log.crash()?;
-            entries.retain(|e| e.offset < rp);
-            DownImage {
-                high_watermark: hw.min(rp),
-                recovery_point: rp,
-                log: entries,
-                unclean: true,
+            log.retain(|e| e.offset < state.recovery_point);
+            StoppedImage {
+                high_watermark: state.high_watermark.min(state.recovery_point),
+                recovery_point: state.recovery_point,
+                log,
             }
         };
-        node.state = NodeState::Down(image);
-        for n in &mut self.nodes {
-            if let NodeState::Up(p) = &mut n.state {
-                p.handle_peer_crashed(replica);
+        let i = replica as usize;
+        let gone = NodeState::Down(Down {
+            image: at_crash.clone(),
+            unclean: !clean,
+            stopped: None,
+        });
+        let NodeState::Up(p) = std::mem::replace(&mut self.nodes[i], gone) else {
+            unreachable!("checked above");
+        };
+        // A log that fails to stop stays down with nothing to restart from.
+        let log = p.into_log();
+        let stopped = if clean { log.close()? } else { log.crash()? };
+        // What the stopped log holds, read back when the log can be (else
+        // what it held when it stopped).
+        let image = match L::read_stopped(&stopped) {
+            Some(read) => read?,
+            None => at_crash,
+        };
+        self.nodes[i] = NodeState::Down(Down {
+            image,
+            unclean: !clean,
+            stopped: Some(stopped),
+        });
+        self.clock += 1;
+        let now = self.clock;
+        for n in 0..self.nodes.len() as ReplicaId {
+            if self.is_alive(n) {
+                self.input(n, now, Input::PeerCrashed(replica))?;
             }
         }
         self.controller.broker_stopped(replica)?;
@@ -587,28 +667,31 @@ impl StepCluster {
     /// controller's epoch; it waits for a LeaderAndIsr. Not while the
     /// controller still names it leader.
     pub fn restart(&mut self, replica: ReplicaId) -> Result<RecoveryReport> {
-        let node = self.node(replica)?;
-        let NodeState::Down(image) = &node.state else {
-            return not_enabled(format!("replica {replica} is running"));
+        let down = match self.nodes.get(replica as usize) {
+            None => return Err(Error::UnknownReplica(replica)),
+            Some(NodeState::Up(_)) => return not_enabled(format!("replica {replica} is running")),
+            Some(NodeState::Down(d)) => d,
         };
         if self.controller.leader() == Some(replica) {
             return not_enabled(format!(
                 "the controller still names replica {replica} leader"
             ));
         }
-        let unclean = image.unclean;
-        let dir = node.dir.clone();
-        self.tick();
-        let (log, report) = DiskLog::open(&dir, &self.disk)?;
-        let p = Partition::new(
+        let Some(stopped) = &down.stopped else {
+            return not_enabled(format!("replica {replica}'s log did not stop cleanly"));
+        };
+        let unclean = down.unclean;
+        let (log, report) = L::restart(stopped)?;
+        let p = Replica::new(
             replica,
             self.controller.replicas().to_vec(),
             self.config.replication.clone(),
             log,
             self.controller.leader_epoch(),
         )?;
-        self.nodes[replica as usize].state = NodeState::Up(Box::new(p));
+        self.nodes[replica as usize] = NodeState::Up(Box::new(p));
         self.controller.broker_registered(replica, unclean)?;
+        self.clock += 1;
         Ok(report)
     }
 
@@ -640,13 +723,13 @@ impl StepCluster {
                 self.produce(leader).map(drop)
             }
             StepAction::FollowerFetch { follower, leader } => {
-                if self.up(follower)?.fetching_from() != Some(leader) {
+                if self.up(follower)?.core().fetching_from() != Some(leader) {
                     return not_enabled(format!("replica {follower} does not fetch from {leader}"));
                 }
                 self.follower_fetch(follower).map(drop)
             }
             StepAction::LeaderAdvanceHw { leader, hw } => {
-                if self.up(leader)?.advanced_hw() != Some(hw) {
+                if self.up(leader)?.core().advanced_hw() != Some(hw) {
                     return not_enabled(format!("leader {leader} cannot move its HW to {hw}"));
                 }
                 self.leader_advance_hw(leader).map(drop)
@@ -664,53 +747,30 @@ impl StepCluster {
         }
     }
 
-    /// The whole cluster, read from the replicas' state and files.
+    /// The whole cluster: each running replica's log, HW, LEO and recovery
+    /// point read from its log (its files, for a [`DiskLog`]) and checked
+    /// against what its state machine believes; a stopped one's as its log
+    /// holds it.
     pub fn snapshot(&self) -> Result<ClusterSnapshot> {
         let mut replicas = Vec::new();
-        for n in &self.nodes {
-            replicas.push(match &n.state {
-                NodeState::Up(p) => {
-                    let s = p.state();
-                    ReplicaSnapshot {
-                        id: n.id,
-                        alive: true,
-                        log: p.log().entries()?,
-                        high_watermark: s.high_watermark,
-                        log_end_offset: s.log_end_offset,
-                        recovery_point: s.recovery_point,
-                        leader_epoch: s.leader_epoch,
-                        leader: s.leader,
-                        isr: s.isr,
-                        follower_leo: s
-                            .followers
-                            .iter()
-                            .map(|(&r, v)| (r, v.log_end_offset))
-                            .collect(),
-                        stale_fetch: s
-                            .followers
-                            .iter()
-                            .filter(|(_, v)| v.stale_fetch)
-                            .map(|(&r, _)| r)
-                            .collect(),
-                        pending_acks: s.waiting_acks,
-                        unclean_down: false,
-                        truncating: p.is_truncating(),
-                    }
-                }
-                NodeState::Down(img) => ReplicaSnapshot {
-                    id: n.id,
+        for (id, n) in self.nodes.iter().enumerate() {
+            let id = id as ReplicaId;
+            replicas.push(match n {
+                NodeState::Up(p) => up_snapshot(id, p)?,
+                NodeState::Down(d) => ReplicaSnapshot {
+                    id,
                     alive: false,
-                    log_end_offset: img.log.len() as u64 + log_start(&img.log),
-                    log: img.log.clone(),
-                    high_watermark: img.high_watermark,
-                    recovery_point: img.recovery_point,
+                    log_end_offset: d.image.log.len() as u64 + log_start(&d.image.log),
+                    log: d.image.log.clone(),
+                    high_watermark: d.image.high_watermark,
+                    recovery_point: d.image.recovery_point,
                     leader_epoch: None,
                     leader: LeaderView::Unknown,
                     isr: Vec::new(),
                     follower_leo: BTreeMap::new(),
                     stale_fetch: Vec::new(),
                     pending_acks: Vec::new(),
-                    unclean_down: img.unclean,
+                    unclean_down: d.unclean,
                     truncating: false,
                 },
             });
@@ -727,7 +787,108 @@ impl StepCluster {
     }
 }
 
+/// A running replica as the snapshot shows it.
+fn up_snapshot<L: ReplicaLog>(id: ReplicaId, p: &Replica<L>) -> Result<ReplicaSnapshot> {
+    let held = p.log().state();
+    if &held != p.core().log_state() {
+        return Err(Error::Inconsistent(format!(
+            "replica {id} believes its log is {:?}, but it is {held:?}",
+            p.core().log_state()
+        )));
+    }
+    let s = p.core().state();
+    Ok(ReplicaSnapshot {
+        id,
+        alive: true,
+        log: p.log().entries()?,
+        high_watermark: held.high_watermark,
+        log_end_offset: held.log_end_offset,
+        recovery_point: held.recovery_point,
+        leader_epoch: s.leader_epoch,
+        leader: s.leader,
+        isr: s.isr,
+        follower_leo: s
+            .followers
+            .iter()
+            .map(|(&r, v)| (r, v.log_end_offset))
+            .collect(),
+        stale_fetch: s
+            .followers
+            .iter()
+            .filter(|(_, v)| v.stale_fetch)
+            .map(|(&r, _)| r)
+            .collect(),
+        pending_acks: s.waiting_acks,
+        unclean_down: false,
+        truncating: p.core().is_truncating(),
+    })
+}
+
 /// The first offset of a log given as entries (no retention here: 0 when empty).
 fn log_start(entries: &[LogEntry]) -> u64 {
     entries.first().map_or(0, |e| e.offset)
+}
+
+impl<L> Clone for StepCluster<L>
+where
+    L: ReplicaLog + Clone,
+    L::Stopped: Clone,
+{
+    fn clone(&self) -> Self {
+        StepCluster {
+            config: self.config.clone(),
+            nodes: self
+                .nodes
+                .iter()
+                .map(|n| match n {
+                    NodeState::Up(p) => NodeState::Up(p.clone()),
+                    NodeState::Down(d) => NodeState::Down(Down {
+                        image: d.image.clone(),
+                        unclean: d.unclean,
+                        stopped: d.stopped.clone(),
+                    }),
+                })
+                .collect(),
+            controller: self.controller.clone(),
+            clock: self.clock,
+            records: self.records.clone(),
+            next_record: self.next_record,
+            clean_crashes: self.clean_crashes,
+            unclean_crashes: self.unclean_crashes,
+            leader_moves: self.leader_moves,
+        }
+    }
+}
+
+impl<L> PartialEq for StepCluster<L>
+where
+    L: ReplicaLog + PartialEq,
+    L::Stopped: PartialEq,
+{
+    /// Equal in every part, hidden state included (the clock, the
+    /// replicas' correlation ids and timers): what "changed nothing" means.
+    fn eq(&self, other: &Self) -> bool {
+        let nodes_eq = self.nodes.len() == other.nodes.len()
+            && self
+                .nodes
+                .iter()
+                .zip(&other.nodes)
+                .all(|(a, b)| match (a, b) {
+                    (NodeState::Up(x), NodeState::Up(y)) => x == y,
+                    (NodeState::Down(x), NodeState::Down(y)) => {
+                        x.image == y.image && x.unclean == y.unclean && x.stopped == y.stopped
+                    }
+                    _ => false,
+                });
+        nodes_eq
+            && self.config == other.config
+            && self.controller.state() == other.controller.state()
+            && self.controller.requests() == other.controller.requests()
+            && self.clock == other.clock
+            && self.records == other.records
+            && self.next_record == other.next_record
+            && self.clean_crashes == other.clean_crashes
+            && self.unclean_crashes == other.unclean_crashes
+            && self.leader_moves == other.leader_moves
+    }
 }

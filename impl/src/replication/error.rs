@@ -26,6 +26,9 @@ pub enum Error {
     UnknownReplica(ReplicaId),
     /// A configuration value out of range.
     InvalidConfig(String),
+    /// A state machine and its log disagree about the log: a bug, reported
+    /// rather than acted on.
+    Inconsistent(String),
 }
 
 pub type Result<T> = std::result::Result<T, Error>;
@@ -51,6 +54,7 @@ impl fmt::Display for Error {
             Error::Api(e) => write!(f, "{e}"),
             Error::UnknownReplica(r) => write!(f, "replica {r} is not assigned to the partition"),
             Error::InvalidConfig(why) => write!(f, "invalid configuration: {why}"),
+            Error::Inconsistent(why) => write!(f, "inconsistent: {why}"),
         }
     }
 }

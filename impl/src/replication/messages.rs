@@ -152,11 +152,30 @@ pub struct AlterPartitionResponse {
     pub result: Result<Vec<ReplicaId>, ApiError>,
 }
 
-/// What a [`Partition`](super::Partition) asks its caller to do.
+/// A message or answer a [`Partition`](super::Partition) asks its caller
+/// to deliver ([`Ready::Send`](super::Ready::Send)).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Output {
     /// Answer a producer.
     Produce(ProduceResponse),
+    /// The leader appended a producer's batch (for the caller's records:
+    /// where and in which epoch; the producer's answer is separate).
+    Appended {
+        request_id: u64,
+        base_offset: u64,
+        last_offset: u64,
+        leader_epoch: LeaderEpoch,
+    },
+    /// Answer a follower's fetch.
+    FetchResponse {
+        to: ReplicaId,
+        response: FetchResponse,
+    },
+    /// Answer a follower's OffsetsForLeaderEpoch.
+    OffsetsForLeaderEpochResponse {
+        to: ReplicaId,
+        response: OffsetsForLeaderEpochResponse,
+    },
     /// Send a fetch to the leader `to`.
     Fetch {
         to: ReplicaId,

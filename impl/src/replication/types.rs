@@ -118,6 +118,22 @@ pub struct ReplicationConfig {
     /// old rule kept to show the stall it causes).
     #[serde(default)]
     pub isr_join: IsrJoinRule,
+    /// When the HW is written to `replication-offset-checkpoint`.
+    #[serde(default)]
+    pub hw_checkpoint: HwCheckpointPolicy,
+}
+
+/// When the HW is written to `replication-offset-checkpoint`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum HwCheckpointPolicy {
+    /// With every change: a restart finds the HW it had, as in the model.
+    #[default]
+    EveryChange,
+    /// At most once per interval, as Kafka does
+    /// (`replica.high.watermark.checkpoint.interval.ms`, 5 s by default),
+    /// on [`Tick::CheckpointHw`](super::Tick::CheckpointHw). A restart may
+    /// find an older HW.
+    IntervalMs(u64),
 }
 
 /// When a follower may rejoin the ISR, beyond having reached the leader's HW.
@@ -145,6 +161,7 @@ impl Default for ReplicationConfig {
             replica_lag_time_max_ms: 30_000,
             replica_fetch_max_bytes: 1 << 20,
             isr_join: IsrJoinRule::default(),
+            hw_checkpoint: HwCheckpointPolicy::default(),
         }
     }
 }

@@ -1,0 +1,165 @@
+//! The clients of a concurrent run: producers (keeping requests in flight
+//! to the leader the metadata names) and consumers (reading the leader's
+//! log below its HW).
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::Ordering;
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
+use std::sync::Arc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use super::report::{AckedRecord, ConsumedRecord};
+use super::{ConcurrentConfig, Msg, Shared, PRODUCER_SHIFT};
+use crate::replication::log::{read_entries, record_key};
+use crate::replication::{Acks, LogEntry, ProduceRequest, ProduceResponse, RecordId};
+use crate::storage::{LogReader, Record};
+
+// --- Clients -------------------------------------------------------------------------
+
+#[derive(Default)]
+pub(super) struct ProducerResult {
+    pub(super) requests: u64,
+    pub(super) records: u64,
+    pub(super) acked: Vec<AckedRecord>,
+    pub(super) errors: BTreeMap<String, u64>,
+    pub(super) timeouts: u64,
+    pub(super) latencies_us: Vec<u64>,
+}
+
+/// Files a produce answer under its request: latency and acknowledged
+/// records, or the error. Answers to requests already timed out are dropped.
+fn record_answer(
+    resp: ProduceResponse,
+    in_flight: &mut HashMap<u64, (Instant, Vec<RecordId>)>,
+    out: &mut ProducerResult,
+) {
+    let Some((sent, ids)) = in_flight.remove(&resp.request_id) else {
+        return;
+    };
+    match resp.result {
+        Ok((base, epoch)) => {
+            out.latencies_us.push(sent.elapsed().as_micros() as u64);
+            for (i, id) in ids.into_iter().enumerate() {
+                out.acked.push(AckedRecord {
+                    id,
+                    offset: base + i as u64,
+                    epoch,
+                });
+            }
+        }
+        Err(e) => *out.errors.entry(e.to_string()).or_default() += 1,
+    }
+}
+
+pub(super) fn run_producer(
+    k: usize,
+    config: ConcurrentConfig,
+    shared: Arc<Shared>,
+    replicas: Vec<Sender<Msg>>,
+    answers: Receiver<ProduceResponse>,
+) -> ProducerResult {
+    let mut out = ProducerResult::default();
+    let mut seq: u64 = 0;
+    let mut in_flight: HashMap<u64, (Instant, Vec<RecordId>)> = HashMap::new();
+    let value = vec![b'x'; config.record_bytes];
+    let timeout = config.produce_timeout;
+    while !shared.stop_clients.load(Ordering::Relaxed) {
+        while in_flight.len() < config.max_in_flight {
+            let Some(leader) = shared.metadata().leader else {
+                break;
+            };
+            let request_id = ((k as u64) << PRODUCER_SHIFT) | seq;
+            let ids: Vec<RecordId> = (0..config.records_per_request as u64)
+                .map(|i| request_id * config.records_per_request as u64 + i)
+                .collect();
+            seq += 1;
+            let records = ids
+                .iter()
+                .map(|&id| Record {
+                    key: Some(record_key(id)),
+                    ..Record::new(shared.start.elapsed().as_millis() as i64, value.clone())
+                })
+                .collect();
+            let req = ProduceRequest {
+                request_id,
+                acks: config.acks,
+                records,
+            };
+            out.requests += 1;
+            out.records += ids.len() as u64;
+            if replicas[leader as usize]
+                .send(Msg::Produce { producer: k, req })
+                .is_err()
+            {
+                break;
+            }
+            if config.acks != Acks::None {
+                in_flight.insert(request_id, (Instant::now(), ids));
+            } else if seq.is_multiple_of(config.max_in_flight as u64) {
+                // No answers to wait for: pace the requests instead.
+                thread::sleep(Duration::from_millis(1));
+                break;
+            }
+        }
+        match answers.recv_timeout(Duration::from_millis(5)) {
+            Ok(resp) => record_answer(resp, &mut in_flight, &mut out),
+            Err(RecvTimeoutError::Timeout) => {
+                if in_flight.len() >= config.max_in_flight || shared.metadata().leader.is_none() {
+                    thread::sleep(Duration::from_micros(200));
+                }
+            }
+            Err(RecvTimeoutError::Disconnected) => break,
+        }
+        let before = in_flight.len();
+        in_flight.retain(|_, (sent, _)| sent.elapsed() < timeout);
+        out.timeouts += (before - in_flight.len()) as u64;
+    }
+    // Answers still in the channel count; the rest time out.
+    let deadline = Instant::now() + timeout;
+    while !in_flight.is_empty() && Instant::now() < deadline {
+        if let Ok(resp) = answers.recv_timeout(Duration::from_millis(10)) {
+            record_answer(resp, &mut in_flight, &mut out);
+        }
+    }
+    out.timeouts += in_flight.len() as u64;
+    out
+}
+
+pub(super) fn run_consumer(k: usize, shared: Arc<Shared>) -> Vec<ConsumedRecord> {
+    let mut out = Vec::new();
+    let mut pos = 0u64;
+    while !shared.stop_clients.load(Ordering::Relaxed) {
+        let reader = shared.metadata().leader.and_then(|l| shared.reader(l));
+        let Some(reader) = reader else {
+            thread::sleep(Duration::from_millis(1));
+            continue;
+        };
+        match read_entries_once(&reader, pos) {
+            Some(entries) if !entries.is_empty() => {
+                for e in entries {
+                    pos = e.offset + 1;
+                    out.push(ConsumedRecord {
+                        consumer: k,
+                        offset: e.offset,
+                        epoch: e.epoch,
+                        id: e.record_id,
+                    });
+                }
+            }
+            _ => {
+                reader.wait_for_high_watermark(pos, Duration::from_millis(5));
+            }
+        }
+    }
+    out
+}
+
+/// Records from `pos` below the reader's HW, in one read.
+fn read_entries_once(reader: &LogReader, pos: u64) -> Option<Vec<LogEntry>> {
+    let hw = reader.high_watermark();
+    if pos >= hw {
+        return None;
+    }
+    read_entries(reader, pos, hw).ok()
+}

@@ -1,0 +1,80 @@
+//! The fault schedule: which broker crashes when, and its restart.
+
+use std::sync::atomic::Ordering;
+use std::sync::mpsc::Sender;
+use std::sync::Arc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use super::{Msg, Shared};
+use crate::replication::ReplicaId;
+
+/// A fault the schedule injects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Fault {
+    /// The broker the controller names leader crashes.
+    CrashLeader { clean: bool },
+    /// A broker that is not the leader crashes (the lowest such id).
+    CrashFollower { clean: bool },
+}
+
+/// When faults happen: the first after `first_after`, then one every
+/// `every`, cycling through `faults`; each crashed broker restarts after
+/// `down_for`. A fault waits until every replica is back in the ISR, so
+/// that no fault hits a partition still repairing the last one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FaultSchedule {
+    pub first_after: Duration,
+    pub every: Duration,
+    pub down_for: Duration,
+    pub faults: Vec<Fault>,
+}
+
+pub(super) fn run_faults(schedule: FaultSchedule, shared: Arc<Shared>, replicas: Vec<Sender<Msg>>) {
+    let n = replicas.len() as ReplicaId;
+    let stopping = |shared: &Shared| shared.stop_clients.load(Ordering::Relaxed);
+    let sleep = |d: Duration, shared: &Shared| {
+        let until = Instant::now() + d;
+        while Instant::now() < until && !stopping(shared) {
+            thread::sleep(Duration::from_millis(2));
+        }
+    };
+    sleep(schedule.first_after, &shared);
+    let mut i = 0;
+    let mut hits = vec![0u32; n as usize];
+    while !stopping(&shared) && !schedule.faults.is_empty() {
+        let m = shared.metadata();
+        let full = m.isr.len() == n as usize && m.leader.is_some();
+        if !full {
+            thread::sleep(Duration::from_millis(5));
+            continue;
+        }
+        let fault = schedule.faults[i % schedule.faults.len()];
+        i += 1;
+        let (victim, clean) = match fault {
+            Fault::CrashLeader { clean } => (m.leader.expect("checked"), clean),
+            Fault::CrashFollower { clean } => {
+                // The follower crashed least so far.
+                let l = m.leader.expect("checked");
+                let r = (0..n)
+                    .filter(|&r| r != l)
+                    .min_by_key(|&r| (hits[r as usize], std::cmp::Reverse(r)))
+                    .unwrap_or(l);
+                (r, clean)
+            }
+        };
+        hits[victim as usize] += 1;
+        let _ = replicas[victim as usize].send(Msg::Crash { clean });
+        shared
+            .crashes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push((victim, clean));
+        // Restart even when the run is stopping: the settle phase needs it.
+        thread::sleep(schedule.down_for);
+        let _ = replicas[victim as usize].send(Msg::Restart);
+        sleep(schedule.every, &shared);
+    }
+}

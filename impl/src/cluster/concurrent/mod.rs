@@ -1,0 +1,419 @@
+//! The concurrent driver: each replica and the controller on a thread of
+//! its own, exchanging messages through channels (so requests, responses
+//! and LeaderAndIsr notices interleave as they will), with producers and
+//! consumers running and faults (clean and unclean crashes, restarts)
+//! injected on a schedule. It records a [`Trace`] of every protocol event
+//! with the state after it, and a [`RunReport`] of what producers were told
+//! and consumers read, against which the final logs are checked.
+//!
+//! Differences from the step driver, all of them Kafka's: a fetch is two
+//! events (the leader serves it, later the follower applies the response);
+//! a leader holds a fetch with nothing to return until data arrives or
+//! `fetch_max_wait` passes (Kafka's DelayedFetch); the HW advances, and the
+//! ISR shrinks and expands, as soon as their conditions hold (on every
+//! event, and the shrink check on a timer); the controller removes a
+//! crashed broker from the ISR when its registration lapses and elects a
+//! leader whenever the partition has none.
+//!
+//! Each replica is a [`Replica`](crate::replication::Replica) on a
+//! [`DiskLog`](crate::replication::DiskLog): its thread turns messages and
+//! timers into inputs, and delivers the outputs. The parts, one a file:
+//! `nodes.rs` (the replica and controller threads), `clients.rs`
+//! (producers and consumers), `faults.rs` (the fault schedule), `report.rs`
+//! (what a run reports), and here the configuration, the messages between
+//! threads, and [`run`].
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::{Arc, RwLock};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+use super::trace::{Trace, Tracer};
+use crate::replication::{
+    Acks, AlterPartitionRequest, AlterPartitionResponse, Controller, ControllerConfig,
+    ControllerState, DiskLogConfig, Error, FetchRequest, FetchResponse, LeaderAndIsr, LeaderEpoch,
+    OffsetsForLeaderEpochRequest, OffsetsForLeaderEpochResponse, ProduceRequest, ReplicaId,
+    ReplicaLog, ReplicationConfig, Result,
+};
+use crate::storage::{LogConfig, LogReader, TopicPartition};
+
+mod clients;
+mod faults;
+mod nodes;
+mod report;
+
+pub use faults::{Fault, FaultSchedule};
+pub use report::{AckedRecord, ConsumedRecord, RunReport};
+
+use clients::{run_consumer, run_producer};
+use faults::run_faults;
+use nodes::{ControllerNode, ReplicaNode, ReplicaOutcome};
+
+/// How a concurrent run is set up.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConcurrentConfig {
+    pub replicas: u32,
+    pub replication: ReplicationConfig,
+    pub unclean_leader_election: bool,
+    pub log: LogConfig,
+    pub topic_partition: TopicPartition,
+    pub acks: Acks,
+    /// Producer threads.
+    pub producers: usize,
+    /// Produce requests each producer keeps in flight.
+    pub max_in_flight: usize,
+    pub records_per_request: usize,
+    /// Bytes of each record's value.
+    pub record_bytes: usize,
+    /// Consumer threads, each reading the whole log from the leader below
+    /// its HW.
+    pub consumers: usize,
+    /// How long producers run.
+    pub duration: Duration,
+    pub faults: Option<FaultSchedule>,
+    /// Each replica flushes its log this often (`None`: only on a clean
+    /// shutdown, as Kafka's default leaves flushing to the OS).
+    pub flush_interval: Option<Duration>,
+    /// A leader holds a fetch with nothing new this long at most.
+    pub fetch_max_wait: Duration,
+    /// A request with no answer is sent again after this long.
+    pub request_timeout: Duration,
+    /// A producer gives up on an answer after this long.
+    pub produce_timeout: Duration,
+    /// After producers stop: how long to wait for every replica to come
+    /// back, catch up and rejoin the ISR.
+    pub settle_timeout: Duration,
+    /// Record a trace of every event (costly: a state copy per event).
+    pub trace: bool,
+}
+
+impl ConcurrentConfig {
+    /// Today's rules on 3 replicas: acks=all, min.insync.replicas=2,
+    /// KIP-320 fencing, KIP-966 ELR; one producer, no faults, no trace.
+    pub fn new(replicas: u32) -> ConcurrentConfig {
+        ConcurrentConfig {
+            replicas,
+            replication: ReplicationConfig {
+                replica_lag_time_max_ms: 1_000,
+                ..ReplicationConfig::default()
+            },
+            unclean_leader_election: false,
+            log: LogConfig::default(),
+            topic_partition: TopicPartition::new("highwater", 0).expect("a valid name"),
+            acks: Acks::All,
+            producers: 1,
+            max_in_flight: 4,
+            records_per_request: 1,
+            record_bytes: 100,
+            consumers: 0,
+            duration: Duration::from_secs(1),
+            faults: None,
+            flush_interval: None,
+            fetch_max_wait: Duration::from_millis(100),
+            request_timeout: Duration::from_millis(300),
+            produce_timeout: Duration::from_secs(2),
+            settle_timeout: Duration::from_secs(20),
+            trace: false,
+        }
+    }
+}
+
+// --- Messages ------------------------------------------------------------------
+
+pub(super) enum Msg {
+    LeaderAndIsr(LeaderAndIsr),
+    Fetch {
+        from: ReplicaId,
+        req: FetchRequest,
+    },
+    FetchResponse(FetchResponse),
+    OffsetsForLeaderEpoch(OffsetsForLeaderEpochRequest),
+    OffsetsForLeaderEpochResponse(OffsetsForLeaderEpochResponse),
+    AlterPartitionResponse(AlterPartitionResponse),
+    Following {
+        from: ReplicaId,
+        leader: Option<(ReplicaId, LeaderEpoch)>,
+    },
+    PeerCrashed(ReplicaId),
+    /// The controller changed the ISR within the leader epoch.
+    IsrUpdate {
+        leader_epoch: LeaderEpoch,
+        isr: Vec<ReplicaId>,
+    },
+    Produce {
+        producer: usize,
+        req: ProduceRequest,
+    },
+    Crash {
+        clean: bool,
+    },
+    Restart,
+    Stop,
+}
+
+pub(super) enum CtlMsg {
+    AlterPartition {
+        from: ReplicaId,
+        req: AlterPartitionRequest,
+    },
+    BrokerStopped(ReplicaId),
+    BrokerRegistered {
+        replica: ReplicaId,
+        unclean: bool,
+        reply: Sender<Option<LeaderEpoch>>,
+    },
+    Stop,
+}
+
+/// What clients learn from the controller (Kafka's metadata).
+#[derive(Debug, Clone, Default)]
+pub(super) struct Metadata {
+    pub(super) leader: Option<ReplicaId>,
+    pub(super) isr: Vec<ReplicaId>,
+}
+
+pub(super) struct Shared {
+    pub(super) start: Instant,
+    pub(super) metadata: RwLock<Metadata>,
+    pub(super) readers: RwLock<Vec<Option<LogReader>>>,
+    pub(super) tracer: Tracer,
+    pub(super) errors: std::sync::Mutex<Vec<String>>,
+    pub(super) crashes: std::sync::Mutex<Vec<(ReplicaId, bool)>>,
+    /// Producers, consumers and faults stop.
+    pub(super) stop_clients: AtomicBool,
+}
+
+impl Shared {
+    pub(super) fn now(&self) -> u64 {
+        self.start.elapsed().as_millis() as u64
+    }
+    pub(super) fn metadata(&self) -> Metadata {
+        self.metadata
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+    pub(super) fn reader(&self, r: ReplicaId) -> Option<LogReader> {
+        self.readers
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(r as usize)
+            .cloned()
+            .flatten()
+    }
+    pub(super) fn set_reader(&self, r: ReplicaId, reader: Option<LogReader>) {
+        let mut g = self.readers.write().unwrap_or_else(|e| e.into_inner());
+        g[r as usize] = reader;
+    }
+}
+
+/// Producer index carried in the top bits of a request id.
+pub(super) const PRODUCER_SHIFT: u32 = 48;
+
+// --- The run -------------------------------------------------------------------------
+
+/// Runs a concurrent cluster in `root` (one log directory per replica) and
+/// reports what happened.
+pub fn run(root: &Path, config: ConcurrentConfig) -> Result<RunReport> {
+    if config.replicas == 0 || config.producers == 0 || config.max_in_flight == 0 {
+        return Err(Error::InvalidConfig(
+            "a run needs a replica, a producer and room for a request in flight".into(),
+        ));
+    }
+    if config.records_per_request == 0 {
+        return Err(Error::InvalidConfig(
+            "a produce request needs a record".into(),
+        ));
+    }
+    let ids: Vec<ReplicaId> = (0..config.replicas).collect();
+    let controller = Controller::new(
+        ids.clone(),
+        ControllerConfig {
+            min_insync_replicas: config.replication.min_insync_replicas,
+            elr: config.replication.elr,
+            unclean_leader_election: config.unclean_leader_election,
+        },
+    )?;
+    let shared = Arc::new(Shared {
+        start: Instant::now(),
+        metadata: RwLock::new(Metadata::default()),
+        readers: RwLock::new(vec![None; ids.len()]),
+        tracer: Tracer::new(config.trace),
+        errors: std::sync::Mutex::new(Vec::new()),
+        crashes: std::sync::Mutex::new(Vec::new()),
+        stop_clients: AtomicBool::new(false),
+    });
+    let disk = DiskLogConfig {
+        topic_partition: config.topic_partition.clone(),
+        log: config.log.clone(),
+    };
+
+    let (replica_tx, replica_rx): (Vec<Sender<Msg>>, Vec<Receiver<Msg>>) =
+        ids.iter().map(|_| mpsc::channel()).unzip();
+    let (ctl_tx, ctl_rx) = mpsc::channel();
+    let (producer_tx, producer_rx): (Vec<_>, Vec<_>) =
+        (0..config.producers).map(|_| mpsc::channel()).unzip();
+
+    // Replicas open their logs before the controller starts, and register
+    // then; the controller answers registrations once it runs.
+    let mut replica_threads: Vec<JoinHandle<ReplicaOutcome>> = Vec::new();
+    for (&id, inbox) in ids.iter().zip(replica_rx) {
+        let dir = root.join(format!("broker-{id}"));
+        let mut node = ReplicaNode::new(
+            id,
+            dir,
+            disk.clone(),
+            config.clone(),
+            ids.clone(),
+            replica_tx.clone(),
+            ctl_tx.clone(),
+            producer_tx.clone(),
+            shared.clone(),
+        );
+        replica_threads.push(thread::spawn(move || {
+            if let Err(e) = node.open() {
+                return (None, vec![format!("replica {id}: open: {e}")]);
+            }
+            node.run(inbox)
+        }));
+    }
+    let ctl_node = ControllerNode::new(controller, replica_tx.clone(), shared.clone());
+    let controller_thread = thread::spawn(move || ctl_node.run(ctl_rx));
+
+    let mut producer_threads = Vec::new();
+    for (k, answers) in producer_rx.into_iter().enumerate() {
+        let (cfg, sh, rt) = (config.clone(), shared.clone(), replica_tx.clone());
+        producer_threads.push(thread::spawn(move || run_producer(k, cfg, sh, rt, answers)));
+    }
+    let consumer_threads: Vec<_> = (0..config.consumers)
+        .map(|k| {
+            let sh = shared.clone();
+            thread::spawn(move || run_consumer(k, sh))
+        })
+        .collect();
+    let fault_thread = config.faults.clone().map(|f| {
+        let (sh, rt) = (shared.clone(), replica_tx.clone());
+        thread::spawn(move || run_faults(f, sh, rt))
+    });
+
+    let started = Instant::now();
+    thread::sleep(config.duration);
+    shared.stop_clients.store(true, Ordering::Relaxed);
+    let produce_elapsed = started.elapsed();
+    if let Some(t) = fault_thread {
+        let _ = t.join();
+    }
+    let mut report = RunReport {
+        produce_elapsed,
+        requests_sent: 0,
+        records_sent: 0,
+        acked: Vec::new(),
+        produce_errors: BTreeMap::new(),
+        produce_timeouts: 0,
+        ack_latencies_us: Vec::new(),
+        consumed: Vec::new(),
+        crashes: Vec::new(),
+        settled: false,
+        final_logs: Vec::new(),
+        final_states: Vec::new(),
+        controller: ControllerState {
+            leader: None,
+            leader_epoch: None,
+            isr: vec![],
+            elr: vec![],
+            alive: vec![],
+            ..ControllerState::default()
+        },
+        errors: Vec::new(),
+        trace: Trace::default(),
+    };
+    for t in producer_threads {
+        let p = t.join().unwrap_or_default();
+        report.requests_sent += p.requests;
+        report.records_sent += p.records;
+        report.acked.extend(p.acked);
+        for (e, n) in p.errors {
+            *report.produce_errors.entry(e).or_default() += n;
+        }
+        report.produce_timeouts += p.timeouts;
+        report.ack_latencies_us.extend(p.latencies_us);
+    }
+    report.ack_latencies_us.sort_unstable();
+    for t in consumer_threads {
+        report.consumed.extend(t.join().unwrap_or_default());
+    }
+
+    // Settle: every replica back, in the ISR, with the leader's log and HW.
+    for tx in &replica_tx {
+        let _ = tx.send(Msg::Restart);
+    }
+    let deadline = Instant::now() + config.settle_timeout;
+    while Instant::now() < deadline {
+        let m = shared.metadata();
+        let settled = m.leader.is_some_and(|l| {
+            let lr = shared.reader(l);
+            m.isr.len() == ids.len()
+                && lr.is_some_and(|lr| {
+                    let leo = lr.log_end_offset();
+                    lr.high_watermark() == leo
+                        && ids.iter().all(|&r| {
+                            shared.reader(r).is_some_and(|x| {
+                                x.log_end_offset() == leo && x.high_watermark() == leo
+                            })
+                        })
+                })
+        });
+        if settled {
+            report.settled = true;
+            break;
+        }
+        thread::sleep(Duration::from_millis(5));
+    }
+
+    for tx in &replica_tx {
+        let _ = tx.send(Msg::Stop);
+    }
+    let mut partitions = Vec::new();
+    for t in replica_threads {
+        let (p, errors) = t
+            .join()
+            .unwrap_or_else(|_| (None, vec!["a replica thread panicked".into()]));
+        report.errors.extend(errors);
+        partitions.push(p);
+    }
+    let _ = ctl_tx.send(CtlMsg::Stop);
+    let controller = controller_thread
+        .join()
+        .map_err(|_| Error::InvalidConfig("the controller thread panicked".into()))?;
+    report.controller = controller.state();
+    for p in partitions {
+        match p {
+            Some(p) => {
+                report.final_logs.push(p.log().entries()?);
+                report.final_states.push(Some(p.core().state()));
+                p.into_log().close()?;
+            }
+            None => {
+                report.final_logs.push(Vec::new());
+                report.final_states.push(None);
+            }
+        }
+    }
+    report.errors.extend(
+        shared
+            .errors
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .drain(..),
+    );
+    report.crashes = shared
+        .crashes
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone();
+    report.trace = shared.tracer.take();
+    Ok(report)
+}

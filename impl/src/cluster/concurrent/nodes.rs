@@ -1,0 +1,691 @@
+//! The threads of a concurrent run that speak the protocol: one per
+//! replica (a [`Replica`] on a [`DiskLog`], its messages and timers turned
+//! into inputs and its outputs delivered), and the controller's.
+
+use std::path::PathBuf;
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::super::trace::{Actor, Event};
+use super::{ConcurrentConfig, CtlMsg, Msg, Shared, PRODUCER_SHIFT};
+use crate::replication::log::record_id;
+use crate::replication::{
+    ApiError, Controller, DiskLog, DiskLogConfig, Error, FetchRequest, Input, LeaderAndIsr, Output,
+    ProduceResponse, RecordId, Replica, ReplicaId, ReplicaLog, Result, Tick,
+};
+
+/// What a replica thread hands back: its replica (if up) and the errors
+/// it met.
+pub(super) type ReplicaOutcome = (Option<Replica<DiskLog>>, Vec<String>);
+
+// --- Replica threads -------------------------------------------------------------
+
+pub(super) struct ReplicaNode {
+    id: ReplicaId,
+    dir: PathBuf,
+    disk: DiskLogConfig,
+    config: ConcurrentConfig,
+    replicas: Vec<ReplicaId>,
+    partition: Option<Replica<DiskLog>>,
+    down_unclean: bool,
+    peers: Vec<Sender<Msg>>,
+    controller: Sender<CtlMsg>,
+    producers: Vec<Sender<ProduceResponse>>,
+    shared: Arc<Shared>,
+    /// Fetches held until data arrives: (from, request, held since).
+    parked: Vec<(ReplicaId, FetchRequest, u64)>,
+    backoff_until: u64,
+    last_flush: u64,
+    last_isr_check: u64,
+}
+
+/// A refusal (a tick with nothing to do) rather than a failure.
+fn refused<T>(r: &Result<T>) -> bool {
+    matches!(r, Err(Error::NotEnabled(_)))
+}
+
+impl ReplicaNode {
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn new(
+        id: ReplicaId,
+        dir: PathBuf,
+        disk: DiskLogConfig,
+        config: ConcurrentConfig,
+        replicas: Vec<ReplicaId>,
+        peers: Vec<Sender<Msg>>,
+        controller: Sender<CtlMsg>,
+        producers: Vec<Sender<ProduceResponse>>,
+        shared: Arc<Shared>,
+    ) -> ReplicaNode {
+        ReplicaNode {
+            id,
+            dir,
+            disk,
+            config,
+            replicas,
+            partition: None,
+            down_unclean: false,
+            peers,
+            controller,
+            producers,
+            shared,
+            parked: Vec::new(),
+            backoff_until: 0,
+            last_flush: 0,
+            last_isr_check: 0,
+        }
+    }
+
+    fn trace(&self, event: Event) {
+        if self.shared.tracer.enabled() {
+            let state = self.partition.as_ref().map(|p| p.core().state());
+            self.shared
+                .tracer
+                .record(Actor::Replica(self.id), event, state, None);
+        }
+    }
+
+    fn send(&self, to: ReplicaId, msg: Msg) {
+        if let Some(s) = self.peers.get(to as usize) {
+            let _ = s.send(msg);
+        }
+    }
+
+    fn answer_producer(&self, resp: ProduceResponse) {
+        let producer = (resp.request_id >> PRODUCER_SHIFT) as usize;
+        if let Some(s) = self.producers.get(producer) {
+            let _ = s.send(resp);
+        }
+    }
+
+    fn send_alter_partition(&self, req: crate::replication::AlterPartitionRequest) {
+        // Recorded before it is sent: the trace keeps sends before receives.
+        self.trace(Event::AlterPartitionSent { change: req.change });
+        let _ = self
+            .controller
+            .send(CtlMsg::AlterPartition { from: self.id, req });
+    }
+
+    /// Gives the replica one input now; a storage failure's answers are
+    /// delivered and the failure returned.
+    fn input(&mut self, now: u64, input: Input) -> Result<Vec<Output>> {
+        let Some(p) = self.partition.as_mut() else {
+            return Ok(Vec::new());
+        };
+        match p.handle(now, input) {
+            Ok(out) => Ok(out),
+            Err(e) => {
+                let answers = p.take_failure_answers();
+                self.route(answers);
+                Err(e)
+            }
+        }
+    }
+
+    pub(super) fn open(&mut self) -> Result<()> {
+        let (log, report) = DiskLog::open(&self.dir, &self.disk)?;
+        let (tx, rx) = mpsc::channel();
+        let _ = self.controller.send(CtlMsg::BrokerRegistered {
+            replica: self.id,
+            unclean: self.down_unclean,
+            reply: tx,
+        });
+        // The model's restart: the broker takes the controller's epoch.
+        let epoch = rx.recv().ok().flatten();
+        let mut p = Replica::new(
+            self.id,
+            self.replicas.clone(),
+            self.config.replication.clone(),
+            log,
+            epoch,
+        )?;
+        p.set_request_timeout_ms(self.config.request_timeout.as_millis() as u64);
+        self.shared.set_reader(self.id, Some(p.log().reader()));
+        self.partition = Some(p);
+        self.down_unclean = false;
+        self.trace(Event::Restart {
+            log_end_offset: report.log_end_offset,
+            high_watermark: report.high_watermark,
+            recovery_point: report.recovery_point,
+        });
+        Ok(())
+    }
+
+    fn crash(&mut self, clean: bool) -> Result<()> {
+        let Some(p) = self.partition.take() else {
+            return Ok(());
+        };
+        // Waiting producers see the connection drop.
+        for request_id in p.core().waiting_acks() {
+            self.answer_producer(ProduceResponse {
+                request_id,
+                result: Err(ApiError::NotLeaderOrFollower),
+            });
+        }
+        self.shared.set_reader(self.id, None);
+        self.parked.clear();
+        let log = p.into_log();
+        if clean {
+            log.close()?;
+        } else {
+            log.crash()?;
+        }
+        self.down_unclean = !clean;
+        self.trace(Event::Crash { clean });
+        let _ = self.controller.send(CtlMsg::BrokerStopped(self.id));
+        for &r in &self.replicas {
+            if r != self.id {
+                self.send(r, Msg::PeerCrashed(self.id));
+            }
+        }
+        Ok(())
+    }
+
+    /// Delivers what the replica asked to be sent.
+    fn route(&mut self, outputs: Vec<Output>) {
+        for out in outputs {
+            match out {
+                Output::Following { leader } => {
+                    for &r in &self.replicas {
+                        if r != self.id {
+                            self.send(
+                                r,
+                                Msg::Following {
+                                    from: self.id,
+                                    leader,
+                                },
+                            );
+                        }
+                    }
+                }
+                Output::Produce(resp) => {
+                    self.trace(Event::ProduceAnswered {
+                        request_id: resp.request_id,
+                        result: resp.result,
+                    });
+                    self.answer_producer(resp);
+                }
+                Output::AlterPartition(req) => self.send_alter_partition(req),
+                Output::Fetch { to, request } => self.send(
+                    to,
+                    Msg::Fetch {
+                        from: self.id,
+                        req: request,
+                    },
+                ),
+                Output::FetchResponse { to, response } => {
+                    self.send(to, Msg::FetchResponse(response))
+                }
+                Output::OffsetsForLeaderEpoch { to, request } => {
+                    self.send(to, Msg::OffsetsForLeaderEpoch(request))
+                }
+                Output::OffsetsForLeaderEpochResponse { to, response } => {
+                    self.send(to, Msg::OffsetsForLeaderEpochResponse(response))
+                }
+                Output::Appended { .. } => {}
+            }
+        }
+    }
+
+    /// Handles one message; returns false on Stop.
+    fn handle(&mut self, msg: Msg) -> Result<bool> {
+        let now = self.shared.now();
+        match msg {
+            Msg::Stop => return Ok(false),
+            Msg::Crash { clean } => self.crash(clean)?,
+            Msg::Restart => {
+                if self.partition.is_none() {
+                    self.open()?;
+                }
+            }
+            Msg::Produce { producer, req } => self.produce(producer, req, now)?,
+            other => {
+                if self.partition.is_none() {
+                    // A down broker hears nothing.
+                    return Ok(true);
+                }
+                self.handle_peer_message(other, now)?;
+            }
+        }
+        Ok(true)
+    }
+
+    fn produce(
+        &mut self,
+        producer: usize,
+        req: crate::replication::ProduceRequest,
+        now: u64,
+    ) -> Result<()> {
+        let request_id = req.request_id;
+        if self.partition.is_none() {
+            let _ = self.producers.get(producer).map(|s| {
+                s.send(ProduceResponse {
+                    request_id,
+                    result: Err(ApiError::NotLeaderOrFollower),
+                })
+            });
+            return Ok(());
+        }
+        let ids: Vec<RecordId> = req.records.iter().filter_map(record_id).collect();
+        let handled = self.input(now, Input::Produce(req));
+        let out = match &handled {
+            Ok(out) => out.clone(),
+            Err(_) => Vec::new(),
+        };
+        let result = out
+            .iter()
+            .find_map(|o| match *o {
+                Output::Appended {
+                    base_offset,
+                    leader_epoch,
+                    ..
+                } => Some(Ok((base_offset, leader_epoch))),
+                Output::Produce(ref r) if r.result.is_err() => Some(r.result),
+                _ => None,
+            })
+            .unwrap_or(Err(ApiError::KafkaStorageError));
+        self.trace(Event::Produce {
+            request_id,
+            records: ids,
+            result,
+        });
+        // Immediate answers (acks=1, refusals) go straight back.
+        for o in out {
+            if let Output::Produce(resp) = o {
+                self.answer_producer(resp);
+            }
+        }
+        handled.map(drop)
+    }
+
+    fn handle_peer_message(&mut self, msg: Msg, now: u64) -> Result<()> {
+        match msg {
+            Msg::LeaderAndIsr(req) => self.leader_and_isr(req, now)?,
+            Msg::Fetch { from, req } => self.serve_fetch(from, req, now)?,
+            Msg::FetchResponse(resp) => {
+                let leader = resp.leader_id;
+                let (fetch_offset, error) = (resp.fetch_offset, resp.error);
+                let p = self.partition.as_ref().expect("checked by the caller");
+                let expected = p.core().fetching_from() == Some(leader);
+                self.input(now, Input::FetchResponse(resp))?;
+                if error.is_some() {
+                    self.backoff_until = now + 10;
+                }
+                if expected {
+                    let log = self.partition.as_ref().expect("up").core().log_state();
+                    let (leo, hw) = (log.log_end_offset, log.high_watermark);
+                    self.trace(Event::FetchApplied {
+                        leader,
+                        fetch_offset,
+                        error,
+                        log_end_offset: leo,
+                        high_watermark: hw,
+                    });
+                }
+            }
+            Msg::OffsetsForLeaderEpoch(req) => {
+                let out = self.input(now, Input::OffsetsForLeaderEpoch(req))?;
+                self.route(out);
+            }
+            Msg::OffsetsForLeaderEpochResponse(resp) => {
+                let p = self.partition.as_ref().expect("checked by the caller");
+                let was_truncating = p.core().is_truncating();
+                let (leader, error) = (resp.leader_id, resp.error);
+                self.input(now, Input::OffsetsForLeaderEpochResponse(resp))?;
+                if error.is_some() {
+                    self.backoff_until = now + 10;
+                } else if was_truncating {
+                    let core = self.partition.as_ref().expect("up").core();
+                    let leo = core.log_state().log_end_offset;
+                    let done = !core.is_truncating();
+                    self.trace(Event::Truncated {
+                        leader,
+                        log_end_offset: leo,
+                        done,
+                    });
+                }
+            }
+            Msg::AlterPartitionResponse(resp) => {
+                let (change, result) = (resp.change, resp.result.clone());
+                self.input(now, Input::AlterPartitionResponse(resp))?;
+                self.trace(Event::AlterPartitionAnswered { change, result });
+            }
+            Msg::Following { from, leader } => {
+                let notice = Input::Following {
+                    follower: from,
+                    leader,
+                };
+                self.input(now, notice)?;
+                self.trace(Event::FollowingNoticed {
+                    follower: from,
+                    leader,
+                });
+            }
+            Msg::PeerCrashed(r) => {
+                self.input(now, Input::PeerCrashed(r))?;
+                self.trace(Event::PeerCrashNoticed { peer: r });
+            }
+            Msg::IsrUpdate { leader_epoch, isr } => {
+                let before = self.partition.as_ref().expect("up").core().isr();
+                let update = Input::IsrUpdate {
+                    leader_epoch,
+                    isr: isr.clone(),
+                };
+                self.input(now, update)?;
+                if self.partition.as_ref().expect("up").core().isr() != before {
+                    self.trace(Event::IsrUpdated { isr });
+                }
+            }
+            Msg::Stop | Msg::Crash { .. } | Msg::Restart | Msg::Produce { .. } => {
+                unreachable!("handled by the caller")
+            }
+        }
+        Ok(())
+    }
+
+    fn leader_and_isr(&mut self, req: LeaderAndIsr, now: u64) -> Result<()> {
+        let (epoch, leader) = (req.leader_epoch, req.leader);
+        match self.input(now, Input::LeaderAndIsr(req)) {
+            Ok(out) => {
+                self.parked.clear();
+                let event = if leader == Some(self.id) {
+                    Event::BecomeLeader { epoch }
+                } else {
+                    Event::BecomeFollower { epoch, leader }
+                };
+                self.trace(event);
+                self.route(out);
+                Ok(())
+            }
+            Err(Error::StaleLeaderAndIsr { .. }) => {
+                self.trace(Event::LeaderAndIsrRefused { epoch });
+                Ok(())
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The leader serves a fetch, or holds it while there is nothing to send.
+    fn serve_fetch(&mut self, from: ReplicaId, req: FetchRequest, now: u64) -> Result<()> {
+        let out = self.input(now, Input::Fetch(req.clone()))?;
+        for o in out {
+            let Output::FetchResponse { to, response } = o else {
+                continue;
+            };
+            let hold = response.error.is_none()
+                && response.records.is_empty()
+                && !self
+                    .parked
+                    .iter()
+                    .any(|(f, q, _)| *f == from && q.correlation_id == req.correlation_id);
+            self.trace(Event::FetchServed {
+                follower: from,
+                fetch_offset: req.fetch_offset,
+                follower_epoch: req.current_leader_epoch,
+                error: response.error,
+                log_end_offset: response.log_end_offset,
+                high_watermark: response.high_watermark,
+            });
+            // Kafka expands the ISR while serving a fetch.
+            self.maybe_expand(from, now);
+            if hold {
+                self.parked.push((from, req.clone(), now));
+            } else {
+                self.send(to, Msg::FetchResponse(response));
+            }
+        }
+        Ok(())
+    }
+
+    fn maybe_expand(&mut self, follower: ReplicaId, now: u64) {
+        let Some(p) = self.partition.as_ref() else {
+            return;
+        };
+        let core = p.core();
+        if core.is_leader()
+            && !core.isr().contains(&follower)
+            && core.is_caught_up_for_isr(follower)
+        {
+            if let Ok(out) = self.input(now, Input::Tick(Tick::ExpandIsr(follower))) {
+                self.route(out);
+            }
+        }
+    }
+
+    /// What a replica does on its own after each batch of messages.
+    fn drive(&mut self) -> Result<()> {
+        let now = self.shared.now();
+        let Some(p) = self.partition.as_ref() else {
+            return Ok(());
+        };
+        if p.core().is_leader() {
+            let advanced = self.input(now, Input::Tick(Tick::AdvanceHw));
+            if !refused(&advanced) {
+                let out = advanced?;
+                let hw = self.partition.as_ref().expect("up").core().log_state();
+                self.trace(Event::LeaderAdvanceHw {
+                    high_watermark: hw.high_watermark,
+                });
+                self.route(out);
+            }
+            // Held fetches go out once there is data or they waited enough.
+            let leo = self
+                .partition
+                .as_ref()
+                .expect("up")
+                .core()
+                .log_state()
+                .log_end_offset;
+            let wait = self.config.fetch_max_wait.as_millis() as u64;
+            let (ready, held): (Vec<_>, Vec<_>) = std::mem::take(&mut self.parked)
+                .into_iter()
+                .partition(|(_, q, since)| leo > q.fetch_offset || now >= since + wait);
+            self.parked = held;
+            for (from, req, _) in ready {
+                for o in self.input(now, Input::Fetch(req.clone()))? {
+                    let Output::FetchResponse { to, response } = o else {
+                        continue;
+                    };
+                    self.trace(Event::FetchServed {
+                        follower: from,
+                        fetch_offset: req.fetch_offset,
+                        follower_epoch: req.current_leader_epoch,
+                        error: response.error,
+                        log_end_offset: response.log_end_offset,
+                        high_watermark: response.high_watermark,
+                    });
+                    self.send(to, Msg::FetchResponse(response));
+                }
+            }
+            let lag = self.config.replication.replica_lag_time_max_ms;
+            if now >= self.last_isr_check + (lag / 4).max(1) {
+                self.last_isr_check = now;
+                let core = self.partition.as_ref().expect("up").core();
+                let out_of_sync = core
+                    .isr()
+                    .into_iter()
+                    .find(|&f| f != self.id && core.is_out_of_sync(f, now));
+                if let Some(f) = out_of_sync {
+                    if let Ok(out) = self.input(now, Input::Tick(Tick::ShrinkIsr(f))) {
+                        self.route(out);
+                    }
+                }
+            }
+        } else if now >= self.backoff_until {
+            if let Ok(out) = self.input(now, Input::Tick(Tick::SendRequest)) {
+                self.route(out);
+            }
+        }
+        if let Some(every) = self.config.flush_interval {
+            if now >= self.last_flush + every.as_millis() as u64 {
+                self.last_flush = now;
+                let before = self.rp();
+                self.input(now, Input::Tick(Tick::Flush))?;
+                let rp = self.rp();
+                if rp != before {
+                    self.trace(Event::Flush { recovery_point: rp });
+                }
+            }
+        }
+        self.input(now, Input::Tick(Tick::CheckpointHw))?;
+        Ok(())
+    }
+
+    fn rp(&self) -> u64 {
+        self.partition
+            .as_ref()
+            .map_or(0, |p| p.core().log_state().recovery_point)
+    }
+
+    pub(super) fn run(mut self, inbox: Receiver<Msg>) -> ReplicaOutcome {
+        let mut errors = Vec::new();
+        let tick = Duration::from_millis(2);
+        'outer: loop {
+            let first = match inbox.recv_timeout(tick) {
+                Ok(m) => Some(m),
+                Err(RecvTimeoutError::Timeout) => None,
+                Err(RecvTimeoutError::Disconnected) => break,
+            };
+            let mut batch: Vec<Msg> = first.into_iter().collect();
+            batch.extend(inbox.try_iter().take(256));
+            for msg in batch {
+                match self.handle(msg) {
+                    Ok(true) => {}
+                    Ok(false) => break 'outer,
+                    Err(e) => errors.push(format!("replica {}: {e}", self.id)),
+                }
+            }
+            if let Err(e) = self.drive() {
+                errors.push(format!("replica {}: {e}", self.id));
+            }
+        }
+        (self.partition, errors)
+    }
+}
+
+// --- Controller thread -------------------------------------------------------------
+
+pub(super) struct ControllerNode {
+    controller: Controller,
+    replicas: Vec<Sender<Msg>>,
+    shared: Arc<Shared>,
+}
+
+impl ControllerNode {
+    pub(super) fn new(
+        controller: Controller,
+        replicas: Vec<Sender<Msg>>,
+        shared: Arc<Shared>,
+    ) -> ControllerNode {
+        ControllerNode {
+            controller,
+            replicas,
+            shared,
+        }
+    }
+
+    fn trace(&self, event: Event) {
+        if self.shared.tracer.enabled() {
+            self.shared.tracer.record(
+                Actor::Controller,
+                event,
+                None,
+                Some(self.controller.state()),
+            );
+        }
+    }
+
+    fn broadcast(&self, req: &LeaderAndIsr) {
+        for s in &self.replicas {
+            let _ = s.send(Msg::LeaderAndIsr(req.clone()));
+        }
+    }
+
+    /// Tells the leader of an ISR change made within its epoch.
+    fn send_isr_update(&self) {
+        if let (Some(l), Some(epoch)) = (self.controller.leader(), self.controller.leader_epoch()) {
+            if let Some(s) = self.replicas.get(l as usize) {
+                let _ = s.send(Msg::IsrUpdate {
+                    leader_epoch: epoch,
+                    isr: self.controller.isr(),
+                });
+            }
+        }
+    }
+
+    fn publish(&self) {
+        let mut m = self
+            .shared
+            .metadata
+            .write()
+            .unwrap_or_else(|e| e.into_inner());
+        m.leader = self.controller.leader();
+        m.isr = self.controller.isr();
+    }
+
+    pub(super) fn run(mut self, inbox: Receiver<CtlMsg>) -> Controller {
+        loop {
+            match inbox.recv_timeout(Duration::from_millis(2)) {
+                Ok(CtlMsg::Stop) | Err(RecvTimeoutError::Disconnected) => break,
+                Ok(CtlMsg::AlterPartition { from, req }) => {
+                    let resp = self.controller.alter_partition(&req);
+                    self.trace(Event::ControllerAlterPartition {
+                        leader: from,
+                        change: req.change,
+                        result: resp.result.clone(),
+                    });
+                    if let Some(s) = self.replicas.get(from as usize) {
+                        let _ = s.send(Msg::AlterPartitionResponse(resp));
+                    }
+                }
+                Ok(CtlMsg::BrokerStopped(r)) => {
+                    let _ = self.controller.broker_stopped(r);
+                    self.trace(Event::BrokerStopped { replica: r });
+                    if self.controller.may_shrink_isr(r) {
+                        if let Ok(sent) = self.controller.shrink_isr_on_failure(r) {
+                            self.trace(Event::ControllerShrinkIsr { replica: r });
+                            match sent {
+                                Some(req) => self.broadcast(&req),
+                                None => self.send_isr_update(),
+                            }
+                        }
+                    }
+                }
+                Ok(CtlMsg::BrokerRegistered {
+                    replica,
+                    unclean,
+                    reply,
+                }) => {
+                    let isr_before = self.controller.isr();
+                    match self.controller.broker_registered(replica, unclean) {
+                        Ok(Some(req)) => self.broadcast(&req),
+                        Ok(None) if self.controller.isr() != isr_before => self.send_isr_update(),
+                        _ => {}
+                    }
+                    self.trace(Event::BrokerRegistered { replica, unclean });
+                    let _ = reply.send(self.controller.leader_epoch());
+                    // The restarted broker learns the current state.
+                    if let Some(req) = self.controller.latest_request() {
+                        if let Some(s) = self.replicas.get(replica as usize) {
+                            let _ = s.send(Msg::LeaderAndIsr(req.clone()));
+                        }
+                    }
+                }
+                Err(RecvTimeoutError::Timeout) => {}
+            }
+            if let Some((r, _)) = self.controller.candidate() {
+                if let Ok((election, req)) = self.controller.elect_leader(r) {
+                    self.trace(Event::ControllerElectLeader {
+                        replica: r,
+                        election,
+                        epoch: req.leader_epoch,
+                    });
+                    self.broadcast(&req);
+                }
+            }
+            self.publish();
+        }
+        self.controller
+    }
+}
