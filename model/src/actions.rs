@@ -509,17 +509,18 @@ fn is_true_leader(s: &State, leader: ReplicaId) -> bool {
     c.leader == Some(leader) && c.epoch == s.replica(leader).epoch
 }
 
+/// Kafka's `Partition.getOutOfSyncReplicas`: a follower is out of sync when
+/// it is not caught up (`Replica.isCaughtUp`: its LEO, as the leader knows
+/// it, is not the leader's LEO) for longer than replica.lag.time.max.ms
+/// (the model lets that time pass at any moment). A follower whose LEO
+/// equals the leader's is never removed for lag, even if it stopped
+/// fetching; a broker that died leaves through the controller.
 fn may_leader_shrink(_cfg: &Config, s: &State, leader: ReplicaId, follower: ReplicaId) -> bool {
     let l = s.replica(leader);
-    let f = s.replica(follower);
     if follower == leader || !l.isr.contains(follower) || !is_true_leader(s, leader) {
         return false;
     }
-    let lagging = l.follower_leo[follower as usize].is_none_or(|leo| leo < l.leo());
-    // Not fetching from this leader in this epoch: after replica.lag.time.max.ms
-    // the leader notices the silence.
-    let gone = !f.alive || f.leader != LeaderView::Replica(leader) || f.epoch != l.epoch;
-    lagging || gone
+    l.follower_leo[follower as usize] != Some(l.leo())
 }
 
 fn may_leader_expand(cfg: &Config, s: &State, leader: ReplicaId, follower: ReplicaId) -> bool {

@@ -897,21 +897,26 @@ fn leader_shrink_is_enabled_for_a_lagging_follower() {
 }
 
 #[test]
-fn leader_shrink_is_enabled_for_a_follower_not_following_it() {
+fn leader_shrink_never_removes_a_follower_caught_up_to_the_leaders_leo() {
+    // Kafka's Replica.isCaughtUp: a follower whose LEO equals the leader's
+    // is in sync, whether or not it still fetches.
     let cfg = base();
     let s = run(&cfg, &led(&cfg), &[fetch(B, A)]);
     assert_disabled(&cfg, &s, shrink(A, B));
-    // Crashed.
+    // Crashed: the controller removes it, not the leader.
     let crashed = run(&cfg, &s, &[crash(B, true)]);
-    assert_enabled(&cfg, &crashed, shrink(A, B));
-    // Following another epoch.
+    assert_disabled(&cfg, &crashed, shrink(A, B));
+    assert!(is_enabled(&cfg, &crashed, ctrl_shrink(B)));
+    // Following another epoch, or no leader: still caught up.
     let mut other = s;
     other.replica_mut(B).epoch = Some(1);
-    assert_enabled(&cfg, &other, shrink(A, B));
-    // Following no leader.
+    assert_disabled(&cfg, &other, shrink(A, B));
     let mut none = s;
     none.replica_mut(B).leader = LeaderView::NoLeader;
-    assert_enabled(&cfg, &none, shrink(A, B));
+    assert_disabled(&cfg, &none, shrink(A, B));
+    // Once the leader's LEO moves past it, it lags and may be removed.
+    let behind = run(&cfg, &crashed, &[produce(A, 0)]);
+    assert_enabled(&cfg, &behind, shrink(A, B));
 }
 
 #[test]
@@ -932,7 +937,13 @@ fn only_the_true_leader_changes_the_isr() {
     let s2 = run(
         &cfg,
         &s,
-        &[fetch(C, A), crash(C, true), shrink(A, C), restart(C)],
+        &[
+            fetch(C, A),
+            crash(C, true),
+            ctrl_shrink(C),
+            learn(A),
+            restart(C),
+        ],
     );
     let s2 = run(&cfg, &s2, &[follow(C, 0), fetch(C, A)]);
     assert_enabled(&cfg, &s2, expand(A, C));
@@ -1073,7 +1084,7 @@ fn kip903_a_fetch_from_before_a_crash_keeps_the_follower_out() {
     let s = run(
         &cfg,
         &led(&cfg),
-        &[fetch(C, A), crash(C, true), shrink(A, C)],
+        &[fetch(C, A), crash(C, true), ctrl_shrink(C), learn(A)],
     );
     assert!(s.replica(A).stale_fetch.contains(C));
     assert_eq!(s.replica(A).follower_leo[C as usize], Some(0));

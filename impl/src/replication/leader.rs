@@ -301,11 +301,12 @@ impl Partition {
 
     // --- ISR changes ------------------------------------------------------------------
 
-    /// Whether `follower` is out of sync at `now`: for longer than
-    /// `replica.lag.time.max.ms` it has not caught up with the leader's LEO,
-    /// or has not been fetching from this leader in its epoch (Kafka's
-    /// documented rule: "hasn't sent any fetch requests or hasn't consumed
-    /// up to the leader's log end offset for at least this time").
+    /// Whether `follower` is out of sync at `now` (Kafka's
+    /// `Partition.getOutOfSyncReplicas` and `Replica.isCaughtUp`): its LEO,
+    /// as this leader knows it, is not the leader's LEO, and has not been
+    /// since more than `replica.lag.time.max.ms`. A follower whose LEO
+    /// equals the leader's is never removed for lag, even one that stopped
+    /// fetching (a broker that died leaves through the controller).
     pub fn is_out_of_sync(&self, follower: ReplicaId, now: u64) -> bool {
         let RoleState::Leader(l) = &self.role else {
             return false;
@@ -314,10 +315,9 @@ impl Partition {
             return false;
         };
         let caught_up = v.log_end_offset == Some(self.log.log_end_offset);
-        let present = v.fetching_epoch.is_some() && v.fetching_epoch == self.leader_epoch;
         let lag_passed =
             now.saturating_sub(v.last_caught_up_ms) > self.config.replica_lag_time_max_ms;
-        lag_passed && !(caught_up && present)
+        lag_passed && !caught_up
     }
 
     /// Whether `follower` may join the ISR: caught up to the HW, its last
