@@ -23,21 +23,7 @@ use stateright::Representative;
 
 /// The action's name without its arguments, e.g. "FollowerFetch".
 pub fn kind(a: &Action) -> &'static str {
-    match a {
-        Action::ControllerElectLeader { .. } => "ControllerElectLeader",
-        Action::ControllerShrinkIsr { .. } => "ControllerShrinkIsr",
-        Action::BecomeLeader { .. } => "BecomeLeader",
-        Action::BecomeFollower { .. } => "BecomeFollower",
-        Action::Produce { .. } => "Produce",
-        Action::FollowerFetch { .. } => "FollowerFetch",
-        Action::LeaderAdvanceHw { .. } => "LeaderAdvanceHw",
-        Action::LeaderShrinkIsr { .. } => "LeaderShrinkIsr",
-        Action::LeaderExpandIsr { .. } => "LeaderExpandIsr",
-        Action::LeaderLearnsIsr { .. } => "LeaderLearnsIsr",
-        Action::Flush { .. } => "Flush",
-        Action::Crash { .. } => "Crash",
-        Action::Restart { .. } => "Restart",
-    }
+    highwater_model::itf::action_kind(a)
 }
 
 /// `a` with every replica `r` renamed `map[r]`.
@@ -64,6 +50,10 @@ pub fn renamed_action(a: Action, map: &[ReplicaId; MAX_REPLICAS]) -> Action {
             record,
         },
         Action::FollowerFetch { follower, leader } => Action::FollowerFetch {
+            follower: m(follower),
+            leader: m(leader),
+        },
+        Action::FollowerFetchOne { follower, leader } => Action::FollowerFetchOne {
             follower: m(follower),
             leader: m(leader),
         },

@@ -332,6 +332,10 @@ pub fn every_action(s: &State) -> Vec<Action> {
                 follower: r,
                 leader: other,
             });
+            out.push(Action::FollowerFetchOne {
+                follower: r,
+                leader: other,
+            });
             out.push(Action::LeaderShrinkIsr {
                 leader: r,
                 follower: other,
@@ -363,6 +367,7 @@ pub fn pick(actions: &[Action], choice: u16) -> Action {
     let weight = |a: &Action| match a {
         Action::Produce { .. }
         | Action::FollowerFetch { .. }
+        | Action::FollowerFetchOne { .. }
         | Action::LeaderAdvanceHw { .. }
         | Action::Flush { .. } => 4,
         _ => 1,

@@ -32,6 +32,7 @@ pub fn step_config(cfg: &Config) -> StepConfig {
 pub fn isr_join(m: Option<Mutation>) -> imp::IsrJoinRule {
     match m {
         Some(Mutation::ExpandOnLeaderHw) => imp::IsrJoinRule::LeaderHwReachedEpochStart,
+        Some(Mutation::ExpandAtHw) => imp::IsrJoinRule::HwOnly,
         Some(Mutation::NoElrElection | Mutation::ElrElectionSettles) | None => {
             imp::IsrJoinRule::FollowerReachedEpochStart
         }
@@ -89,6 +90,10 @@ pub fn step_action(a: Action) -> StepAction {
         Action::Produce { leader, record } => StepAction::Produce {
             leader: id(leader),
             record: u64::from(record),
+        },
+        Action::FollowerFetchOne { follower, leader } => StepAction::FollowerFetchOne {
+            follower: id(follower),
+            leader: id(leader),
         },
         Action::FollowerFetch { follower, leader } => StepAction::FollowerFetch {
             follower: id(follower),

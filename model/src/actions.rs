@@ -28,8 +28,15 @@ pub enum Action {
     BecomeFollower { replica: ReplicaId, epoch: Epoch },
     /// A producer writes the next record to a replica that presumes it leads.
     Produce { leader: ReplicaId, record: RecordId },
-    /// A follower fetches from its leader.
+    /// A follower fetches from its leader and copies all it lacks.
     FollowerFetch {
+        follower: ReplicaId,
+        leader: ReplicaId,
+    },
+    /// A follower fetches from its leader and copies one record of the
+    /// several it lacks: `replica.fetch.max.bytes` cut the response
+    /// (Kafka returns at least one batch, KIP-74).
+    FollowerFetchOne {
         follower: ReplicaId,
         leader: ReplicaId,
     },
@@ -82,6 +89,10 @@ impl Action {
             Action::FollowerFetch { .. } => {
                 "a follower copies what it lacks and learns the leader's HW; the leader learns \
                  the follower's LEO from the fetch offset"
+            }
+            Action::FollowerFetchOne { .. } => {
+                "a fetch cut short by replica.fetch.max.bytes: the follower copies one record \
+                 of those it lacks"
             }
             Action::LeaderAdvanceHw { .. } => {
                 "the leader moves its HW to the lowest LEO it knows in its ISR and answers \
@@ -154,6 +165,14 @@ impl fmt::Display for Action {
             Action::FollowerFetch { follower, leader } => {
                 write!(f, "FollowerFetch({} <- {})", n(follower), n(leader))
             }
+            Action::FollowerFetchOne { follower, leader } => {
+                write!(
+                    f,
+                    "FollowerFetch({} <- {}, one record)",
+                    n(follower),
+                    n(leader)
+                )
+            }
             Action::LeaderAdvanceHw { leader, hw } => {
                 write!(f, "LeaderAdvanceHw({}, hw {hw})", n(leader))
             }
@@ -213,6 +232,10 @@ pub fn enabled(cfg: &Config, s: &State, out: &mut Vec<Action>) {
     for follower in ids.clone() {
         if let Some(leader) = fetch_leader(cfg, s, follower) {
             out.push(Action::FollowerFetch { follower, leader });
+            let (f, l) = (s.replica(follower), s.replica(leader));
+            if f.leo() + 1 < l.leo() {
+                out.push(Action::FollowerFetchOne { follower, leader });
+            }
         }
     }
     for leader in s.presumed_leaders() {
@@ -269,7 +292,10 @@ pub fn apply(cfg: &Config, s: &State, action: Action) -> Option<State> {
         Action::BecomeLeader { replica, epoch } => become_leader(n, replica, epoch),
         Action::BecomeFollower { replica, epoch } => become_follower(cfg, n, replica, epoch),
         Action::Produce { leader, .. } => produce(cfg, n, leader),
-        Action::FollowerFetch { follower, leader } => follower_fetch(n, follower, leader),
+        Action::FollowerFetch { follower, leader } => follower_fetch(n, follower, leader, None),
+        Action::FollowerFetchOne { follower, leader } => {
+            follower_fetch(n, follower, leader, Some(1))
+        }
         Action::LeaderAdvanceHw { leader, hw } => advance_hw(cfg, n, leader, hw),
         Action::LeaderShrinkIsr { leader, follower } => {
             let isr = n.controller.isr.without(follower);
@@ -427,7 +453,9 @@ fn fetch_changes_something(s: &State, follower: ReplicaId, leader: ReplicaId) ->
         || l.stale_fetch.contains(follower)
 }
 
-fn follower_fetch(s: &mut State, follower: ReplicaId, leader: ReplicaId) {
+/// A fetch: the follower copies at most `limit` records (None: all it
+/// lacks) of the leader's log from its LEO on.
+fn follower_fetch(s: &mut State, follower: ReplicaId, leader: ReplicaId, limit: Option<Offset>) {
     let l = *s.replica(leader);
     let f = s.replica_mut(follower);
     if f.leo() > l.leo() {
@@ -439,7 +467,8 @@ fn follower_fetch(s: &mut State, follower: ReplicaId, leader: ReplicaId) {
     // The leader learns the follower's LEO from the fetch offset; what is
     // appended now reaches the leader with the next fetch.
     let fetch_offset = f.leo();
-    for offset in fetch_offset..l.leo() {
+    let end = limit.map_or(l.leo(), |n| l.leo().min(fetch_offset + n));
+    for offset in fetch_offset..end {
         f.log
             .append(l.log.get(offset).expect("below the leader's LEO"));
     }
@@ -551,10 +580,10 @@ fn follower_in_sync(cfg: &Config, l: &Replica, follower_leo: Offset) -> bool {
     }
     let epoch = l.epoch.expect("a leader has an epoch");
     let epoch_start = l.leader_epoch_start(epoch);
-    if cfg.mutation == Some(Mutation::ExpandOnLeaderHw) {
-        l.hw >= epoch_start
-    } else {
-        follower_leo >= epoch_start
+    match cfg.mutation {
+        Some(Mutation::ExpandOnLeaderHw) => l.hw >= epoch_start,
+        Some(Mutation::ExpandAtHw) => true,
+        _ => follower_leo >= epoch_start,
     }
 }
 

@@ -78,6 +78,11 @@ pub enum Mutation {
     /// start of the leader's epoch (highwater's rule before it followed
     /// Kafka's `Partition.isFollowerInSync`): the partition can stall.
     ExpandOnLeaderHw,
+    /// A follower rejoins the ISR once its LEO reaches the leader's HW,
+    /// without also reaching the start of the leader's epoch (the rule
+    /// before KAFKA-7128): a new ISR member can miss a record an earlier
+    /// leader committed.
+    ExpandAtHw,
     /// The controller never elects a leader from the ELR (KIP-966's ELR kept
     /// without its election): once the ISR empties, a partition with live
     /// eligible replicas waits forever. Safe, but not live.
@@ -94,6 +99,7 @@ impl fmt::Display for Mutation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
             Mutation::ExpandOnLeaderHw => "expand-on-leader-hw",
+            Mutation::ExpandAtHw => "expand-at-hw",
             Mutation::NoElrElection => "no-elr-election",
             Mutation::ElrElectionSettles => "elr-election-settles",
         })

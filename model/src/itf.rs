@@ -202,6 +202,7 @@ pub fn action_kind(a: &Action) -> &'static str {
         Action::BecomeFollower { .. } => "BecomeFollower",
         Action::Produce { .. } => "Produce",
         Action::FollowerFetch { .. } => "FollowerFetch",
+        Action::FollowerFetchOne { .. } => "FollowerFetchOne",
         Action::LeaderAdvanceHw { .. } => "LeaderAdvanceHw",
         Action::LeaderShrinkIsr { .. } => "LeaderShrinkIsr",
         Action::LeaderExpandIsr { .. } => "LeaderExpandIsr",
@@ -238,7 +239,8 @@ pub fn action_json(a: &Action) -> Value {
         Action::Produce { leader, record } => {
             json!({ "leader": r(leader), "record": record_name(record).to_string() })
         }
-        Action::FollowerFetch { follower, leader } => {
+        Action::FollowerFetch { follower, leader }
+        | Action::FollowerFetchOne { follower, leader } => {
             json!({ "follower": r(follower), "leader": r(leader) })
         }
         Action::LeaderAdvanceHw { leader, hw } => json!({ "leader": r(leader), "hw": hw }),
@@ -494,6 +496,10 @@ fn action_of(v: &Value, n: u8, at: &str) -> Result<Option<Action>> {
             record: record_of(field(v, "record", at)?, at)?,
         },
         "FollowerFetch" => Action::FollowerFetch {
+            follower: r("follower")?,
+            leader: r("leader")?,
+        },
+        "FollowerFetchOne" => Action::FollowerFetchOne {
             follower: r("follower")?,
             leader: r("leader")?,
         },

@@ -230,6 +230,9 @@ fn message(out: &mut String, s: &State, a: &Action) {
     let mid = |r: ReplicaId| lane_y(r) + LANE / 2 - 6;
     let (from, to, label) = match *a {
         Action::FollowerFetch { follower, leader } => (mid(leader), mid(follower), "fetch"),
+        Action::FollowerFetchOne { follower, leader } => {
+            (mid(leader), mid(follower), "fetch (one record)")
+        }
         Action::BecomeLeader { replica, epoch } | Action::BecomeFollower { replica, epoch } => {
             let _ = epoch;
             (45, mid(replica), "LeaderAndIsr")

@@ -92,6 +92,11 @@ pub enum StepAction {
         follower: ReplicaId,
         leader: ReplicaId,
     },
+    /// A fetch cut to one batch by the follower's `replica.fetch.max.bytes`.
+    FollowerFetchOne {
+        follower: ReplicaId,
+        leader: ReplicaId,
+    },
     LeaderAdvanceHw {
         leader: ReplicaId,
         hw: u64,
@@ -484,6 +489,17 @@ impl<L: ReplicaLog> StepCluster<L> {
 
     /// FollowerFetch: `follower` fetches from its leader. Returns the leader.
     pub fn follower_fetch(&mut self, follower: ReplicaId) -> Result<ReplicaId> {
+        self.follower_fetch_limited(follower, None)
+    }
+
+    /// A fetch whose response carries at most `max_bytes` (at least one
+    /// batch, as Kafka's KIP-74): the follower's `replica.fetch.max.bytes`
+    /// for this fetch (None: as configured).
+    pub fn follower_fetch_limited(
+        &mut self,
+        follower: ReplicaId,
+        max_bytes: Option<usize>,
+    ) -> Result<ReplicaId> {
         let f = self.up(follower)?.core();
         let Some(leader) = f.fetching_from() else {
             return not_enabled(format!("replica {follower} is not fetching"));
@@ -502,9 +518,12 @@ impl<L: ReplicaLog> StepCluster<L> {
         };
         self.clock = now;
         for o in out {
-            let Output::Fetch { to, request } = o else {
+            let Output::Fetch { to, mut request } = o else {
                 continue;
             };
+            if let Some(max) = max_bytes {
+                request.max_bytes = max;
+            }
             for answer in self.input(to, now, Input::Fetch(request))? {
                 if let Output::FetchResponse { response, .. } = answer {
                     self.input(follower, now, Input::FetchResponse(response))?;
@@ -727,6 +746,22 @@ impl<L: ReplicaLog> StepCluster<L> {
                     return not_enabled(format!("replica {follower} does not fetch from {leader}"));
                 }
                 self.follower_fetch(follower).map(drop)
+            }
+            StepAction::FollowerFetchOne { follower, leader } => {
+                if self.up(follower)?.core().fetching_from() != Some(leader) {
+                    return not_enabled(format!("replica {follower} does not fetch from {leader}"));
+                }
+                // A fetch is cut short only when there is more than one
+                // record to copy (one batch a record, as producers send
+                // them here); otherwise it is a whole fetch.
+                let leo = |r| self.up(r).map(|p| p.core().state().log_end_offset);
+                let lacking = leo(leader)?.saturating_sub(leo(follower)?);
+                if lacking < 2 {
+                    return not_enabled(format!(
+                        "replica {follower} lacks {lacking} record(s): nothing to cut short"
+                    ));
+                }
+                self.follower_fetch_limited(follower, Some(1)).map(drop)
             }
             StepAction::LeaderAdvanceHw { leader, hw } => {
                 if self.up(leader)?.core().advanced_hw() != Some(hw) {

@@ -340,6 +340,7 @@ impl Partition {
             || match self.config.isr_join {
                 IsrJoinRule::FollowerReachedEpochStart => leo >= l.epoch_start_offset,
                 IsrJoinRule::LeaderHwReachedEpochStart => hw >= l.epoch_start_offset,
+                IsrJoinRule::HwOnly => true,
             };
         leo >= hw && !v.stale_fetch && epoch_ok
     }

@@ -148,6 +148,10 @@ pub enum IsrJoinRule {
     /// its epoch start and its ISR below min.insync.replicas (KIP-966 holds
     /// the HW) then never takes anyone back: the partition stalls.
     LeaderHwReachedEpochStart,
+    /// Reaching the leader's HW is enough (the rule before KAFKA-7128),
+    /// kept as a mutation: a new ISR member can miss a record an earlier
+    /// leader committed.
+    HwOnly,
 }
 
 impl Default for ReplicationConfig {
