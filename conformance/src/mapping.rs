@@ -14,6 +14,7 @@ pub fn step_config(cfg: &Config) -> StepConfig {
     step.replication = ReplicationConfig {
         min_insync_replicas: usize::from(cfg.min_isr),
         truncation: truncation(cfg.truncation),
+        fencing: cfg.fencing,
         elr: cfg.elr,
         isr_join: isr_join(cfg.mutation),
         ..step.replication
@@ -44,7 +45,6 @@ pub fn truncation(t: Truncation) -> imp::TruncationMode {
         Truncation::Hw => imp::TruncationMode::Hw,
         Truncation::Epoch => imp::TruncationMode::Epoch,
         Truncation::EpochIterative => imp::TruncationMode::EpochIterative,
-        Truncation::Fenced => imp::TruncationMode::Fenced,
     }
 }
 

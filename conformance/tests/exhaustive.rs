@@ -93,6 +93,7 @@ fn todays_rules(cfg: &Config) -> Config {
         acks: SAFE.acks,
         min_isr: SAFE.min_isr,
         truncation: SAFE.truncation,
+        fencing: SAFE.fencing,
         elr: SAFE.elr,
         unclean_election: SAFE.unclean_election,
         mutation: None,

@@ -13,6 +13,14 @@ use highwater_model::Config;
 use proptest::prelude::Rng;
 use proptest::test_runner::{RngAlgorithm, TestRng};
 
+/// Old rules whose difference from today's needs a path too particular for
+/// random runs: KIP-101's single lookup, fenced, differs from KIP-279's only
+/// when a deposed leader wrote in its epoch and the new leader has no record
+/// of that epoch or later (14 steps, `spec/history.md#epoch-lookup`).
+/// `the_exhaustive_run_notices_every_old_rule_in_the_implementation`
+/// (tests/exhaustive.rs) notices it, over every transition.
+const BEYOND_RANDOM_RUNS: &[&str] = &["epoch-lookup"];
+
 /// Random runs allowed per mutant.
 const RUNS: usize = 400;
 const STEPS: usize = 80;
@@ -23,6 +31,7 @@ fn todays_rules(cfg: &Config) -> Config {
         acks: SAFE.acks,
         min_isr: SAFE.min_isr,
         truncation: SAFE.truncation,
+        fencing: SAFE.fencing,
         elr: SAFE.elr,
         unclean_election: SAFE.unclean_election,
         ..*cfg
@@ -55,6 +64,10 @@ fn lockstep_notices_every_historical_rule_in_the_implementation() {
         }
         match caught {
             Some((run, d)) => println!("{}: noticed in run {run}: {}", p.name, d.what),
+            None if BEYOND_RANDOM_RUNS.contains(&p.name) => println!(
+                "{}: not noticed in {RUNS} random runs (the exhaustive run notices it)",
+                p.name
+            ),
             None => missed.push(p.name),
         }
     }

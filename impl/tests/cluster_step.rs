@@ -183,9 +183,10 @@ fn acks_all_appended_then_isr_too_small_is_not_acknowledged() {
 
 /// Leader 0 has a (replicated, HW 0 everywhere) and b (its own); it fails,
 /// 1 leads in epoch 2 and writes c; 0 comes back and follows.
-fn divergent_suffix(mode: TruncationMode) -> (tempfile::TempDir, StepCluster) {
+fn divergent_suffix(mode: TruncationMode, fencing: bool) -> (tempfile::TempDir, StepCluster) {
     let mut config = safe();
     config.replication.truncation = mode;
+    config.replication.fencing = fencing;
     config.acks = Acks::Leader;
     let (d, mut c) = cluster(config);
     start(&mut c);
@@ -203,15 +204,18 @@ fn divergent_suffix(mode: TruncationMode) -> (tempfile::TempDir, StepCluster) {
 
 #[test]
 fn follower_truncates_a_divergent_suffix_in_each_mode() {
-    for (mode, kept) in [
+    // Each lookup, unfenced as it first ran and fenced as today.
+    for (mode, fencing, kept) in [
         // The HW (0) is all the old rule trusts.
-        (TruncationMode::Hw, vec![]),
+        (TruncationMode::Hw, false, vec![]),
+        (TruncationMode::Hw, true, vec![]),
         // The epoch lookups keep a, which the new leader also has.
-        (TruncationMode::Epoch, vec![0]),
-        (TruncationMode::EpochIterative, vec![0]),
-        (TruncationMode::Fenced, vec![0]),
+        (TruncationMode::Epoch, false, vec![0]),
+        (TruncationMode::Epoch, true, vec![0]),
+        (TruncationMode::EpochIterative, false, vec![0]),
+        (TruncationMode::EpochIterative, true, vec![0]),
     ] {
-        let (_d, mut c) = divergent_suffix(mode);
+        let (_d, mut c) = divergent_suffix(mode, fencing);
         let s = c.snapshot().unwrap();
         assert_eq!(ids(&s, 0), vec![0, 1], "{mode}: a and b before");
         assert_eq!((ids(&s, 1), epochs(&s, 1)), (vec![0, 2], vec![0, 2]));
@@ -243,6 +247,7 @@ fn kip101_misses_a_divergence_inside_an_older_epoch_and_kip279_finds_it() {
     ] {
         let mut config = safe();
         config.replication.truncation = mode;
+        config.replication.fencing = false;
         config.replication.min_insync_replicas = 1;
         config.replication.elr = false;
         config.acks = Acks::Leader;

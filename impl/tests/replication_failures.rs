@@ -295,13 +295,17 @@ fn hw_run(net: &mut Net) {
 fn run(torn: bool) -> Net {
     let mut fenced = Net::new(
         3,
-        config(TruncationMode::Fenced, HwCheckpointPolicy::EveryChange),
+        config(
+            TruncationMode::EpochIterative,
+            HwCheckpointPolicy::EveryChange,
+        ),
         torn,
     );
     fenced_run(&mut fenced);
     let hw_rules = ReplicationConfig {
         min_insync_replicas: 1,
         elr: false,
+        fencing: false,
         ..config(TruncationMode::Hw, HwCheckpointPolicy::IntervalMs(1))
     };
     let mut hw = Net::new(2, hw_rules, torn);

@@ -17,6 +17,7 @@ fn tp() -> TopicPartition {
     TopicPartition::new("t", 0).unwrap()
 }
 
+/// `mode`'s lookup, fenced as today.
 fn config(mode: TruncationMode) -> ReplicationConfig {
     ReplicationConfig {
         truncation: mode,
@@ -115,7 +116,7 @@ fn leo<L: ReplicaLog>(p: &Replica<L>) -> u64 {
 
 #[test]
 fn lag_is_measured_from_the_last_caught_up_fetch() {
-    let (mut l, mut f) = memory_pair(TruncationMode::Fenced);
+    let (mut l, mut f) = memory_pair(TruncationMode::EpochIterative);
     produce(&mut l, 0, Acks::Leader).unwrap();
     fetch(&mut f, &mut l, 20); // fetch offset 0 < LEO 1: not caught up
     let out_of_sync = |l: &Replica<MemoryLog>, now| l.core().is_out_of_sync(1, now);
@@ -149,7 +150,7 @@ fn a_caught_up_follower_stays_in_sync_even_when_it_stops_fetching_here() {
     // Kafka's Replica.isCaughtUp: a follower whose LEO is the leader's is in
     // sync however long ago it fetched; a dead broker leaves through the
     // controller.
-    let (mut l, mut f) = memory_pair(TruncationMode::Fenced);
+    let (mut l, mut f) = memory_pair(TruncationMode::EpochIterative);
     fetch(&mut f, &mut l, 10);
     assert!(!l.core().is_out_of_sync(1, 10 * LAG));
     // It is told of epoch 1 (led by 0 too); 0 has not heard yet.
@@ -164,7 +165,7 @@ fn a_caught_up_follower_stays_in_sync_even_when_it_stops_fetching_here() {
     }
     assert!(!l.core().is_out_of_sync(1, 10 + LAG + 1));
     // The same after a crash.
-    let (mut l, mut f) = memory_pair(TruncationMode::Fenced);
+    let (mut l, mut f) = memory_pair(TruncationMode::EpochIterative);
     fetch(&mut f, &mut l, 10);
     take(&mut l, 11, Input::PeerCrashed(1));
     assert!(!l.core().is_out_of_sync(1, 10 + LAG + 1));
@@ -176,11 +177,19 @@ fn a_caught_up_follower_stays_in_sync_even_when_it_stops_fetching_here() {
 
 #[test]
 fn fenced_requests_carry_the_leader_epoch() {
-    for (mode, fenced) in [
-        (TruncationMode::Fenced, true),
-        (TruncationMode::EpochIterative, false),
-    ] {
-        let (mut l, _f) = memory_pair(mode);
+    for fenced in [true, false] {
+        let mut l = Replica::new(
+            0,
+            vec![0, 1],
+            ReplicationConfig {
+                fencing: fenced,
+                ..config(TruncationMode::EpochIterative)
+            },
+            MemoryLog::new(),
+            None,
+        )
+        .unwrap();
+        take(&mut l, 0, Input::LeaderAndIsr(lai(0, Some(0))));
         let req = |epoch| FetchRequest {
             correlation_id: 1,
             replica_id: 1,
@@ -195,18 +204,14 @@ fn fenced_requests_carry_the_leader_epoch() {
             assert_eq!(old, Some(ApiError::FencedLeaderEpoch));
             assert_eq!(new, Some(ApiError::UnknownLeaderEpoch));
         } else {
-            assert_eq!(
-                (old, new),
-                (None, None),
-                "{mode}: unfenced fetches are served"
-            );
+            assert_eq!((old, new), (None, None), "unfenced fetches are served");
         }
         assert_eq!(serve(&mut l, req(3), 1).error, None);
     }
 }
 
 fn late_responses_are_ignored_on<L: ReplicaLog>(mut logs: impl FnMut() -> L) {
-    let (mut l, mut f) = pair(logs(), logs(), TruncationMode::Fenced);
+    let (mut l, mut f) = pair(logs(), logs(), TruncationMode::EpochIterative);
     produce(&mut l, 0, Acks::Leader).unwrap();
     let req = fetch_request(&mut f, 5).unwrap();
     let resp = serve(&mut l, req, 5);
@@ -215,7 +220,7 @@ fn late_responses_are_ignored_on<L: ReplicaLog>(mut logs: impl FnMut() -> L) {
     take(&mut f, 6, Input::FetchResponse(resp));
     assert_eq!(leo(&f), 0);
     // A duplicate of an answered response is ignored too.
-    let (mut l, mut f) = pair(logs(), logs(), TruncationMode::Fenced);
+    let (mut l, mut f) = pair(logs(), logs(), TruncationMode::EpochIterative);
     produce(&mut l, 0, Acks::Leader).unwrap();
     let req = fetch_request(&mut f, 5).unwrap();
     let resp = serve(&mut l, req, 5);
@@ -290,7 +295,7 @@ fn a_follower_ahead_of_its_leader_cuts_back_to_the_leaders_leo_on_files() {
 
 #[test]
 fn produce_refusals_and_waiters_on_leadership_loss() {
-    let (mut l, mut f) = memory_pair(TruncationMode::Fenced);
+    let (mut l, mut f) = memory_pair(TruncationMode::EpochIterative);
     assert_eq!(
         produce(&mut f, 0, Acks::All),
         Err(ApiError::NotLeaderOrFollower)
@@ -318,7 +323,7 @@ fn produce_refusals_and_waiters_on_leadership_loss() {
 
 #[test]
 fn leader_and_isr_epochs_only_move_forward() {
-    let mut p = replica(MemoryLog::new(), 0, TruncationMode::Fenced);
+    let mut p = replica(MemoryLog::new(), 0, TruncationMode::EpochIterative);
     take(&mut p, 0, Input::LeaderAndIsr(lai(2, None)));
     let before = p.clone();
     for stale in [lai(2, Some(0)), lai(1, Some(0))] {
@@ -338,7 +343,7 @@ fn leader_and_isr_epochs_only_move_forward() {
 
 #[test]
 fn a_tick_with_nothing_to_do_is_refused_and_changes_nothing() {
-    let (mut l, mut f) = memory_pair(TruncationMode::Fenced);
+    let (mut l, mut f) = memory_pair(TruncationMode::EpochIterative);
     for (leader, tick) in [
         (true, Tick::AdvanceHw),
         (true, Tick::ShrinkIsr(1)),
@@ -363,7 +368,7 @@ fn the_hw_is_checkpointed_on_every_change_on<L: ReplicaLog>(
     b: L,
     checkpointed: impl Fn(&Replica<L>) -> u64,
 ) -> (L::Stopped, L::Stopped) {
-    let (mut l, mut f) = pair(a, b, TruncationMode::Fenced);
+    let (mut l, mut f) = pair(a, b, TruncationMode::EpochIterative);
     produce(&mut l, 0, Acks::All).unwrap();
     fetch(&mut f, &mut l, 1);
     fetch(&mut f, &mut l, 2);
@@ -415,7 +420,7 @@ fn the_hw_is_checkpointed_on_every_change_on_files() {
 fn with_the_interval_policy_the_hw_reaches_the_checkpoint_on_its_tick() {
     let cfg = ReplicationConfig {
         hw_checkpoint: HwCheckpointPolicy::IntervalMs(100),
-        ..config(TruncationMode::Fenced)
+        ..config(TruncationMode::EpochIterative)
     };
     let mk = |id| Replica::new(id, vec![0, 1], cfg.clone(), MemoryLog::new(), None).unwrap();
     let (mut l, mut f) = (mk(0), mk(1));

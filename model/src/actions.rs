@@ -368,7 +368,7 @@ pub fn accepts_request(s: &State, replica: ReplicaId, epoch: Epoch) -> bool {
 }
 
 /// A follower that must consult its leader (every mode but `hw`) waits until
-/// the leader is alive and leads; under `fenced`, until it leads in that epoch.
+/// the leader is alive and leads; with fencing, until it leads in that epoch.
 fn follow_enabled(cfg: &Config, s: &State, epoch: Epoch, leader: Option<ReplicaId>) -> bool {
     let Some(leader) = leader else {
         return true;
@@ -377,7 +377,7 @@ fn follow_enabled(cfg: &Config, s: &State, epoch: Epoch, leader: Option<ReplicaI
         return true;
     }
     let l = s.replica(leader);
-    l.presumes_leadership(leader) && (!cfg.truncation.is_fenced() || l.epoch == Some(epoch))
+    l.presumes_leadership(leader) && (!cfg.fencing || l.epoch == Some(epoch))
 }
 
 fn become_leader(s: &mut State, replica: ReplicaId, epoch: Epoch) {
@@ -431,14 +431,14 @@ fn produce(cfg: &Config, s: &mut State, leader: ReplicaId) {
 // --- Fetch ------------------------------------------------------------------
 
 /// The leader `follower` may fetch from: alive, presuming leadership, and
-/// (under `fenced`) on the follower's epoch.
+/// (with fencing) on the follower's epoch.
 fn fetch_leader(cfg: &Config, s: &State, follower: ReplicaId) -> Option<ReplicaId> {
     let f = s.replica(follower);
     let LeaderView::Replica(leader) = f.leader else {
         return None;
     };
     let l = s.replica(leader);
-    let fenced_ok = !cfg.truncation.is_fenced() || l.epoch == f.epoch;
+    let fenced_ok = !cfg.fencing || l.epoch == f.epoch;
     let may_fetch = f.alive && leader != follower && l.presumes_leadership(leader) && fenced_ok;
     (may_fetch && fetch_changes_something(s, follower, leader)).then_some(leader)
 }
@@ -575,7 +575,7 @@ fn follower_in_sync(cfg: &Config, l: &Replica, follower_leo: Offset) -> bool {
     if follower_leo < l.hw {
         return false;
     }
-    if !cfg.truncation.is_fenced() {
+    if !cfg.fencing {
         return true;
     }
     let epoch = l.epoch.expect("a leader has an epoch");

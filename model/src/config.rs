@@ -35,7 +35,9 @@ impl fmt::Display for Acks {
 }
 
 /// How a follower finds where to truncate when it follows a new leader epoch:
-/// one mode per historical Kafka rule.
+/// one lookup per historical Kafka rule. Fencing (KIP-320) is a separate
+/// switch, [`Config::fencing`], so that each historical preset changes one
+/// rule.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
 pub enum Truncation {
@@ -45,17 +47,6 @@ pub enum Truncation {
     Epoch,
     /// KIP-279: repeat the epoch lookup until the logs agree.
     EpochIterative,
-    /// KIP-320: as KIP-279, but fetch and truncation are fenced by the current
-    /// leader epoch (so a follower reports its LEO only to a leader of its own
-    /// epoch), and a follower rejoins the ISR only once its LEO has reached
-    /// the start of the leader's epoch (KAFKA-7128, `Partition.isFollowerInSync`).
-    Fenced,
-}
-
-impl Truncation {
-    pub fn is_fenced(self) -> bool {
-        self == Truncation::Fenced
-    }
 }
 
 impl fmt::Display for Truncation {
@@ -64,7 +55,6 @@ impl fmt::Display for Truncation {
             Truncation::Hw => "hw",
             Truncation::Epoch => "epoch",
             Truncation::EpochIterative => "epoch-iterative",
-            Truncation::Fenced => "fenced",
         })
     }
 }
@@ -117,6 +107,11 @@ pub struct Config {
     pub min_isr: u8,
     pub acks: Acks,
     pub truncation: Truncation,
+    /// KIP-320: fetch and truncation are fenced by the current leader epoch
+    /// (a follower reports its LEO only to a leader of its own epoch), and a
+    /// follower rejoins the ISR only once its LEO has reached the start of
+    /// the leader's epoch (KAFKA-7128, `Partition.isFollowerInSync`).
+    pub fencing: bool,
     /// KIP-966 eligible leader replicas.
     pub elr: bool,
     /// KIP-966's last-known-leader election: with the ELR on, when ISR and
@@ -184,13 +179,14 @@ impl fmt::Display for Config {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "replicas={} records={} max-epoch={} min-isr={} acks={} truncation={} elr={} last-known-leader={} unclean-election={} clean-crashes={} unclean-crashes={} leader-moves={}",
+            "replicas={} records={} max-epoch={} min-isr={} acks={} truncation={} fencing={} elr={} last-known-leader={} unclean-election={} clean-crashes={} unclean-crashes={} leader-moves={}",
             self.replicas,
             self.records,
             self.max_epoch,
             self.min_isr,
             self.acks,
             self.truncation,
+            on_off(self.fencing),
             on_off(self.elr),
             on_off(self.last_known_leader),
             on_off(self.unclean_election),

@@ -41,12 +41,23 @@ pub struct Measured {
     pub seconds: f64,
 }
 
+/// The rule that fixed a historical preset's failure: the preset that
+/// differs from it by that rule alone (the lesson of the TLA+ modules: the
+/// diff between two rules is the bug).
+#[derive(Clone, Copy, Debug)]
+pub struct FixedBy {
+    pub preset: &'static str,
+    pub rule: &'static str,
+}
+
 #[derive(Clone, Copy, Debug)]
 pub struct Preset {
     pub name: &'static str,
     pub summary: &'static str,
     pub config: Config,
     pub expect: Expect,
+    /// For a historical preset, the rule that fixed its failure.
+    pub fixed_by: Option<FixedBy>,
     pub tlc: Option<TlcReference>,
     /// Set for presets checked exhaustively in the tests.
     pub measured: Option<Measured>,
@@ -59,7 +70,8 @@ pub const SAFE: Config = Config {
     max_epoch: 2,
     min_isr: 2,
     acks: Acks::All,
-    truncation: Truncation::Fenced,
+    truncation: Truncation::EpochIterative,
+    fencing: true,
     elr: true,
     last_known_leader: true,
     unclean_election: false,
@@ -75,6 +87,7 @@ pub const PRESETS: &[Preset] = &[
         summary: "today's rules (KIP-320 fencing, KIP-966 ELR, acks=all, min.insync.replicas=2): nothing is lost",
         config: SAFE,
         expect: Expect::Holds { unreachable: &[] },
+        fixed_by: None,
         tlc: None,
         measured: Some(Measured {
             unique_states: SAFE_UNIQUE_STATES,
@@ -89,6 +102,7 @@ pub const PRESETS: &[Preset] = &[
             ..SAFE
         },
         expect: Expect::Holds { unreachable: &[] },
+        fixed_by: None,
         tlc: None,
         measured: None,
     },
@@ -100,6 +114,10 @@ pub const PRESETS: &[Preset] = &[
             ..SAFE
         },
         expect: Expect::Breaks(ACKNOWLEDGED_RECORDS_SURVIVE),
+        fixed_by: Some(FixedBy {
+            preset: "safe",
+            rule: "acks=all",
+        }),
         tlc: None,
         measured: None,
     },
@@ -112,6 +130,10 @@ pub const PRESETS: &[Preset] = &[
             ..SAFE
         },
         expect: Expect::Breaks(ACKNOWLEDGED_RECORDS_SURVIVE),
+        fixed_by: Some(FixedBy {
+            preset: "no-elr",
+            rule: "min.insync.replicas=2",
+        }),
         tlc: None,
         measured: None,
     },
@@ -124,6 +146,10 @@ pub const PRESETS: &[Preset] = &[
             ..SAFE
         },
         expect: Expect::Breaks(COMMITTED_RECORDS_SURVIVE),
+        fixed_by: Some(FixedBy {
+            preset: "no-elr",
+            rule: "unclean leader election off",
+        }),
         tlc: None,
         measured: None,
     },
@@ -135,28 +161,40 @@ pub const PRESETS: &[Preset] = &[
             ..SAFE
         },
         expect: Expect::Breaks(COMMITTED_RECORDS_SURVIVE),
+        fixed_by: Some(FixedBy {
+            preset: "safe",
+            rule: "KIP-966's eligible leader replicas",
+        }),
         tlc: None,
         measured: None,
     },
     Preset {
         name: "hw-truncation",
-        summary: "truncation to the HW (before KIP-101): a follower drops a record its leader commits, then leads without it",
+        summary: "truncation to the HW (before KIP-101), fenced as today: a follower drops a record its leader commits, then leads without it",
         config: Config {
             truncation: Truncation::Hw,
             ..SAFE
         },
         expect: Expect::Breaks(COMMITTED_RECORDS_SURVIVE),
+        fixed_by: Some(FixedBy {
+            preset: "epoch-lookup",
+            rule: "KIP-101's leader-epoch lookup",
+        }),
         tlc: None,
         measured: None,
     },
     Preset {
         name: "epoch-lookup",
-        summary: "KIP-101's rules (one epoch lookup, unfenced fetch): after fast leader changes the logs diverge below the HW",
+        summary: "KIP-101's single epoch lookup, fenced as today: a leader that cannot answer for the follower's epoch sends it back to its HW, below a record the ISR holds",
         config: Config {
             truncation: Truncation::Epoch,
             ..SAFE
         },
-        expect: Expect::Breaks(NO_DIVERGENCE_BELOW_HW),
+        expect: Expect::Breaks(STRONG_ISR),
+        fixed_by: Some(FixedBy {
+            preset: "safe",
+            rule: "KIP-279's iterated lookup",
+        }),
         tlc: None,
         measured: None,
     },
@@ -164,10 +202,14 @@ pub const PRESETS: &[Preset] = &[
         name: "unfenced",
         summary: "KIP-279 without KIP-320's fencing: after fast leader changes an ISR member misses a committed record",
         config: Config {
-            truncation: Truncation::EpochIterative,
+            fencing: false,
             ..SAFE
         },
         expect: Expect::Breaks(STRONG_ISR),
+        fixed_by: Some(FixedBy {
+            preset: "safe",
+            rule: "KIP-320's fencing",
+        }),
         tlc: None,
         measured: None,
     },
@@ -180,7 +222,8 @@ pub const PRESETS: &[Preset] = &[
             max_epoch: 2,
             min_isr: 1,
             acks: Acks::None,
-            truncation: Truncation::Fenced,
+            truncation: Truncation::EpochIterative,
+            fencing: true,
             elr: false,
             last_known_leader: true,
             unclean_election: false,
@@ -192,6 +235,7 @@ pub const PRESETS: &[Preset] = &[
         expect: Expect::Holds {
             unreachable: &[SOMETIMES_UNCLEAN_RESTART],
         },
+        fixed_by: None,
         tlc: Some(TlcReference {
             module: "Kip320",
             distinct_states: 737_794,

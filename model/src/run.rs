@@ -261,7 +261,7 @@ pub enum Outcome {
 
 /// The version of the JSON report's shape (see `Report`); bumped whenever
 /// a field changes meaning or goes away.
-pub const SCHEMA: &str = "highwater-check-report/2";
+pub const SCHEMA: &str = "highwater-check-report/3";
 
 /// The report of one run, as `--json` prints it.
 #[derive(Clone, Debug, Serialize)]

@@ -176,7 +176,6 @@ mod tests {
             "KIP-101 keeps b1 at offset 1"
         );
         assert_eq!(at(Truncation::EpochIterative, &f, &l), 1);
-        assert_eq!(at(Truncation::Fenced, &f, &l), 1);
     }
 
     #[test]
@@ -234,11 +233,7 @@ mod tests {
     fn truncation_never_goes_above_the_follower_leo() {
         let f = follower(&[(0, 0)], 0);
         let l = leader(&[(0, 0), (1, 0)], 0);
-        for mode in [
-            Truncation::Epoch,
-            Truncation::EpochIterative,
-            Truncation::Fenced,
-        ] {
+        for mode in [Truncation::Epoch, Truncation::EpochIterative] {
             assert_eq!(at(mode, &f, &l), 1, "{mode}");
         }
     }

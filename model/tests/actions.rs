@@ -434,11 +434,7 @@ fn become_follower_under_hw_does_not_wait_for_the_leader() {
 
 #[test]
 fn become_follower_consulting_the_leader_waits_until_it_leads() {
-    for cfg in with_modes(&[
-        Truncation::Epoch,
-        Truncation::EpochIterative,
-        Truncation::Fenced,
-    ]) {
+    for cfg in unfenced(&[Truncation::Epoch, Truncation::EpochIterative]).chain([base()]) {
         let s = run(&cfg, &init(&cfg), &[elect(A)]);
         assert_disabled(&cfg, &s, follow(B, 0));
         let s2 = step(&cfg, &s, lead(A, 0));
@@ -471,11 +467,7 @@ fn become_follower_under_fenced_waits_until_the_leader_leads_in_that_epoch() {
     assert_enabled(&fenced, &s2, follow(B, 1));
 
     // Unfenced modes only need the leader to presume it leads.
-    for mode in [Truncation::Epoch, Truncation::EpochIterative] {
-        let cfg = Config {
-            truncation: mode,
-            ..base()
-        };
+    for cfg in unfenced(&[Truncation::Epoch, Truncation::EpochIterative]) {
         assert_enabled(&cfg, &s, follow(B, 1));
     }
 }
@@ -501,15 +493,16 @@ fn divergent(cfg: &Config) -> State {
 
 #[test]
 fn become_follower_truncates_as_its_mode_says() {
+    // The lookup alone decides where A cuts; fencing only decides when.
     let cases = [
         (Truncation::Hw, log(&[])),
         (Truncation::Epoch, log(&[(0, 0), (1, 1)])),
         (Truncation::EpochIterative, log(&[(0, 0)])),
-        (Truncation::Fenced, log(&[(0, 0)])),
     ];
-    for (mode, expected) in cases {
+    for ((mode, expected), fencing) in cases.iter().flat_map(|c| [(*c, false), (*c, true)]) {
         let cfg = Config {
             truncation: mode,
+            fencing,
             ..base()
         };
         let s = divergent(&cfg);
@@ -698,7 +691,7 @@ fn fenced_fetch_requires_the_same_epoch() {
     let s2 = step(&fenced, &s, follow(B, 1));
     assert_enabled(&fenced, &s2, fetch(B, A));
 
-    for cfg in with_modes(UNFENCED) {
+    for cfg in unfenced(LOOKUPS) {
         assert_enabled(&cfg, &s, fetch(B, A));
     }
 }
@@ -1058,7 +1051,7 @@ fn fenced_expand_waits_until_the_follower_reaches_the_leaders_epoch_start() {
     // not the epoch start: Partition.isFollowerInSync keeps it out.
     let s = expand_across_epochs(&fenced, 1, 1);
     assert_disabled(&fenced, &s, expand(A, C));
-    for cfg in with_modes(UNFENCED) {
+    for cfg in unfenced(LOOKUPS) {
         assert_enabled(&cfg, &s, expand(A, C));
     }
     // C's LEO at the epoch start, the HW still below it: allowed. (The old

@@ -120,7 +120,7 @@ fn the_json_report_is_versioned_and_spells_acks_as_the_cli() {
     let o = highwater(&["check", "--preset", "acks-1", "--json", "-t", "2"]);
     assert_eq!(o.status.code(), Some(0));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON on stdout");
-    assert_eq!(v["schema"], "highwater-check-report/2");
+    assert_eq!(v["schema"], "highwater-check-report/3");
     assert_eq!(v["config"]["acks"], "1");
     assert_eq!(v["outcome"], "as-expected");
     assert_eq!(v["ended"], "stopped-at-counterexample");

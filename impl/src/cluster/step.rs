@@ -398,8 +398,7 @@ impl<L: ReplicaLog> StepCluster<L> {
             if self.config.replication.truncation.asks_leader() {
                 let ready = self.partition(l).is_some_and(|lp| {
                     lp.is_leader()
-                        && (!self.config.replication.truncation.is_fenced()
-                            || lp.leader_epoch() == Some(epoch))
+                        && (!self.config.replication.fencing || lp.leader_epoch() == Some(epoch))
                 });
                 if !ready {
                     return not_enabled(format!(
@@ -506,8 +505,7 @@ impl<L: ReplicaLog> StepCluster<L> {
         };
         let epoch = f.leader_epoch();
         let ready = self.partition(leader).is_some_and(|l| {
-            l.is_leader()
-                && (!self.config.replication.truncation.is_fenced() || l.leader_epoch() == epoch)
+            l.is_leader() && (!self.config.replication.fencing || l.leader_epoch() == epoch)
         });
         if leader == follower || !ready {
             return not_enabled(format!("leader {leader} does not serve {follower}'s fetch"));

@@ -336,7 +336,7 @@ impl Partition {
             return false;
         };
         let hw = self.log.high_watermark;
-        let epoch_ok = !self.config.truncation.is_fenced()
+        let epoch_ok = !self.config.fencing
             || match self.config.isr_join {
                 IsrJoinRule::FollowerReachedEpochStart => leo >= l.epoch_start_offset,
                 IsrJoinRule::LeaderHwReachedEpochStart => hw >= l.epoch_start_offset,

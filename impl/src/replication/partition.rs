@@ -707,7 +707,7 @@ impl Partition {
 
     /// KIP-320: a request in another epoch than the leader's is refused.
     pub(super) fn fence(&self, requester_epoch: LeaderEpoch) -> Option<ApiError> {
-        if !self.config.truncation.is_fenced() {
+        if !self.config.fencing {
             return None;
         }
         let mine = self.leader_epoch.unwrap_or(-1);

@@ -46,7 +46,8 @@ impl fmt::Display for Acks {
 }
 
 /// How a follower finds where to truncate when it follows a new leader
-/// epoch: one mode per historical Kafka rule, as in the model.
+/// epoch: one lookup per historical Kafka rule, as in the model. KIP-320's
+/// fencing is a separate switch, [`ReplicationConfig::fencing`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum TruncationMode {
     /// Truncate to the local HW (Kafka before KIP-101).
@@ -55,16 +56,9 @@ pub enum TruncationMode {
     Epoch,
     /// KIP-279: repeat OffsetsForLeaderEpoch until the logs agree.
     EpochIterative,
-    /// KIP-320: as KIP-279, with fetch and OffsetsForLeaderEpoch fenced by
-    /// the current leader epoch, and ISR expansion waiting until the HW has
-    /// reached the leader's own epoch.
-    Fenced,
 }
 
 impl TruncationMode {
-    pub fn is_fenced(self) -> bool {
-        self == TruncationMode::Fenced
-    }
     /// Whether a new follower asks its leader where to truncate.
     pub fn asks_leader(self) -> bool {
         self != TruncationMode::Hw
@@ -77,7 +71,6 @@ impl fmt::Display for TruncationMode {
             TruncationMode::Hw => "hw",
             TruncationMode::Epoch => "epoch",
             TruncationMode::EpochIterative => "epoch-iterative",
-            TruncationMode::Fenced => "fenced",
         })
     }
 }
@@ -89,10 +82,15 @@ impl FromStr for TruncationMode {
             "hw" => TruncationMode::Hw,
             "epoch" => TruncationMode::Epoch,
             "epoch-iterative" => TruncationMode::EpochIterative,
-            "fenced" => TruncationMode::Fenced,
+            "fenced" => {
+                return Err(
+                    "truncation mode \"fenced\" is now epoch-iterative with fencing on (fencing is its own switch)"
+                        .to_string(),
+                )
+            }
             _ => {
                 return Err(format!(
-                    "unknown truncation mode {s:?}: expected hw, epoch, epoch-iterative or fenced"
+                    "unknown truncation mode {s:?}: expected hw, epoch or epoch-iterative"
                 ))
             }
         })
@@ -105,6 +103,12 @@ pub struct ReplicationConfig {
     /// `min.insync.replicas`.
     pub min_insync_replicas: usize,
     pub truncation: TruncationMode,
+    /// KIP-320: fetch and OffsetsForLeaderEpoch are fenced by the current
+    /// leader epoch (`Partition.checkCurrentLeaderEpoch`), and a follower
+    /// rejoins the ISR only from the leader's epoch start
+    /// (`Partition.isFollowerInSync`).
+    #[serde(default = "fencing_default")]
+    pub fencing: bool,
     /// KIP-966 (eligible leader replicas): the HW does not advance while
     /// |ISR| < min.insync.replicas.
     pub elr: bool,
@@ -121,6 +125,10 @@ pub struct ReplicationConfig {
     /// When the HW is written to `replication-offset-checkpoint`.
     #[serde(default)]
     pub hw_checkpoint: HwCheckpointPolicy,
+}
+
+fn fencing_default() -> bool {
+    true
 }
 
 /// When the HW is written to `replication-offset-checkpoint`.
@@ -160,7 +168,8 @@ impl Default for ReplicationConfig {
     fn default() -> Self {
         ReplicationConfig {
             min_insync_replicas: 2,
-            truncation: TruncationMode::Fenced,
+            truncation: TruncationMode::EpochIterative,
+            fencing: true,
             elr: true,
             replica_lag_time_max_ms: 30_000,
             replica_fetch_max_bytes: 1 << 20,

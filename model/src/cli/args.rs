@@ -88,10 +88,14 @@ pub struct ModelArgs {
     /// Producer acks: 0, 1 or all.
     #[arg(long)]
     pub acks: Option<Acks>,
-    /// Follower truncation rule: hw (before KIP-101), epoch (KIP-101),
-    /// epoch-iterative (KIP-279), fenced (KIP-320).
+    /// Where a new follower truncates: hw (before KIP-101), epoch (KIP-101's
+    /// single leader-epoch lookup), epoch-iterative (KIP-279).
     #[arg(long)]
     pub truncation: Option<Truncation>,
+    /// KIP-320 fencing (on or off): fetch and truncation fenced by the
+    /// current leader epoch, ISR join only from the leader's epoch start.
+    #[arg(long, value_parser = on_off_parser())]
+    pub fencing: Option<bool>,
     /// KIP-966 eligible leader replicas (on or off).
     #[arg(long, value_parser = on_off_parser())]
     pub elr: Option<bool>,
@@ -114,7 +118,9 @@ pub struct ModelArgs {
     pub leader_moves: Option<u8>,
     /// A deliberately broken rule, to see a check fail: expand-on-leader-hw
     /// (a follower rejoins the ISR only once the leader's HW reaches its
-    /// epoch start: the partition can stall), no-elr-election (the controller
+    /// epoch start: the partition can stall), expand-at-hw (a follower
+    /// rejoins once it reaches the HW, short of the leader's epoch start:
+    /// strong ISR breaks), no-elr-election (the controller
     /// never elects from the ELR), elr-election-settles (an ELR election
     /// empties the rest of the ELR, highwater's rule before Kafka's).
     #[arg(long)]
@@ -287,6 +293,7 @@ impl ModelArgs {
         set!(min_isr);
         set!(acks);
         set!(truncation);
+        set!(fencing);
         set!(elr);
         set!(last_known_leader);
         set!(unclean_election);

@@ -15,6 +15,7 @@ pub fn presets(json: bool) -> Result<ExitCode, String> {
                     "config": p.config,
                     "expected": p.expectation_text(),
                     "breaks": match p.expect { Expect::Breaks(n) => Some(n), _ => None },
+                    "fixed_by": p.fixed_by.map(|f| serde_json::json!({"preset": f.preset, "rule": f.rule})),
                     "tlc_distinct_states": p.tlc.map(|t| t.distinct_states),
                 })
             })
@@ -29,7 +30,7 @@ pub fn presets(json: bool) -> Result<ExitCode, String> {
         let c = &p.config;
         println!("{:<17} {}", p.name, p.summary);
         println!(
-            "{:<17} replicas={} records={} max-epoch={} min-isr={} acks={} truncation={} elr={} last-known-leader={} unclean-election={} crashes: clean={} unclean={} leader-moves={}",
+            "{:<17} replicas={} records={} max-epoch={} min-isr={} acks={} truncation={} fencing={} elr={} last-known-leader={} unclean-election={} crashes: clean={} unclean={} leader-moves={}",
             "",
             c.replicas,
             c.records,
@@ -37,6 +38,7 @@ pub fn presets(json: bool) -> Result<ExitCode, String> {
             c.min_isr,
             c.acks,
             c.truncation,
+            on_off(c.fencing),
             on_off(c.elr),
             on_off(c.last_known_leader),
             on_off(c.unclean_election),
@@ -45,6 +47,9 @@ pub fn presets(json: bool) -> Result<ExitCode, String> {
             c.leader_moves
         );
         println!("{:<17} expected: {}", "", p.expectation_text());
+        if let Some(f) = p.fixed_by {
+            println!("{:<17} fixed by: {} (preset {})", "", f.rule, f.preset);
+        }
         if let Some(t) = p.tlc {
             println!(
                 "{:<17} TLC on the TLA+ {} module: {} distinct states (depth {}); highwater: {} unique states (see `highwater presets --help`)",

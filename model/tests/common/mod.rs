@@ -20,7 +20,8 @@ pub fn base() -> Config {
         max_epoch: 3,
         min_isr: 2,
         acks: Acks::All,
-        truncation: Truncation::Fenced,
+        truncation: Truncation::EpochIterative,
+        fencing: true,
         elr: true,
         last_known_leader: true,
         unclean_election: false,
@@ -32,16 +33,17 @@ pub fn base() -> Config {
     }
 }
 
-/// `base()` under each of `modes`.
-pub fn with_modes(modes: &[Truncation]) -> impl Iterator<Item = Config> + '_ {
+/// `base()` under each of `modes`, without KIP-320's fencing.
+pub fn unfenced(modes: &[Truncation]) -> impl Iterator<Item = Config> + '_ {
     modes.iter().map(|&truncation| Config {
         truncation,
+        fencing: false,
         ..base()
     })
 }
 
-/// The truncation modes before KIP-320's fencing.
-pub const UNFENCED: &[Truncation] = &[
+/// The truncation lookups, each a rule from before KIP-320's fencing.
+pub const LOOKUPS: &[Truncation] = &[
     Truncation::Hw,
     Truncation::Epoch,
     Truncation::EpochIterative,
