@@ -69,6 +69,17 @@ pub(super) fn run_producer(
             let Some(leader) = shared.metadata().leader else {
                 break;
             };
+            let n = config.records_per_request as u64;
+            if let Some(max) = config.max_records {
+                let taken = shared.records_sent.fetch_update(
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                    |sent| (sent + n <= max).then_some(sent + n),
+                );
+                if taken.is_err() {
+                    break;
+                }
+            }
             let request_id = ((k as u64) << PRODUCER_SHIFT) | seq;
             let ids: Vec<RecordId> = (0..config.records_per_request as u64)
                 .map(|i| request_id * config.records_per_request as u64 + i)

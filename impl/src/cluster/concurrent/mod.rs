@@ -31,6 +31,8 @@ use std::sync::{Arc, RwLock};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
+use serde::{Deserialize, Serialize};
+
 use super::trace::{Trace, Tracer};
 use crate::replication::{
     Acks, AlterPartitionRequest, AlterPartitionResponse, Controller, ControllerConfig,
@@ -45,6 +47,7 @@ mod faults;
 mod nodes;
 mod report;
 
+pub use super::trace::read_trace_file;
 pub use faults::{Fault, FaultSchedule};
 pub use report::{AckedRecord, ConsumedRecord, RunReport};
 
@@ -88,6 +91,35 @@ pub struct ConcurrentConfig {
     pub settle_timeout: Duration,
     /// Record a trace of every event (costly: a state copy per event).
     pub trace: bool,
+    /// With `trace`: stream the trace to this file, one JSON entry a line,
+    /// instead of keeping it in memory (memory stays bounded however long
+    /// the run; the report's trace is then empty).
+    pub trace_file: Option<std::path::PathBuf>,
+    /// Producers stop after this many records in all (`None`: no limit).
+    /// Small runs fit the model's bounds, so that their traces can be
+    /// validated against it.
+    pub max_records: Option<u64>,
+    /// A deliberately broken rule of the driver (test-only switch), to show
+    /// that trace validation catches concurrency bugs; `None` in real runs.
+    pub inject: Option<InjectedFault>,
+}
+
+/// A concurrency bug the driver can be told to have, each in the driver
+/// (`nodes.rs`), none in the replication core that lockstep checks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum InjectedFault {
+    /// A follower applies a fetch response from a leader of an older epoch
+    /// (the driver relabels it as from its current leader).
+    StaleEpochFetchResponse,
+    /// A leader shrinks its own ISR copy as soon as it asks the controller,
+    /// and advances its HW from that copy before the answer.
+    HwFromUnconfirmedIsr,
+    /// A follower takes the leader's LEO as its HW: an HW published to its
+    /// readers before the leader's HW made it safe.
+    HwPublishedEarly,
+    /// The leader applies an ISR change twice: after the next change it
+    /// takes the previous ISR update again.
+    IsrChangeAppliedTwice,
 }
 
 impl ConcurrentConfig {
@@ -117,6 +149,9 @@ impl ConcurrentConfig {
             produce_timeout: Duration::from_secs(2),
             settle_timeout: Duration::from_secs(20),
             trace: false,
+            trace_file: None,
+            max_records: None,
+            inject: None,
         }
     }
 }
@@ -184,6 +219,8 @@ pub(super) struct Shared {
     pub(super) crashes: std::sync::Mutex<Vec<(ReplicaId, bool)>>,
     /// Producers, consumers and faults stop.
     pub(super) stop_clients: AtomicBool,
+    /// Records producers sent so far (for `max_records`).
+    pub(super) records_sent: std::sync::atomic::AtomicU64,
 }
 
 impl Shared {
@@ -241,7 +278,11 @@ pub fn run(root: &Path, config: ConcurrentConfig) -> Result<RunReport> {
         start: Instant::now(),
         metadata: RwLock::new(Metadata::default()),
         readers: RwLock::new(vec![None; ids.len()]),
-        tracer: Tracer::new(config.trace),
+        tracer: match (&config.trace_file, config.trace) {
+            (Some(path), true) => Tracer::to_file(path)?,
+            _ => Tracer::new(config.trace),
+        },
+        records_sent: std::sync::atomic::AtomicU64::new(0),
         errors: std::sync::Mutex::new(Vec::new()),
         crashes: std::sync::Mutex::new(Vec::new()),
         stop_clients: AtomicBool::new(false),
@@ -415,5 +456,8 @@ pub fn run(root: &Path, config: ConcurrentConfig) -> Result<RunReport> {
         .unwrap_or_else(|e| e.into_inner())
         .clone();
     report.trace = shared.tracer.take();
+    if let Some(e) = shared.tracer.finish() {
+        report.errors.push(format!("trace file: {e}"));
+    }
     Ok(report)
 }

@@ -8,11 +8,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::super::trace::{Actor, Event};
+use super::InjectedFault;
 use super::{ConcurrentConfig, CtlMsg, Msg, Shared, PRODUCER_SHIFT};
 use crate::replication::log::record_id;
 use crate::replication::{
-    ApiError, Controller, DiskLog, DiskLogConfig, Error, FetchRequest, Input, LeaderAndIsr, Output,
-    ProduceResponse, RecordId, Replica, ReplicaId, ReplicaLog, Result, Tick,
+    ApiError, Controller, DiskLog, DiskLogConfig, Error, FetchRequest, FetchResponse, Input,
+    IsrChange, LeaderAndIsr, Output, ProduceResponse, RecordId, Replica, ReplicaId, ReplicaLog,
+    Result, Tick,
 };
 
 /// What a replica thread hands back: its replica (if up) and the errors
@@ -38,6 +40,10 @@ pub(super) struct ReplicaNode {
     backoff_until: u64,
     last_flush: u64,
     last_isr_check: u64,
+    /// Only with an injected fault: the last fetch response taken in an
+    /// older epoch, and the ISR of the last accepted AlterPartition.
+    stale_response: Option<FetchResponse>,
+    last_isr_answer: Option<Vec<ReplicaId>>,
 }
 
 /// A refusal (a tick with nothing to do) rather than a failure.
@@ -74,6 +80,8 @@ impl ReplicaNode {
             backoff_until: 0,
             last_flush: 0,
             last_isr_check: 0,
+            stale_response: None,
+            last_isr_answer: None,
         }
     }
 
@@ -303,7 +311,14 @@ impl ReplicaNode {
         match msg {
             Msg::LeaderAndIsr(req) => self.leader_and_isr(req, now)?,
             Msg::Fetch { from, req } => self.serve_fetch(from, req, now)?,
-            Msg::FetchResponse(resp) => {
+            Msg::FetchResponse(mut resp) => {
+                if self.injected(InjectedFault::HwPublishedEarly) {
+                    // Deliberately broken: the leader's LEO taken as its HW.
+                    resp.high_watermark = resp.log_end_offset;
+                }
+                if self.injected(InjectedFault::StaleEpochFetchResponse) {
+                    self.remember_or_replay_stale(&mut resp);
+                }
                 let leader = resp.leader_id;
                 let (fetch_offset, error) = (resp.fetch_offset, resp.error);
                 let p = self.partition.as_ref().expect("checked by the caller");
@@ -348,8 +363,15 @@ impl ReplicaNode {
             }
             Msg::AlterPartitionResponse(resp) => {
                 let (change, result) = (resp.change, resp.result.clone());
+                let epoch = resp.leader_epoch;
                 self.input(now, Input::AlterPartitionResponse(resp))?;
-                self.trace(Event::AlterPartitionAnswered { change, result });
+                self.trace(Event::AlterPartitionAnswered {
+                    change,
+                    result: result.clone(),
+                });
+                if let Ok(isr) = result {
+                    self.inject_isr_faults(epoch, change, isr, now)?;
+                }
             }
             Msg::Following { from, leader } => {
                 let notice = Input::Following {
@@ -380,6 +402,74 @@ impl ReplicaNode {
             Msg::Stop | Msg::Crash { .. } | Msg::Restart | Msg::Produce { .. } => {
                 unreachable!("handled by the caller")
             }
+        }
+        Ok(())
+    }
+
+    fn injected(&self, fault: InjectedFault) -> bool {
+        self.config.inject == Some(fault)
+    }
+
+    /// `StaleEpochFetchResponse` (deliberately broken): a response taken in
+    /// an older epoch is kept, and applied once more in the next epoch,
+    /// relabelled as the current leader's answer to the fetch in flight.
+    fn remember_or_replay_stale(&mut self, resp: &mut FetchResponse) {
+        let Some(p) = self.partition.as_ref() else {
+            return;
+        };
+        let core = p.core();
+        let epoch = core.state().leader_epoch;
+        match self.stale_response.take() {
+            Some(old) if old.leader_epoch < epoch && core.fetching_from().is_some() => {
+                if let Some(c) = core.fetch_in_flight() {
+                    if old.fetch_offset == core.log_state().log_end_offset {
+                        *resp = FetchResponse {
+                            correlation_id: c,
+                            leader_id: resp.leader_id,
+                            leader_epoch: resp.leader_epoch,
+                            ..old
+                        };
+                        return;
+                    }
+                }
+                self.stale_response = Some(old);
+            }
+            Some(old) if old.leader_epoch < epoch => self.stale_response = Some(old),
+            _ => self.stale_response = Some(resp.clone()),
+        }
+    }
+
+    /// `HwFromUnconfirmedIsr` and `IsrChangeAppliedTwice` (deliberately
+    /// broken), after an accepted AlterPartition: the leader's ISR copy
+    /// drops the member just added (a stale copy it then advances the HW
+    /// from), or takes the previous accepted ISR again.
+    fn inject_isr_faults(
+        &mut self,
+        epoch: crate::replication::LeaderEpoch,
+        change: IsrChange,
+        isr: Vec<ReplicaId>,
+        now: u64,
+    ) -> Result<()> {
+        let stale = match (self.config.inject, change) {
+            (Some(InjectedFault::HwFromUnconfirmedIsr), IsrChange::Add(f)) => {
+                Some(isr.iter().copied().filter(|&r| r != f).collect())
+            }
+            (Some(InjectedFault::IsrChangeAppliedTwice), _) => {
+                self.last_isr_answer.replace(isr.clone())
+            }
+            _ => None,
+        };
+        let Some(stale) = stale else {
+            return Ok(());
+        };
+        let before = self.partition.as_ref().map(|p| p.core().isr());
+        let update = Input::IsrUpdate {
+            leader_epoch: epoch,
+            isr: stale.clone(),
+        };
+        self.input(now, update)?;
+        if self.partition.as_ref().map(|p| p.core().isr()) != before {
+            self.trace(Event::IsrUpdated { isr: stale });
         }
         Ok(())
     }
