@@ -18,3 +18,4 @@ pub mod exhaustive;
 pub mod lockstep;
 pub mod mapping;
 pub mod replay;
+pub mod trace_validation;

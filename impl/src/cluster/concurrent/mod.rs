@@ -173,6 +173,14 @@ pub(super) enum Msg {
         leader: Option<(ReplicaId, LeaderEpoch)>,
     },
     PeerCrashed(ReplicaId),
+    /// A message from a peer's incarnation: dropped if that incarnation
+    /// has crashed since (its connections are gone; nothing it sent before
+    /// the crash arrives after it, as over TCP).
+    Peer {
+        from: ReplicaId,
+        incarnation: u64,
+        msg: Box<Msg>,
+    },
     /// The controller changed the ISR within the leader epoch.
     IsrUpdate {
         leader_epoch: LeaderEpoch,
@@ -221,6 +229,8 @@ pub(super) struct Shared {
     pub(super) stop_clients: AtomicBool,
     /// Records producers sent so far (for `max_records`).
     pub(super) records_sent: std::sync::atomic::AtomicU64,
+    /// Each replica's incarnation: how many times it crashed.
+    pub(super) incarnations: Vec<std::sync::atomic::AtomicU64>,
 }
 
 impl Shared {
@@ -232,6 +242,11 @@ impl Shared {
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
+    }
+    pub(super) fn incarnation(&self, r: ReplicaId) -> u64 {
+        self.incarnations
+            .get(r as usize)
+            .map_or(0, |i| i.load(Ordering::SeqCst))
     }
     pub(super) fn reader(&self, r: ReplicaId) -> Option<LogReader> {
         self.readers
@@ -283,6 +298,10 @@ pub fn run(root: &Path, config: ConcurrentConfig) -> Result<RunReport> {
             _ => Tracer::new(config.trace),
         },
         records_sent: std::sync::atomic::AtomicU64::new(0),
+        incarnations: ids
+            .iter()
+            .map(|_| std::sync::atomic::AtomicU64::new(0))
+            .collect(),
         errors: std::sync::Mutex::new(Vec::new()),
         crashes: std::sync::Mutex::new(Vec::new()),
         stop_clients: AtomicBool::new(false),

@@ -36,7 +36,9 @@ pub(super) struct ReplicaNode {
     producers: Vec<Sender<ProduceResponse>>,
     shared: Arc<Shared>,
     /// Fetches held until data arrives: (from, request, held since).
-    parked: Vec<(ReplicaId, FetchRequest, u64)>,
+    parked: Vec<(ReplicaId, FetchRequest, u64, u64)>,
+    /// The sender incarnation of the message being handled.
+    msg_incarnation: u64,
     backoff_until: u64,
     last_flush: u64,
     last_isr_check: u64,
@@ -77,6 +79,7 @@ impl ReplicaNode {
             producers,
             shared,
             parked: Vec::new(),
+            msg_incarnation: 0,
             backoff_until: 0,
             last_flush: 0,
             last_isr_check: 0,
@@ -96,7 +99,11 @@ impl ReplicaNode {
 
     fn send(&self, to: ReplicaId, msg: Msg) {
         if let Some(s) = self.peers.get(to as usize) {
-            let _ = s.send(msg);
+            let _ = s.send(Msg::Peer {
+                from: self.id,
+                incarnation: self.shared.incarnation(self.id),
+                msg: Box::new(msg),
+            });
         }
     }
 
@@ -173,6 +180,10 @@ impl ReplicaNode {
         }
         self.shared.set_reader(self.id, None);
         self.parked.clear();
+        // Its connections drop: what it sent and is still unread is lost.
+        if let Some(i) = self.shared.incarnations.get(self.id as usize) {
+            i.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
         let log = p.into_log();
         if clean {
             log.close()?;
@@ -241,6 +252,17 @@ impl ReplicaNode {
         let now = self.shared.now();
         match msg {
             Msg::Stop => return Ok(false),
+            Msg::Peer {
+                from,
+                incarnation,
+                msg,
+            } => {
+                if incarnation != self.shared.incarnation(from) {
+                    return Ok(true);
+                }
+                self.msg_incarnation = incarnation;
+                return self.handle(*msg);
+            }
             Msg::Crash { clean } => self.crash(clean)?,
             Msg::Restart => {
                 if self.partition.is_none() {
@@ -399,7 +421,11 @@ impl ReplicaNode {
                     self.trace(Event::IsrUpdated { isr });
                 }
             }
-            Msg::Stop | Msg::Crash { .. } | Msg::Restart | Msg::Produce { .. } => {
+            Msg::Stop
+            | Msg::Crash { .. }
+            | Msg::Restart
+            | Msg::Produce { .. }
+            | Msg::Peer { .. } => {
                 unreachable!("handled by the caller")
             }
         }
@@ -508,7 +534,7 @@ impl ReplicaNode {
                 && !self
                     .parked
                     .iter()
-                    .any(|(f, q, _)| *f == from && q.correlation_id == req.correlation_id);
+                    .any(|(f, q, _, _)| *f == from && q.correlation_id == req.correlation_id);
             self.trace(Event::FetchServed {
                 follower: from,
                 fetch_offset: req.fetch_offset,
@@ -520,7 +546,8 @@ impl ReplicaNode {
             // Kafka expands the ISR while serving a fetch.
             self.maybe_expand(from, now);
             if hold {
-                self.parked.push((from, req.clone(), now));
+                self.parked
+                    .push((from, req.clone(), now, self.msg_incarnation));
             } else {
                 self.send(to, Msg::FetchResponse(response));
             }
@@ -570,9 +597,13 @@ impl ReplicaNode {
             let wait = self.config.fetch_max_wait.as_millis() as u64;
             let (ready, held): (Vec<_>, Vec<_>) = std::mem::take(&mut self.parked)
                 .into_iter()
-                .partition(|(_, q, since)| leo > q.fetch_offset || now >= since + wait);
+                .partition(|(_, q, since, _)| leo > q.fetch_offset || now >= since + wait);
             self.parked = held;
-            for (from, req, _) in ready {
+            for (from, req, _, incarnation) in ready {
+                if incarnation != self.shared.incarnation(from) {
+                    // Held for a follower that crashed since.
+                    continue;
+                }
                 for o in self.input(now, Input::Fetch(req.clone()))? {
                     let Output::FetchResponse { to, response } = o else {
                         continue;
@@ -660,6 +691,11 @@ pub(super) struct ControllerNode {
     controller: Controller,
     replicas: Vec<Sender<Msg>>,
     shared: Arc<Shared>,
+    /// Brokers that registered since the run began. The controller starts
+    /// with every broker registered (the model's initial state); a broker's
+    /// first registration is its start, not a restart, and no leader is
+    /// elected before every broker has started.
+    started: Vec<bool>,
 }
 
 impl ControllerNode {
@@ -668,10 +704,12 @@ impl ControllerNode {
         replicas: Vec<Sender<Msg>>,
         shared: Arc<Shared>,
     ) -> ControllerNode {
+        let started = vec![false; replicas.len()];
         ControllerNode {
             controller,
             replicas,
             shared,
+            started,
         }
     }
 
@@ -730,6 +768,11 @@ impl ControllerNode {
                     }
                 }
                 Ok(CtlMsg::BrokerStopped(r)) => {
+                    if let Some(s) = self.started.get_mut(r as usize) {
+                        // Stopped before it registered: its next
+                        // registration is a restart.
+                        *s = true;
+                    }
                     let _ = self.controller.broker_stopped(r);
                     self.trace(Event::BrokerStopped { replica: r });
                     if self.controller.may_shrink_isr(r) {
@@ -747,8 +790,20 @@ impl ControllerNode {
                     unclean,
                     reply,
                 }) => {
+                    let first = self
+                        .started
+                        .get_mut(replica as usize)
+                        .map(|s| !std::mem::replace(s, true))
+                        .unwrap_or(false);
                     let isr_before = self.controller.isr();
-                    match self.controller.broker_registered(replica, unclean) {
+                    // A first registration finds the broker already
+                    // counted in: nothing to change.
+                    let registered = if first {
+                        Ok(None)
+                    } else {
+                        self.controller.broker_registered(replica, unclean)
+                    };
+                    match registered {
                         Ok(Some(req)) => self.broadcast(&req),
                         Ok(None) if self.controller.isr() != isr_before => self.send_isr_update(),
                         _ => {}
@@ -764,7 +819,8 @@ impl ControllerNode {
                 }
                 Err(RecvTimeoutError::Timeout) => {}
             }
-            if let Some((r, _)) = self.controller.candidate() {
+            let all_started = self.started.iter().all(|&s| s);
+            if let Some((r, _)) = self.controller.candidate().filter(|_| all_started) {
                 if let Ok((election, req)) = self.controller.elect_leader(r) {
                     self.trace(Event::ControllerElectLeader {
                         replica: r,

@@ -1,0 +1,209 @@
+//! The model side of trace validation: after each event, the abstracted
+//! implementation state must be the model's (a stutter) or reachable from
+//! it by a few enabled actions (an event that completes one of the model's
+//! atomic actions may complete another in passing: a fetch served after
+//! which the leader's HW moves is two). The search is bounded, so the check
+//! costs at most a constant per event.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+
+use highwater::cluster::ClusterSnapshot;
+use highwater_model::actions::{apply, enabled};
+use highwater_model::properties::{
+    explain, logs_agree_below_hw, records_survive, strong_isr, ACKNOWLEDGED_RECORDS_SURVIVE,
+    COMMITTED_RECORDS_SURVIVE, HW_WITHIN_LOG, LEADER_IN_ISR, NO_DIVERGENCE_BELOW_HW, STRONG_ISR,
+};
+use highwater_model::{Action, Config, PartitionModel, State};
+
+use super::rebuild::Gap;
+use super::{MisfitKind, Summary};
+use crate::abstraction::{abstract_state, comparable};
+
+/// Model actions one event may complete, at most.
+const MAX_ACTIONS_PER_EVENT: usize = 4;
+/// Model states the search for one event may visit, at most.
+const MAX_SEARCH: usize = 50_000;
+
+pub struct Checker {
+    cfg: Config,
+    model: State,
+    summary: Summary,
+}
+
+type StepError = (MisfitKind, String, Option<State>);
+
+/// The always-properties (model/src/properties.rs) that `s` breaks.
+pub fn broken_properties(s: &State) -> Vec<String> {
+    let checks: [(&str, bool); 6] = [
+        (COMMITTED_RECORDS_SURVIVE, records_survive(s, |h| h.visible)),
+        (
+            ACKNOWLEDGED_RECORDS_SURVIVE,
+            records_survive(s, |h| h.acked),
+        ),
+        (STRONG_ISR, strong_isr(s)),
+        (
+            LEADER_IN_ISR,
+            s.controller
+                .leader
+                .is_none_or(|l| s.controller.isr.contains(l)),
+        ),
+        (
+            HW_WITHIN_LOG,
+            s.ids().all(|r| s.replica(r).hw <= s.replica(r).leo()),
+        ),
+        (NO_DIVERGENCE_BELOW_HW, logs_agree_below_hw(s)),
+    ];
+    checks
+        .iter()
+        .filter(|(_, ok)| !ok)
+        .map(|(name, _)| {
+            let why = explain(name, s).unwrap_or_default();
+            format!("{name}: {why}")
+        })
+        .collect()
+}
+
+fn action_name(a: &Action) -> String {
+    let s = a.to_string();
+    s.split('(').next().unwrap_or(&s).to_string()
+}
+
+impl Checker {
+    pub fn new(cfg: Config) -> Checker {
+        Checker {
+            cfg,
+            model: PartitionModel::new(cfg).init_state(),
+            summary: Summary::default(),
+        }
+    }
+
+    pub fn model(&self) -> &State {
+        &self.model
+    }
+
+    pub fn into_summary(self) -> Summary {
+        self.summary
+    }
+
+    /// Takes the cluster after one event. `gap` names a step the model has
+    /// no action for, if one happened since the last event: then, and only
+    /// then, a state the model cannot reach is taken as it is (counted).
+    pub fn step(&mut self, snap: &ClusterSnapshot, gap: Option<Gap>) -> Result<(), StepError> {
+        self.summary.events += 1;
+        let imp = match abstract_state(&self.cfg, snap) {
+            Ok(s) => s,
+            Err(why) => return Err((MisfitKind::BeyondModel, why, None)),
+        };
+        let broken = broken_properties(&imp);
+        if !broken.is_empty() {
+            return Err((
+                MisfitKind::DoesNotFit,
+                format!("always-properties broken: {}", broken.join("; ")),
+                Some(imp),
+            ));
+        }
+        let target = comparable(&imp);
+        if comparable(&self.model) == target {
+            self.summary.stutters += 1;
+            return Ok(());
+        }
+        let found = self.search(&self.model, &target).or_else(|| {
+            // Only the followers that lost a served response are taken as
+            // the implementation has them; everything else must still fit.
+            let gap = gap.as_ref()?;
+            let mut from = self.model;
+            for &f in &gap.followers {
+                *from.replica_mut(f as u8) = *imp.replica(f as u8);
+            }
+            let found = if comparable(&from) == target {
+                Some((Vec::new(), from))
+            } else {
+                self.search(&from, &target)
+            };
+            if found.is_some() {
+                self.summary.resyncs += 1;
+                if self.summary.resync_reasons.len() < 8 {
+                    self.summary.resync_reasons.push(gap.why.clone());
+                }
+            }
+            found
+        });
+        match found {
+            Some((path, state)) => {
+                for a in &path {
+                    *self.summary.actions.entry(action_name(a)).or_default() += 1;
+                }
+                self.model = state;
+                Ok(())
+            }
+            None => match gap {
+                Some(_) | None => Err((
+                    MisfitKind::DoesNotFit,
+                    format!(
+                        "no sequence of at most {MAX_ACTIONS_PER_EVENT} enabled model actions \
+                         leads to the implementation's state; enabled now: {}",
+                        self.enabled_now()
+                    ),
+                    Some(imp),
+                )),
+            },
+        }
+    }
+
+    fn enabled_now(&self) -> String {
+        let mut acts = Vec::new();
+        enabled(&self.cfg, &self.model, &mut acts);
+        acts.iter()
+            .map(|a| a.to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// Breadth-first from the model's state: the shortest path of enabled
+    /// actions to a state equal to `target` (as `comparable` sees it).
+    fn search(&self, from: &State, target: &State) -> Option<(Vec<Action>, State)> {
+        let mut parent: HashMap<State, Option<(State, Action)>> = HashMap::new();
+        let mut queue = VecDeque::new();
+        parent.insert(*from, None);
+        queue.push_back((*from, 0usize));
+        let mut acts = Vec::new();
+        while let Some((s, depth)) = queue.pop_front() {
+            if depth == MAX_ACTIONS_PER_EVENT {
+                continue;
+            }
+            acts.clear();
+            enabled(&self.cfg, &s, &mut acts);
+            for &a in &acts {
+                let Some(next) = apply(&self.cfg, &s, a) else {
+                    continue;
+                };
+                if parent.contains_key(&next) {
+                    continue;
+                }
+                parent.insert(next, Some((s, a)));
+                if comparable(&next) == *target {
+                    let mut path = vec![a];
+                    let mut at = s;
+                    while let Some(Some((p, pa))) = parent.get(&at) {
+                        path.push(*pa);
+                        at = *p;
+                    }
+                    path.reverse();
+                    return Some((path, next));
+                }
+                if parent.len() > MAX_SEARCH {
+                    return None;
+                }
+                queue.push_back((next, depth + 1));
+            }
+        }
+        None
+    }
+}
+
+/// Model actions taken, by name, summed over summaries.
+pub fn merge_actions(into: &mut BTreeMap<String, u64>, from: &BTreeMap<String, u64>) {
+    for (k, v) in from {
+        *into.entry(k.clone()).or_default() += v;
+    }
+}
