@@ -28,7 +28,12 @@ pub struct Checker {
     cfg: Config,
     model: State,
     summary: Summary,
+    /// The last actions taken, each with the model state before it.
+    recent: VecDeque<(State, Action)>,
 }
+
+/// Actions kept for [`Checker::reorder`].
+const RECENT: usize = 8;
 
 type StepError = (MisfitKind, String, Option<State>);
 
@@ -74,6 +79,7 @@ impl Checker {
             cfg,
             model: PartitionModel::new(cfg).init_state(),
             summary: Summary::default(),
+            recent: VecDeque::new(),
         }
     }
 
@@ -107,7 +113,9 @@ impl Checker {
             self.summary.stutters += 1;
             return Ok(());
         }
-        let found = self.search(&self.model, &target).or_else(|| {
+        let model = self.model;
+        let found = self.search(&model, &target).map(|(p, e)| (model, p, e));
+        let found = found.or_else(|| {
             // Only the followers that lost a served response are taken as
             // the implementation has them; everything else must still fit.
             let gap = gap.as_ref()?;
@@ -125,29 +133,89 @@ impl Checker {
                 if self.summary.resync_reasons.len() < 8 {
                     self.summary.resync_reasons.push(gap.why.clone());
                 }
+                // The actions before the gap can no longer be reordered.
+                self.recent.clear();
             }
-            found
+            found.map(|(p, e)| (from, p, e))
         });
+        let found = found.or_else(|| self.reorder(&target));
         match found {
-            Some((path, state)) => {
+            Some((start, path, state)) => {
+                let mut at = start;
                 for a in &path {
                     *self.summary.actions.entry(action_name(a)).or_default() += 1;
+                    self.recent.push_back((at, *a));
+                    at = apply(&self.cfg, &at, *a).unwrap_or(at);
+                    if self.recent.len() > RECENT {
+                        self.recent.pop_front();
+                    }
                 }
                 self.model = state;
                 Ok(())
             }
-            None => match gap {
-                Some(_) | None => Err((
-                    MisfitKind::DoesNotFit,
-                    format!(
-                        "no sequence of at most {MAX_ACTIONS_PER_EVENT} enabled model actions \
+            None => Err((
+                MisfitKind::DoesNotFit,
+                format!(
+                    "no sequence of at most {MAX_ACTIONS_PER_EVENT} enabled model actions \
                          leads to the implementation's state; enabled now: {}",
-                        self.enabled_now()
-                    ),
-                    Some(imp),
-                )),
-            },
+                    self.enabled_now()
+                ),
+                Some(imp),
+            )),
         }
+    }
+
+    /// An event of one actor may have happened, in the model's order,
+    /// before an action already taken that it commutes with (a follower's
+    /// flush between the leader serving its fetch, where the model's
+    /// FollowerFetch is placed, and the follower applying it). Tries one
+    /// action inserted into the last few actions taken, the rest replayed
+    /// (each must still be enabled), then a short search; the new path
+    /// replaces the old (counted as a reordering).
+    fn reorder(&mut self, target: &State) -> Option<(State, Vec<Action>, State)> {
+        let mut acts = Vec::new();
+        for i in (0..self.recent.len()).rev() {
+            let (base, _) = self.recent[i];
+            acts.clear();
+            enabled(&self.cfg, &base, &mut acts);
+            for &a in &acts {
+                let Some(mut s) = apply(&self.cfg, &base, a) else {
+                    continue;
+                };
+                let mut path = vec![a];
+                let replayed = self.recent.iter().skip(i).all(|&(_, b)| {
+                    let mut en = Vec::new();
+                    enabled(&self.cfg, &s, &mut en);
+                    // Only an enabled action may be applied.
+                    let next = en.contains(&b).then(|| apply(&self.cfg, &s, b)).flatten();
+                    match next {
+                        Some(next) => {
+                            s = next;
+                            path.push(b);
+                            true
+                        }
+                        None => false,
+                    }
+                });
+                if !replayed {
+                    continue;
+                }
+                let tail = if comparable(&s) == *target {
+                    Some((Vec::new(), s))
+                } else {
+                    self.search_depth(&s, target, 2)
+                };
+                if let Some((more, end)) = tail {
+                    // Re-rooted: the path from `base` replaces the actions
+                    // taken since.
+                    self.summary.reorderings += 1;
+                    self.recent.truncate(i);
+                    path.extend(more);
+                    return Some((base, path, end));
+                }
+            }
+        }
+        None
     }
 
     fn enabled_now(&self) -> String {
@@ -162,13 +230,22 @@ impl Checker {
     /// Breadth-first from the model's state: the shortest path of enabled
     /// actions to a state equal to `target` (as `comparable` sees it).
     fn search(&self, from: &State, target: &State) -> Option<(Vec<Action>, State)> {
+        self.search_depth(from, target, MAX_ACTIONS_PER_EVENT)
+    }
+
+    fn search_depth(
+        &self,
+        from: &State,
+        target: &State,
+        max_depth: usize,
+    ) -> Option<(Vec<Action>, State)> {
         let mut parent: HashMap<State, Option<(State, Action)>> = HashMap::new();
         let mut queue = VecDeque::new();
         parent.insert(*from, None);
         queue.push_back((*from, 0usize));
         let mut acts = Vec::new();
         while let Some((s, depth)) = queue.pop_front() {
-            if depth == MAX_ACTIONS_PER_EVENT {
+            if depth == max_depth {
                 continue;
             }
             acts.clear();

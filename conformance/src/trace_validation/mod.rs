@@ -94,6 +94,9 @@ pub struct Summary {
     /// the model state was set to the implementation's, and the step
     /// counted here rather than checked.
     pub resyncs: u64,
+    /// Events placed, in the model's order, before actions already taken
+    /// that they commute with (see `Checker::reorder`).
+    pub reorderings: u64,
     pub resync_reasons: Vec<String>,
 }
 
@@ -258,4 +261,81 @@ pub fn validate_file(
         Ok(entries) => validate(cfg, concurrent, entries),
         Err(e) => validate(cfg, concurrent, [Err(format!("{}: {e}", path.display()))]),
     }
+}
+
+/// A small deterministic generator: runs are chosen by seed.
+struct Lcg(u64);
+
+impl Lcg {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (self.0 >> 33) % n.max(1)
+    }
+}
+
+/// A concurrent run with faults, chosen by `seed`, small enough for the
+/// model's state (4 records; at most 3 crashes, so at most 6 leader
+/// epochs), its trace streamed to `trace` (today's rules: acks=all,
+/// min.insync.replicas=2, KIP-320, ELR).
+pub fn seeded_config(seed: u64, trace: &Path) -> ConcurrentConfig {
+    use highwater::cluster::concurrent::{Fault, FaultSchedule};
+    use std::time::Duration;
+    let mut g = Lcg(seed ^ 0x9e37_79b9_7f4a_7c15);
+    let mut c = ConcurrentConfig::new(3);
+    c.duration = Duration::from_millis(200 + g.below(150));
+    c.max_records = Some(highwater_model::state::MAX_RECORDS as u64);
+    c.max_in_flight = 1 + g.below(4) as usize;
+    c.consumers = 1;
+    c.trace = true;
+    c.trace_file = Some(trace.to_path_buf());
+    c.settle_timeout = Duration::from_secs(3);
+    c.replication.replica_lag_time_max_ms = 100 + g.below(400);
+    c.flush_interval = (g.below(2) == 0).then(|| Duration::from_millis(10 + g.below(40)));
+    let faults = (0..1 + g.below(3))
+        .map(|_| {
+            let clean = g.below(2) == 0;
+            if g.below(2) == 0 {
+                Fault::CrashLeader { clean }
+            } else {
+                Fault::CrashFollower { clean }
+            }
+        })
+        .collect::<Vec<_>>();
+    c.faults = Some(FaultSchedule {
+        first_after: Duration::from_millis(5 + g.below(80)),
+        every: Duration::from_millis(20 + g.below(100)),
+        down_for: Duration::from_millis(10 + g.below(80)),
+        faults,
+    });
+    c
+}
+
+/// A run and what validating its trace found.
+pub struct ValidatedRun {
+    pub report: highwater::cluster::concurrent::RunReport,
+    pub validation: Result<Summary, Box<Misfit>>,
+    /// Bytes of the trace file.
+    pub trace_bytes: u64,
+}
+
+/// Runs `config` in `dir` and validates its trace file.
+pub fn run_and_validate(
+    config: &ConcurrentConfig,
+    dir: &Path,
+) -> highwater::replication::Result<ValidatedRun> {
+    let report = highwater::cluster::concurrent::run(&dir.join("cluster"), config.clone())?;
+    let path = config
+        .trace_file
+        .clone()
+        .unwrap_or_else(|| dir.join("trace.jsonl"));
+    let trace_bytes = std::fs::metadata(&path).map_or(0, |m| m.len());
+    let validation = validate_file(&model_config(config), config, &path);
+    Ok(ValidatedRun {
+        report,
+        validation,
+        trace_bytes,
+    })
 }

@@ -210,17 +210,15 @@ impl Rebuild {
                     s.unclean_down = true;
                     self.unclean_crashes += 1;
                 }
-                let lost: Vec<ReplicaId> = self
-                    .served
-                    .keys()
-                    .filter(|&&(f, l)| l == r && f != r)
-                    .map(|&(f, _)| f)
-                    .collect();
-                if !lost.is_empty() {
-                    let why = format!("leader {r} crashed with responses served and not applied");
-                    self.lost_responses(why, lost.into_iter());
+                // Responses it was served are lost with it. Responses it
+                // served stay: one may have reached its follower before
+                // the crash, and applying it then is the fetch's second
+                // half (a follower moving on without it is a gap, below).
+                if self.served.keys().any(|&(f, _)| f == r) {
+                    let why = format!("replica {r} crashed with a response served and not applied");
+                    self.lost_responses(why, std::iter::once(r));
                 }
-                self.served.retain(|&(f, l), _| f != r && l != r);
+                self.served.retain(|&(f, _), _| f != r);
                 self.decided.remove(&r);
                 for o in (0..n).filter(|&o| o != r) {
                     self.unnoticed_crashes.insert((o, r));

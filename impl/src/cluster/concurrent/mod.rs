@@ -117,8 +117,9 @@ pub enum InjectedFault {
     /// A follower takes the leader's LEO as its HW: an HW published to its
     /// readers before the leader's HW made it safe.
     HwPublishedEarly,
-    /// The leader applies an ISR change twice: after the next change it
-    /// takes the previous ISR update again.
+    /// The leader applies an ISR change twice: the controller's last ISR
+    /// update (a removal) is taken again after the leader's next accepted
+    /// AlterPartition.
     IsrChangeAppliedTwice,
 }
 

@@ -43,9 +43,9 @@ pub(super) struct ReplicaNode {
     last_flush: u64,
     last_isr_check: u64,
     /// Only with an injected fault: the last fetch response taken in an
-    /// older epoch, and the ISR of the last accepted AlterPartition.
+    /// older epoch, and the last ISR update from the controller.
     stale_response: Option<FetchResponse>,
-    last_isr_answer: Option<Vec<ReplicaId>>,
+    last_isr_update: Option<(crate::replication::LeaderEpoch, Vec<ReplicaId>)>,
 }
 
 /// A refusal (a tick with nothing to do) rather than a failure.
@@ -84,7 +84,7 @@ impl ReplicaNode {
             last_flush: 0,
             last_isr_check: 0,
             stale_response: None,
-            last_isr_answer: None,
+            last_isr_update: None,
         }
     }
 
@@ -411,6 +411,9 @@ impl ReplicaNode {
                 self.trace(Event::PeerCrashNoticed { peer: r });
             }
             Msg::IsrUpdate { leader_epoch, isr } => {
+                if self.injected(InjectedFault::IsrChangeAppliedTwice) {
+                    self.last_isr_update = Some((leader_epoch, isr.clone()));
+                }
                 let before = self.partition.as_ref().expect("up").core().isr();
                 let update = Input::IsrUpdate {
                     leader_epoch,
@@ -468,7 +471,7 @@ impl ReplicaNode {
     /// `HwFromUnconfirmedIsr` and `IsrChangeAppliedTwice` (deliberately
     /// broken), after an accepted AlterPartition: the leader's ISR copy
     /// drops the member just added (a stale copy it then advances the HW
-    /// from), or takes the previous accepted ISR again.
+    /// from), or takes the controller's last ISR update a second time.
     fn inject_isr_faults(
         &mut self,
         epoch: crate::replication::LeaderEpoch,
@@ -480,9 +483,11 @@ impl ReplicaNode {
             (Some(InjectedFault::HwFromUnconfirmedIsr), IsrChange::Add(f)) => {
                 Some(isr.iter().copied().filter(|&r| r != f).collect())
             }
-            (Some(InjectedFault::IsrChangeAppliedTwice), _) => {
-                self.last_isr_answer.replace(isr.clone())
-            }
+            (Some(InjectedFault::IsrChangeAppliedTwice), _) => self
+                .last_isr_update
+                .take()
+                .filter(|(e, _)| *e == epoch)
+                .map(|(_, isr)| isr),
             _ => None,
         };
         let Some(stale) = stale else {
