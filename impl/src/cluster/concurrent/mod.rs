@@ -216,6 +216,7 @@ pub(super) enum CtlMsg {
 #[derive(Debug, Clone, Default)]
 pub(super) struct Metadata {
     pub(super) leader: Option<ReplicaId>,
+    pub(super) leader_epoch: Option<LeaderEpoch>,
     pub(super) isr: Vec<ReplicaId>,
 }
 
@@ -376,6 +377,7 @@ pub fn run(root: &Path, config: ConcurrentConfig) -> Result<RunReport> {
         produce_timeouts: 0,
         ack_latencies_us: Vec::new(),
         consumed: Vec::new(),
+        consumer_errors: BTreeMap::new(),
         crashes: Vec::new(),
         settled: false,
         final_logs: Vec::new(),
@@ -404,7 +406,11 @@ pub fn run(root: &Path, config: ConcurrentConfig) -> Result<RunReport> {
     }
     report.ack_latencies_us.sort_unstable();
     for t in consumer_threads {
-        report.consumed.extend(t.join().unwrap_or_default());
+        let c = t.join().unwrap_or_default();
+        report.consumed.extend(c.consumed);
+        for (e, n) in c.errors {
+            *report.consumer_errors.entry(e).or_default() += n;
+        }
     }
 
     // Settle: every replica back, in the ISR, with the leader's log and HW.
@@ -450,12 +456,22 @@ pub fn run(root: &Path, config: ConcurrentConfig) -> Result<RunReport> {
         .join()
         .map_err(|_| Error::InvalidConfig("the controller thread panicked".into()))?;
     report.controller = controller.state();
-    for p in partitions {
+    // A log that cannot be read or closed (a full disk) is an error in the
+    // report, not the loss of the report.
+    for (r, p) in partitions.into_iter().enumerate() {
         match p {
             Some(p) => {
-                report.final_logs.push(p.log().entries()?);
+                match p.log().entries() {
+                    Ok(entries) => report.final_logs.push(entries),
+                    Err(e) => {
+                        report.errors.push(format!("replica {r}: final log: {e}"));
+                        report.final_logs.push(Vec::new());
+                    }
+                }
                 report.final_states.push(Some(p.core().state()));
-                p.into_log().close()?;
+                if let Err(e) = p.into_log().close() {
+                    report.errors.push(format!("replica {r}: close: {e}"));
+                }
             }
             None => {
                 report.final_logs.push(Vec::new());

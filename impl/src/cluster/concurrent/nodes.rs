@@ -185,11 +185,11 @@ impl ReplicaNode {
             i.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         }
         let log = p.into_log();
-        if clean {
-            log.close()?;
-        } else {
-            log.crash()?;
-        }
+        let stopped = if clean { log.close() } else { log.crash() };
+        // Whatever the log did, the broker is down: the protocol hears of
+        // it below. A clean shutdown that failed did not complete, so the
+        // broker comes back as after an unclean one (KIP-966's rule).
+        let clean = clean && stopped.is_ok();
         self.down_unclean = !clean;
         self.trace(Event::Crash { clean });
         let _ = self.controller.send(CtlMsg::BrokerStopped(self.id));
@@ -198,7 +198,7 @@ impl ReplicaNode {
                 self.send(r, Msg::PeerCrashed(self.id));
             }
         }
-        Ok(())
+        stopped.map(drop).map_err(Error::from)
     }
 
     /// Delivers what the replica asked to be sent.
@@ -581,15 +581,23 @@ impl ReplicaNode {
         let Some(p) = self.partition.as_ref() else {
             return Ok(());
         };
+        // The first failure, returned once everything else was done.
+        let mut failed: Option<Error> = None;
         if p.core().is_leader() {
+            self.learn_isr(now);
             let advanced = self.input(now, Input::Tick(Tick::AdvanceHw));
             if !refused(&advanced) {
-                let out = advanced?;
-                let hw = self.partition.as_ref().expect("up").core().log_state();
-                self.trace(Event::LeaderAdvanceHw {
-                    high_watermark: hw.high_watermark,
-                });
-                self.route(out);
+                match advanced {
+                    Ok(out) => {
+                        let hw = self.partition.as_ref().expect("up").core().log_state();
+                        self.trace(Event::LeaderAdvanceHw {
+                            high_watermark: hw.high_watermark,
+                        });
+                        self.route(out);
+                    }
+                    // Held fetches, the shrink check and the rest still run.
+                    Err(e) => failed = failed.or(Some(e)),
+                }
             }
             // Held fetches go out once there is data or they waited enough.
             let leo = self
@@ -609,7 +617,14 @@ impl ReplicaNode {
                     // Held for a follower that crashed since.
                     continue;
                 }
-                for o in self.input(now, Input::Fetch(req.clone()))? {
+                let served = match self.input(now, Input::Fetch(req.clone())) {
+                    Ok(out) => out,
+                    Err(e) => {
+                        failed = failed.or(Some(e));
+                        Vec::new()
+                    }
+                };
+                for o in served {
                     let Output::FetchResponse { to, response } = o else {
                         continue;
                     };
@@ -647,21 +662,67 @@ impl ReplicaNode {
             if now >= self.last_flush + every.as_millis() as u64 {
                 self.last_flush = now;
                 let before = self.rp();
-                self.input(now, Input::Tick(Tick::Flush))?;
+                if let Err(e) = self.input(now, Input::Tick(Tick::Flush)) {
+                    failed = failed.or(Some(e));
+                }
                 let rp = self.rp();
                 if rp != before {
                     self.trace(Event::Flush { recovery_point: rp });
                 }
             }
         }
-        self.input(now, Input::Tick(Tick::CheckpointHw))?;
-        Ok(())
+        if let Err(e) = self.input(now, Input::Tick(Tick::CheckpointHw)) {
+            failed = failed.or(Some(e));
+        }
+        failed.map_or(Ok(()), Err)
+    }
+
+    /// Kafka's leaders learn the ISR from the metadata, not from one
+    /// message: a leader whose copy differs from the controller's ISR in
+    /// its own epoch takes it (the model's LeaderLearnsIsr), so an update
+    /// lost while it was down, or ignored while its own change was in
+    /// flight, is not lost for good.
+    fn learn_isr(&mut self, now: u64) {
+        let m = self.shared.metadata();
+        let Some(p) = self.partition.as_ref() else {
+            return;
+        };
+        let core = p.core();
+        let (Some(epoch), mine) = (core.state().leader_epoch, core.isr()) else {
+            return;
+        };
+        if m.leader != Some(self.id) || m.leader_epoch != Some(epoch) || m.isr == mine {
+            return;
+        }
+        let update = Input::IsrUpdate {
+            leader_epoch: epoch,
+            isr: m.isr.clone(),
+        };
+        if self.input(now, update).is_ok() {
+            let after = self.partition.as_ref().map(|p| p.core().isr());
+            if after.as_ref() != Some(&mine) {
+                self.trace(Event::IsrUpdated { isr: m.isr });
+            }
+        }
     }
 
     fn rp(&self) -> u64 {
         self.partition
             .as_ref()
             .map_or(0, |p| p.core().log_state().recovery_point)
+    }
+
+    /// Records a failure; a storage failure takes the replica offline, as
+    /// Kafka takes a failed log directory offline: the broker stops as
+    /// after an unclean crash (the controller removes it from the ISR, its
+    /// peers see it go), and comes back only by a restart.
+    fn failed(&mut self, e: Error, errors: &mut Vec<String>) {
+        errors.push(format!("replica {}: {e}", self.id));
+        if matches!(e, Error::Storage(_)) && self.partition.is_some() {
+            if let Err(e) = self.crash(false) {
+                errors.push(format!("replica {}: going offline: {e}", self.id));
+            }
+        }
     }
 
     pub(super) fn run(mut self, inbox: Receiver<Msg>) -> ReplicaOutcome {
@@ -679,11 +740,11 @@ impl ReplicaNode {
                 match self.handle(msg) {
                     Ok(true) => {}
                     Ok(false) => break 'outer,
-                    Err(e) => errors.push(format!("replica {}: {e}", self.id)),
+                    Err(e) => self.failed(e, &mut errors),
                 }
             }
             if let Err(e) = self.drive() {
-                errors.push(format!("replica {}: {e}", self.id));
+                self.failed(e, &mut errors);
             }
         }
         (self.partition, errors)
@@ -754,6 +815,7 @@ impl ControllerNode {
             .write()
             .unwrap_or_else(|e| e.into_inner());
         m.leader = self.controller.leader();
+        m.leader_epoch = self.controller.leader_epoch();
         m.isr = self.controller.isr();
     }
 
