@@ -830,6 +830,11 @@ impl ControllerNode {
                         change: req.change,
                         result: resp.result.clone(),
                     });
+                    // Published before anyone hears of the change: a leader
+                    // that learns the ISR from the metadata (`learn_isr`)
+                    // must never read one older than an answer it holds
+                    // (trace validation caught that).
+                    self.publish();
                     if let Some(s) = self.replicas.get(from as usize) {
                         let _ = s.send(Msg::AlterPartitionResponse(resp));
                     }
@@ -845,6 +850,7 @@ impl ControllerNode {
                     if self.controller.may_shrink_isr(r) {
                         if let Ok(sent) = self.controller.shrink_isr_on_failure(r) {
                             self.trace(Event::ControllerShrinkIsr { replica: r });
+                            self.publish();
                             match sent {
                                 Some(req) => self.broadcast(&req),
                                 None => self.send_isr_update(),
@@ -876,6 +882,7 @@ impl ControllerNode {
                         _ => {}
                     }
                     self.trace(Event::BrokerRegistered { replica, unclean });
+                    self.publish();
                     let _ = reply.send(self.controller.leader_epoch());
                     // The restarted broker learns the current state.
                     if let Some(req) = self.controller.latest_request() {
@@ -894,6 +901,7 @@ impl ControllerNode {
                         election,
                         epoch: req.leader_epoch,
                     });
+                    self.publish();
                     self.broadcast(&req);
                 }
             }
