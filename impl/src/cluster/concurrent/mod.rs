@@ -44,15 +44,20 @@ use crate::storage::{LogConfig, LogReader, TopicPartition};
 
 mod clients;
 mod faults;
+mod nemesis;
 mod nodes;
 mod report;
+mod soak;
 
 pub use super::trace::read_trace_file;
 pub use faults::{Fault, FaultSchedule};
+pub use nemesis::{Nemesis, NemesisFault};
 pub use report::{AckedRecord, ConsumedRecord, RunReport};
+pub use soak::{soak_config, RuleSet, SoakFigures};
 
 use clients::{run_consumer, run_producer};
 use faults::run_faults;
+use nemesis::run_nemesis;
 use nodes::{ControllerNode, ReplicaNode, ReplicaOutcome};
 
 /// How a concurrent run is set up.
@@ -77,6 +82,8 @@ pub struct ConcurrentConfig {
     /// How long producers run.
     pub duration: Duration,
     pub faults: Option<FaultSchedule>,
+    /// Faults chosen by seed, overlapping (in addition to `faults`).
+    pub nemesis: Option<Nemesis>,
     /// Each replica flushes its log this often (`None`: only on a clean
     /// shutdown, as Kafka's default leaves flushing to the OS).
     pub flush_interval: Option<Duration>,
@@ -144,6 +151,7 @@ impl ConcurrentConfig {
             consumers: 0,
             duration: Duration::from_secs(1),
             faults: None,
+            nemesis: None,
             flush_interval: None,
             fetch_max_wait: Duration::from_millis(100),
             request_timeout: Duration::from_millis(300),
@@ -195,6 +203,8 @@ pub(super) enum Msg {
         clean: bool,
     },
     Restart,
+    /// The broker stops handling messages this long (a pause).
+    Pause(Duration),
     Stop,
 }
 
@@ -361,6 +371,11 @@ pub fn run(root: &Path, config: ConcurrentConfig) -> Result<RunReport> {
         thread::spawn(move || run_faults(f, sh, rt))
     });
 
+    let nemesis_thread = config.nemesis.clone().map(|n| {
+        let (sh, rt, ct) = (shared.clone(), replica_tx.clone(), ctl_tx.clone());
+        thread::spawn(move || run_nemesis(n, sh, rt, ct))
+    });
+
     let started = Instant::now();
     thread::sleep(config.duration);
     shared.stop_clients.store(true, Ordering::Relaxed);
@@ -368,6 +383,9 @@ pub fn run(root: &Path, config: ConcurrentConfig) -> Result<RunReport> {
     if let Some(t) = fault_thread {
         let _ = t.join();
     }
+    let nemesis_faults = nemesis_thread
+        .map(|t| t.join().unwrap_or_default())
+        .unwrap_or_default();
     let mut report = RunReport {
         produce_elapsed,
         requests_sent: 0,
@@ -379,6 +397,7 @@ pub fn run(root: &Path, config: ConcurrentConfig) -> Result<RunReport> {
         consumed: Vec::new(),
         consumer_errors: BTreeMap::new(),
         crashes: Vec::new(),
+        nemesis_faults,
         settled: false,
         final_logs: Vec::new(),
         final_states: Vec::new(),

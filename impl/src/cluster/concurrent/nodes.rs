@@ -269,6 +269,7 @@ impl ReplicaNode {
                     self.open()?;
                 }
             }
+            Msg::Pause(d) => std::thread::sleep(d),
             Msg::Produce { producer, req } => self.produce(producer, req, now)?,
             other => {
                 if self.partition.is_none() {
@@ -427,6 +428,7 @@ impl ReplicaNode {
             Msg::Stop
             | Msg::Crash { .. }
             | Msg::Restart
+            | Msg::Pause(_)
             | Msg::Produce { .. }
             | Msg::Peer { .. } => {
                 unreachable!("handled by the caller")

@@ -52,6 +52,9 @@ pub struct RunReport {
     pub consumer_errors: BTreeMap<String, u64>,
     /// Faults injected: (replica, clean).
     pub crashes: Vec<(ReplicaId, bool)>,
+    /// Faults the nemesis injected, by kind.
+    #[serde(default)]
+    pub nemesis_faults: BTreeMap<String, u64>,
     /// Every replica came back, caught up and rejoined the ISR in time.
     pub settled: bool,
     /// Each replica's log at the end.
