@@ -83,12 +83,7 @@ pub(super) fn run_producer(
             };
             let n = config.records_per_request as u64;
             if let Some(max) = config.max_records {
-                let taken = shared.records_sent.fetch_update(
-                    Ordering::Relaxed,
-                    Ordering::Relaxed,
-                    |sent| (sent + n <= max).then_some(sent + n),
-                );
-                if taken.is_err() {
+                if !super::published::take_records(&shared.records_sent, n, max) {
                     break;
                 }
             }

@@ -46,6 +46,7 @@ mod clients;
 mod faults;
 mod nemesis;
 mod nodes;
+mod published;
 mod report;
 mod soak;
 
@@ -232,7 +233,7 @@ pub(super) struct Metadata {
 
 pub(super) struct Shared {
     pub(super) start: Instant,
-    pub(super) metadata: RwLock<Metadata>,
+    pub(super) metadata: published::MetadataCell,
     pub(super) readers: RwLock<Vec<Option<LogReader>>>,
     pub(super) tracer: Tracer,
     pub(super) errors: std::sync::Mutex<Vec<String>>,
@@ -240,7 +241,7 @@ pub(super) struct Shared {
     /// Producers, consumers and faults stop.
     pub(super) stop_clients: AtomicBool,
     /// Records producers sent so far (for `max_records`).
-    pub(super) records_sent: std::sync::atomic::AtomicU64,
+    pub(super) records_sent: crate::sync::AtomicU64,
     /// Each replica's incarnation: how many times it crashed.
     pub(super) incarnations: Vec<std::sync::atomic::AtomicU64>,
 }
@@ -250,10 +251,7 @@ impl Shared {
         self.start.elapsed().as_millis() as u64
     }
     pub(super) fn metadata(&self) -> Metadata {
-        self.metadata
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+        self.metadata.get()
     }
     pub(super) fn incarnation(&self, r: ReplicaId) -> u64 {
         self.incarnations
@@ -303,13 +301,13 @@ pub fn run(root: &Path, config: ConcurrentConfig) -> Result<RunReport> {
     )?;
     let shared = Arc::new(Shared {
         start: Instant::now(),
-        metadata: RwLock::new(Metadata::default()),
+        metadata: published::MetadataCell::default(),
         readers: RwLock::new(vec![None; ids.len()]),
         tracer: match (&config.trace_file, config.trace) {
             (Some(path), true) => Tracer::to_file(path)?,
             _ => Tracer::new(config.trace),
         },
-        records_sent: std::sync::atomic::AtomicU64::new(0),
+        records_sent: crate::sync::AtomicU64::new(0),
         incarnations: ids
             .iter()
             .map(|_| std::sync::atomic::AtomicU64::new(0))

@@ -810,15 +810,16 @@ impl ControllerNode {
         }
     }
 
+    fn current_metadata(&self) -> super::Metadata {
+        super::Metadata {
+            leader: self.controller.leader(),
+            leader_epoch: self.controller.leader_epoch(),
+            isr: self.controller.isr(),
+        }
+    }
+
     fn publish(&self) {
-        let mut m = self
-            .shared
-            .metadata
-            .write()
-            .unwrap_or_else(|e| e.into_inner());
-        m.leader = self.controller.leader();
-        m.leader_epoch = self.controller.leader_epoch();
-        m.isr = self.controller.isr();
+        self.shared.metadata.publish(self.current_metadata());
     }
 
     pub(super) fn run(mut self, inbox: Receiver<CtlMsg>) -> Controller {
@@ -835,11 +836,15 @@ impl ControllerNode {
                     // Published before anyone hears of the change: a leader
                     // that learns the ISR from the metadata (`learn_isr`)
                     // must never read one older than an answer it holds
-                    // (trace validation caught that).
-                    self.publish();
-                    if let Some(s) = self.replicas.get(from as usize) {
-                        let _ = s.send(Msg::AlterPartitionResponse(resp));
-                    }
+                    // (trace validation caught that; loom checks the order).
+                    let to = self.replicas.get(from as usize);
+                    self.shared
+                        .metadata
+                        .publish_then(self.current_metadata(), || {
+                            if let Some(s) = to {
+                                let _ = s.send(Msg::AlterPartitionResponse(resp));
+                            }
+                        });
                 }
                 Ok(CtlMsg::BrokerStopped(r)) => {
                     if let Some(s) = self.started.get_mut(r as usize) {
