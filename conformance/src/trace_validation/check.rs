@@ -35,7 +35,7 @@ pub struct Checker {
 /// Actions kept for [`Checker::reorder`].
 const RECENT: usize = 8;
 
-type StepError = (MisfitKind, String, Option<State>);
+type StepError = (MisfitKind, String, Option<Box<State>>);
 
 /// The always-properties (model/src/properties.rs) that `s` breaks.
 pub fn broken_properties(s: &State) -> Vec<String> {
@@ -105,7 +105,7 @@ impl Checker {
             return Err((
                 MisfitKind::DoesNotFit,
                 format!("always-properties broken: {}", broken.join("; ")),
-                Some(imp),
+                Some(Box::new(imp)),
             ));
         }
         let target = comparable(&imp);
@@ -160,7 +160,7 @@ impl Checker {
                          leads to the implementation's state; enabled now: {}",
                     self.enabled_now()
                 ),
-                Some(imp),
+                Some(Box::new(imp)),
             )),
         }
     }

@@ -231,7 +231,7 @@ pub fn validate(
                         }
                         Err((kind, why, imp)) => {
                             let mut m = fail(kind, seq, event, why, &checker, &rebuild);
-                            m.implementation = imp.map(Box::new);
+                            m.implementation = imp;
                             Some(m)
                         }
                     },

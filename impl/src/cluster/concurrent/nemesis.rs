@@ -160,7 +160,9 @@ pub(super) fn run_nemesis(
         let until = now + nemesis.max_down / 10 + rng.duration(nemesis.max_down);
         let isr = shared.metadata().isr;
         for (r, u) in unclean.iter_mut().enumerate() {
-            *u = *u && !(isr.contains(&(r as ReplicaId)) && !down[r]);
+            // Back in the ISR: its unclean crash is repaired.
+            let back = isr.contains(&(r as ReplicaId)) && !down[r];
+            *u &= !back;
         }
         let unclean_now = unclean.iter().any(|&u| u);
         let done = match fault {

@@ -198,7 +198,7 @@ impl ReplicaNode {
                 self.send(r, Msg::PeerCrashed(self.id));
             }
         }
-        stopped.map(drop).map_err(Error::from)
+        stopped.map(drop)
     }
 
     /// Delivers what the replica asked to be sent.
