@@ -130,12 +130,6 @@ pub fn model_config(c: &ConcurrentConfig) -> Config {
     }
 }
 
-/// Whether the next entry is a produce answer by the same actor.
-fn answers_follow(entry: &TraceEntry, next: Option<&Result<TraceEntry, String>>) -> bool {
-    matches!(next, Some(Ok(n)) if n.actor == entry.actor
-        && matches!(n.event, highwater::cluster::Event::ProduceAnswered { .. }))
-}
-
 fn describe(e: &TraceEntry) -> String {
     format!("#{} {:?}: {:?}", e.seq, e.actor, e.event)
 }
@@ -173,11 +167,12 @@ pub fn validate(
         concurrent.replicas,
         mapping::acks(cfg.acks),
         mapping::truncation(cfg.truncation),
+        usize::from(cfg.min_isr),
         controller.state(),
     );
     let mut checker = Checker::new(*cfg);
     let mut before: VecDeque<String> = VecDeque::new();
-    let mut entries = entries.into_iter().peekable();
+    let mut entries = entries.into_iter();
     let mut seq = 0;
     while let Some(entry) = entries.next() {
         let fail =
@@ -213,14 +208,6 @@ pub fn validate(
                         &checker,
                         &rebuild,
                     )),
-                    // A leader answers the producers an HW advance
-                    // released right after it, before anything else: the
-                    // model's LeaderAdvanceHw is the advance and the
-                    // answers, so the check waits for the last answer.
-                    Ok(()) if answers_follow(&entry, entries.peek()) => {
-                        before.push_back(event);
-                        None
-                    }
                     Ok(()) => match checker.step(&rebuild.snapshot(), rebuild.gap.take()) {
                         Ok(()) => {
                             before.push_back(event);

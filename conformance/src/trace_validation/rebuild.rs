@@ -57,6 +57,9 @@ pub struct Rebuild {
     served: HashMap<(ReplicaId, ReplicaId), Served>,
     /// (observer, crashed peer): the crash not yet noticed by the observer.
     unnoticed_crashes: BTreeSet<(ReplicaId, ReplicaId)>,
+    /// Produce requests released and not yet answered: whether written.
+    released: HashMap<u64, bool>,
+    min_isr: usize,
     /// (leader, change) decided by the controller, answer not yet taken.
     decided: HashMap<ReplicaId, Vec<ReplicaId>>,
     clean_crashes: u32,
@@ -105,6 +108,7 @@ impl Rebuild {
         n: u32,
         acks: Acks,
         truncation: TruncationMode,
+        min_isr: usize,
         controller: ControllerState,
     ) -> Rebuild {
         let replicas = (0..n)
@@ -125,6 +129,8 @@ impl Rebuild {
             served: HashMap::new(),
             unnoticed_crashes: BTreeSet::new(),
             decided: HashMap::new(),
+            released: HashMap::new(),
+            min_isr,
             clean_crashes: 0,
             unclean_crashes: 0,
             leader_moves: 0,
@@ -272,19 +278,17 @@ impl Rebuild {
                 }
                 self.request_records.insert(*request_id, records.clone());
             }
-            Event::ProduceAnswered {
-                request_id,
-                result: Ok((_, epoch)),
-            } => {
-                for id in self
-                    .request_records
-                    .get(request_id)
-                    .cloned()
-                    .unwrap_or_default()
-                {
-                    if let Some(h) = self.ids.get(&id).and_then(|m| self.records.get_mut(m)) {
-                        h.acked = Some(h.acked.map_or(*epoch, |a| a.min(*epoch)));
+            Event::ProduceAnswered { request_id, result } => {
+                if let Some(predicted) = self.released.remove(request_id) {
+                    if predicted != result.is_ok() {
+                        return Err(format!(
+                            "request {request_id} answered {result:?}, but the HW advance that \
+                             released it had {}the ISR min.insync.replicas asks",
+                            if predicted { "" } else { "not " }
+                        ));
                     }
+                } else if let Ok((_, epoch)) = result {
+                    self.ack(*request_id, *epoch);
                 }
             }
             Event::FetchServed {
@@ -356,9 +360,44 @@ impl Rebuild {
         self.take_state(r, state)
     }
 
+    fn ack(&mut self, request_id: u64, epoch: LeaderEpoch) {
+        for id in self
+            .request_records
+            .get(&request_id)
+            .cloned()
+            .unwrap_or_default()
+        {
+            if let Some(h) = self.ids.get(&id).and_then(|m| self.records.get_mut(m)) {
+                h.acked = Some(h.acked.map_or(epoch, |a| a.min(epoch)));
+            }
+        }
+    }
+
     /// The replica's state after its event: the log cut to its LEO (any
     /// truncation), never grown by an event that did not say how.
     fn take_state(&mut self, r: ReplicaId, state: PartitionState) -> Result<(), String> {
+        // Producers an event released (an HW advance, a lost leadership)
+        // are answered in the events that follow, which other actors'
+        // events may interleave; the model's LeaderAdvanceHw answers them
+        // at once, so the answer is placed here: written if the leader
+        // still leads with an ISR of min.insync.replicas (the model's
+        // rule), checked against the answer when it is traced.
+        if let Some(old) = self.replicas[r as usize].state.as_ref() {
+            let released: Vec<u64> = old
+                .waiting_acks
+                .iter()
+                .filter(|q| !state.waiting_acks.contains(q))
+                .copied()
+                .collect();
+            let leads = state.leader == LeaderView::Replica(r);
+            let written = leads && state.isr.len() >= self.min_isr;
+            for q in released {
+                self.released.insert(q, written);
+                if let (true, Some(epoch)) = (written, state.leader_epoch) {
+                    self.ack(q, epoch);
+                }
+            }
+        }
         // A follower taking a new epoch drops what it was served before.
         let epoch_moved = self.replicas[r as usize]
             .state

@@ -442,8 +442,9 @@ impl ReplicaNode {
     }
 
     /// `StaleEpochFetchResponse` (deliberately broken): a response taken in
-    /// an older epoch is kept, and applied once more in the next epoch,
-    /// relabelled as the current leader's answer to the fetch in flight.
+    /// an older epoch is kept, and applied again in a later epoch whenever
+    /// the follower fetches from its offset, relabelled as the current
+    /// leader's answer to the fetch in flight.
     fn remember_or_replay_stale(&mut self, resp: &mut FetchResponse) {
         let Some(p) = self.partition.as_ref() else {
             return;
@@ -458,8 +459,9 @@ impl ReplicaNode {
                             correlation_id: c,
                             leader_id: resp.leader_id,
                             leader_epoch: resp.leader_epoch,
-                            ..old
+                            ..old.clone()
                         };
+                        self.stale_response = Some(old);
                         return;
                     }
                 }
