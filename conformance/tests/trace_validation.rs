@@ -140,3 +140,28 @@ fn an_hw_published_before_it_is_safe_is_caught() {
 fn an_isr_change_applied_twice_is_caught() {
     assert_caught(InjectedFault::IsrChangeAppliedTwice);
 }
+
+/// A trace file that is not a trace (a torn last line, another file, an
+/// event of a replica the run does not have) is a clear misfit, not a
+/// panic.
+#[test]
+fn bad_trace_files_are_reported_not_panicked_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("trace.jsonl");
+    let config = seeded_config(0, &path);
+    let cfg = model_config(&config);
+    std::fs::write(&path, "{\"seq\": 0, \"micros\": 0, \"actor\"").unwrap();
+    let m = highwater_conformance::trace_validation::validate_file(&cfg, &config, &path)
+        .expect_err("a torn line");
+    assert_eq!(m.kind, MisfitKind::DoesNotFit);
+    assert!(m.why.contains("unreadable trace: line 1"), "{}", m.why);
+    let line = r#"{"seq":0,"micros":0,"actor":{"Replica":9},"event":{"Crash":{"clean":true}},"replica":null,"controller":null}"#;
+    std::fs::write(&path, line).unwrap();
+    let m = highwater_conformance::trace_validation::validate_file(&cfg, &config, &path)
+        .expect_err("a replica beyond the run's");
+    assert!(m.why.contains("replica 9"), "{}", m.why);
+    let missing = dir.path().join("none.jsonl");
+    let m = highwater_conformance::trace_validation::validate_file(&cfg, &config, &missing)
+        .expect_err("no file");
+    assert!(m.why.contains("none.jsonl"), "{}", m.why);
+}

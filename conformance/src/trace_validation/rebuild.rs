@@ -199,6 +199,9 @@ impl Rebuild {
 
     fn replica_event(&mut self, r: ReplicaId, entry: &TraceEntry) -> Result<(), String> {
         let n = self.replicas.len() as ReplicaId;
+        if r >= n {
+            return Err(format!("an event of replica {r}, beyond the {n} replicas"));
+        }
         match &entry.event {
             Event::Crash { clean } => {
                 let s = self.shadow(r)?;
@@ -477,7 +480,9 @@ impl Rebuild {
         if self.truncation == TruncationMode::Hw {
             return false;
         }
-        let l = &self.replicas[leader as usize];
+        let Some(l) = self.replicas.get(leader as usize) else {
+            return true;
+        };
         let leads = l.alive
             && l.state.as_ref().is_some_and(|ls| {
                 ls.leader == LeaderView::Replica(leader)
