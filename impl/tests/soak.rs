@@ -48,3 +48,28 @@ fn min_insync_replicas_1_without_elr_loses_records() {
 fn unclean_leader_election_loses_records() {
     assert!(first_loss(RuleSet::Unclean, 6).is_some());
 }
+
+/// A full disk (the nemesis's only fault here): the broker's writes fail,
+/// it goes offline as Kafka takes a failed log directory offline, the
+/// protocol carries on without it, it comes back when the disk has room,
+/// and the run still reports (a full disk no longer loses the report).
+#[test]
+fn a_full_disk_takes_the_replica_offline_and_the_partition_heals() {
+    use highwater::cluster::concurrent::NemesisFault;
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = soak_config(RuleSet::Today, 7, Duration::from_secs_f64(SECONDS));
+    if let Some(n) = config.nemesis.as_mut() {
+        n.faults = vec![NemesisFault::FullDisk];
+    }
+    let report = concurrent::run(dir.path(), config).expect("a report despite full disks");
+    let f = SoakFigures::of(&report);
+    eprintln!("{f:?} {:?} {:?}", report.nemesis_faults, report.errors);
+    assert!(f.faults >= 3, "disks filled: {f:?}");
+    assert!(
+        report.errors.iter().any(|e| e.contains("no space left")),
+        "the failures are reported: {:?}",
+        report.errors
+    );
+    assert!(!f.loss(), "{f:?}");
+    assert!(f.healed, "every replica came back once its disk had room");
+}

@@ -43,6 +43,7 @@ use crate::replication::{
 use crate::storage::{LogConfig, LogReader, TopicPartition};
 
 mod clients;
+mod disk;
 mod faults;
 mod nemesis;
 mod nodes;
@@ -242,6 +243,8 @@ pub(super) struct Shared {
     pub(super) stop_clients: AtomicBool,
     /// Records producers sent so far (for `max_records`).
     pub(super) records_sent: crate::sync::AtomicU64,
+    /// Each replica's disk is full (set by the nemesis).
+    pub(super) disk_full: Vec<Arc<std::sync::atomic::AtomicBool>>,
     /// Each replica's incarnation: how many times it crashed.
     pub(super) incarnations: Vec<std::sync::atomic::AtomicU64>,
 }
@@ -308,6 +311,10 @@ pub fn run(root: &Path, config: ConcurrentConfig) -> Result<RunReport> {
             _ => Tracer::new(config.trace),
         },
         records_sent: crate::sync::AtomicU64::new(0),
+        disk_full: ids
+            .iter()
+            .map(|_| Arc::new(AtomicBool::new(false)))
+            .collect(),
         incarnations: ids
             .iter()
             .map(|_| std::sync::atomic::AtomicU64::new(0))

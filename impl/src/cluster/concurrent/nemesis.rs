@@ -3,7 +3,8 @@
 //! overlap: clean and unclean crashes of any broker or of the leader, the
 //! controller believing a live broker failed (a zombie, fenced until it
 //! registers again; fencing the leader briefly is a controlled leader
-//! move), and a follower paused (a GC pause, a slow disk). Each crashed
+//! move), a follower paused (a GC pause, a slow disk), and a full disk on
+//! one broker (its replica goes offline). Each crashed
 //! broker restarts, and each fenced one registers again, after a time
 //! also chosen by seed; all do when the run stops.
 
@@ -33,6 +34,11 @@ pub enum NemesisFault {
     LeaderMove,
     /// A follower stops handling messages for a while.
     Pause,
+    /// One broker's disk fills: its writes fail, the driver takes it
+    /// offline (as Kafka takes a failed log directory offline), and it
+    /// restarts once the disk has room again. Its unflushed records are
+    /// lost as in an unclean crash.
+    FullDisk,
 }
 
 /// How the nemesis chooses.
@@ -68,6 +74,7 @@ impl Nemesis {
                 NemesisFault::Fence,
                 NemesisFault::LeaderMove,
                 NemesisFault::Pause,
+                NemesisFault::FullDisk,
             ],
             one_unclean_at_a_time: true,
         }
@@ -94,6 +101,8 @@ impl Rng {
 enum Undo {
     Restart(ReplicaId),
     Register(ReplicaId),
+    /// The disk has room again; the broker restarts.
+    FreeDisk(ReplicaId),
 }
 
 fn register(controller: &Sender<CtlMsg>, replica: ReplicaId) {
@@ -135,6 +144,11 @@ pub(super) fn run_nemesis(
                     down[r as usize] = false;
                     let _ = replicas[r as usize].send(Msg::Restart);
                 }
+                Undo::FreeDisk(r) => {
+                    shared.disk_full[r as usize].store(false, Ordering::SeqCst);
+                    down[r as usize] = false;
+                    let _ = replicas[r as usize].send(Msg::Restart);
+                }
                 Undo::Register(r) => {
                     fenced[r as usize] = false;
                     // A broker that crashed meanwhile registers itself
@@ -166,7 +180,9 @@ pub(super) fn run_nemesis(
         }
         let unclean_now = unclean.iter().any(|&u| u);
         let done = match fault {
-            NemesisFault::Crash { clean: false } | NemesisFault::CrashLeader { clean: false }
+            NemesisFault::Crash { clean: false }
+            | NemesisFault::CrashLeader { clean: false }
+            | NemesisFault::FullDisk
                 if nemesis.one_unclean_at_a_time && unclean_now =>
             {
                 None
@@ -211,6 +227,14 @@ pub(super) fn run_nemesis(
                     pending.push((back, Undo::Register(v)));
                 })
             }
+            NemesisFault::FullDisk => pick(&mut rng, &up).map(|v| {
+                // Down from the nemesis's view: the broker goes offline at
+                // its next write, and it is restarted when the disk frees.
+                down[v as usize] = true;
+                unclean[v as usize] = true;
+                shared.disk_full[v as usize].store(true, Ordering::SeqCst);
+                pending.push((until, Undo::FreeDisk(v)));
+            }),
             NemesisFault::Pause => {
                 let followers: Vec<ReplicaId> =
                     up.iter().copied().filter(|&r| Some(r) != leader).collect();
@@ -227,6 +251,10 @@ pub(super) fn run_nemesis(
     for (_, undo) in pending {
         match undo {
             Undo::Restart(r) => {
+                let _ = replicas[r as usize].send(Msg::Restart);
+            }
+            Undo::FreeDisk(r) => {
+                shared.disk_full[r as usize].store(false, Ordering::SeqCst);
                 let _ = replicas[r as usize].send(Msg::Restart);
             }
             Undo::Register(r) if !down[r as usize] => register(&controller, r),

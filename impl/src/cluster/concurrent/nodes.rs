@@ -8,18 +8,18 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::super::trace::{Actor, Event};
+use super::disk::NemesisDisk;
 use super::InjectedFault;
 use super::{ConcurrentConfig, CtlMsg, Msg, Shared, PRODUCER_SHIFT};
 use crate::replication::log::record_id;
 use crate::replication::{
-    ApiError, Controller, DiskLog, DiskLogConfig, Error, FetchRequest, FetchResponse, Input,
-    IsrChange, LeaderAndIsr, Output, ProduceResponse, RecordId, Replica, ReplicaId, ReplicaLog,
-    Result, Tick,
+    ApiError, Controller, DiskLogConfig, Error, FetchRequest, FetchResponse, Input, IsrChange,
+    LeaderAndIsr, Output, ProduceResponse, RecordId, Replica, ReplicaId, ReplicaLog, Result, Tick,
 };
 
 /// What a replica thread hands back: its replica (if up) and the errors
 /// it met.
-pub(super) type ReplicaOutcome = (Option<Replica<DiskLog>>, Vec<String>);
+pub(super) type ReplicaOutcome = (Option<Replica<NemesisDisk>>, Vec<String>);
 
 // --- Replica threads -------------------------------------------------------------
 
@@ -29,7 +29,7 @@ pub(super) struct ReplicaNode {
     disk: DiskLogConfig,
     config: ConcurrentConfig,
     replicas: Vec<ReplicaId>,
-    partition: Option<Replica<DiskLog>>,
+    partition: Option<Replica<NemesisDisk>>,
     down_unclean: bool,
     peers: Vec<Sender<Msg>>,
     controller: Sender<CtlMsg>,
@@ -139,7 +139,8 @@ impl ReplicaNode {
     }
 
     pub(super) fn open(&mut self) -> Result<()> {
-        let (log, report) = DiskLog::open(&self.dir, &self.disk)?;
+        let full = self.shared.disk_full[self.id as usize].clone();
+        let (log, report) = NemesisDisk::open(&self.dir, &self.disk, full)?;
         let (tx, rx) = mpsc::channel();
         let _ = self.controller.send(CtlMsg::BrokerRegistered {
             replica: self.id,
