@@ -11,6 +11,8 @@
 //! - [`coverage`]: the share of a state space some runs visited.
 //! - [`exhaustive`]: every transition of a configuration's state space,
 //!   taken by the implementation in memory.
+//! - [`trace_validation`]: a concurrent run's trace, checked event by
+//!   event to be a behaviour of the model (spec/trace-validation.md).
 
 pub mod abstraction;
 pub mod coverage;
@@ -18,3 +20,4 @@ pub mod exhaustive;
 pub mod lockstep;
 pub mod mapping;
 pub mod replay;
+pub mod trace_validation;

@@ -150,3 +150,45 @@ fn acks_1_without_faults_loses_nothing_and_acks_0_gets_no_answers() {
         }
     }
 }
+
+/// After crashes of leaders and followers: the leader's ISR copy converges
+/// to the controller's (it learns from the metadata, not from one message
+/// that can be lost), and producers back off after error answers instead
+/// of spinning on NotLeaderOrFollower.
+#[test]
+fn the_leaders_isr_copy_converges_and_producers_back_off() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = ConcurrentConfig::new(3);
+    config.duration = Duration::from_millis(1500);
+    config.consumers = 1;
+    config.replication.replica_lag_time_max_ms = 200;
+    config.faults = Some(FaultSchedule {
+        first_after: Duration::from_millis(100),
+        every: Duration::from_millis(150),
+        down_for: Duration::from_millis(100),
+        faults: vec![
+            Fault::CrashFollower { clean: false },
+            Fault::CrashLeader { clean: true },
+            Fault::CrashFollower { clean: true },
+        ],
+    });
+    let report = concurrent::run(dir.path(), config.clone()).unwrap();
+    let errors: u64 = report.produce_errors.values().sum();
+    eprintln!(
+        "{} requests, {errors} error answers {:?}, consumer errors {:?}, crashes {:?}",
+        report.requests_sent, report.produce_errors, report.consumer_errors, report.crashes
+    );
+    assert!(report.errors.is_empty(), "{:?}", report.errors);
+    assert!(report.settled, "the partition healed");
+    let leader = report.controller.leader.expect("a leader at the end");
+    let copy = report.final_states[leader as usize]
+        .as_ref()
+        .expect("the leader is up")
+        .isr
+        .clone();
+    assert_eq!(copy, report.controller.isr, "the leader's ISR copy");
+    // One error answer per request in flight per backoff period, at most.
+    let periods = config.duration.as_millis() as u64 / 10 + 1;
+    let bound = periods * config.max_in_flight as u64 + report.crashes.len() as u64 * 4;
+    assert!(errors <= bound, "{errors} error answers, more than {bound}");
+}

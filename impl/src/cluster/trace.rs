@@ -5,10 +5,14 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::replication::Error;
 use crate::replication::{
     ApiError, ControllerState, Election, IsrChange, LeaderEpoch, PartitionState, RecordId,
     ReplicaId,
 };
+use std::fs::File;
+use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::path::Path;
 use std::sync::{Mutex, MutexGuard};
 
 /// Who did something.
@@ -165,6 +169,19 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// Where entries go: kept in memory, or streamed to a file one JSON entry a
+/// line (memory stays bounded; the first write error is kept and writing
+/// stops).
+#[derive(Debug)]
+enum Sink {
+    Memory(Vec<TraceEntry>),
+    File {
+        out: BufWriter<File>,
+        written: u64,
+        error: Option<String>,
+    },
+}
+
 /// Collects entries from many threads. The global order is the order in
 /// which entries are appended: each actor appends an event before it sends
 /// the messages the event produced, so a receive always follows its send.
@@ -172,7 +189,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 pub(crate) struct Tracer {
     enabled: bool,
     start: std::time::Instant,
-    entries: Mutex<Vec<TraceEntry>>,
+    sink: Mutex<Sink>,
 }
 
 impl Tracer {
@@ -180,8 +197,24 @@ impl Tracer {
         Tracer {
             enabled,
             start: std::time::Instant::now(),
-            entries: Mutex::new(Vec::new()),
+            sink: Mutex::new(Sink::Memory(Vec::new())),
         }
+    }
+
+    /// A tracer that streams to `path` (created or truncated).
+    pub(crate) fn to_file(path: &Path) -> crate::replication::Result<Tracer> {
+        let file = File::create(path).map_err(|e| {
+            Error::InvalidConfig(format!("cannot create trace file {}: {e}", path.display()))
+        })?;
+        Ok(Tracer {
+            enabled: true,
+            start: std::time::Instant::now(),
+            sink: Mutex::new(Sink::File {
+                out: BufWriter::new(file),
+                written: 0,
+                error: None,
+            }),
+        })
     }
 
     pub(crate) fn enabled(&self) -> bool {
@@ -199,21 +232,80 @@ impl Tracer {
             return;
         }
         let micros = self.start.elapsed().as_micros() as u64;
-        let mut entries = lock(&self.entries);
-        let seq = entries.len() as u64;
-        entries.push(TraceEntry {
-            seq,
-            micros,
-            actor,
-            event,
-            replica,
-            controller,
-        });
-    }
-
-    pub(crate) fn take(&self) -> Trace {
-        Trace {
-            entries: std::mem::take(&mut *lock(&self.entries)),
+        let mut sink = lock(&self.sink);
+        match &mut *sink {
+            Sink::Memory(entries) => {
+                let seq = entries.len() as u64;
+                entries.push(TraceEntry {
+                    seq,
+                    micros,
+                    actor,
+                    event,
+                    replica,
+                    controller,
+                });
+            }
+            Sink::File {
+                out,
+                written,
+                error,
+            } => {
+                if error.is_some() {
+                    return;
+                }
+                let entry = TraceEntry {
+                    seq: *written,
+                    micros,
+                    actor,
+                    event,
+                    replica,
+                    controller,
+                };
+                *written += 1;
+                let line = serde_json::to_writer(&mut *out, &entry)
+                    .map_err(|e| e.to_string())
+                    .and_then(|()| out.write_all(b"\n").map_err(|e| e.to_string()));
+                if let Err(e) = line {
+                    *error = Some(e);
+                }
+            }
         }
     }
+
+    /// The entries kept in memory (none when streaming to a file).
+    pub(crate) fn take(&self) -> Trace {
+        match &mut *lock(&self.sink) {
+            Sink::Memory(entries) => Trace {
+                entries: std::mem::take(entries),
+            },
+            Sink::File { .. } => Trace::default(),
+        }
+    }
+
+    /// Flushes a trace file; the first error writing it, if any.
+    pub(crate) fn finish(&self) -> Option<String> {
+        match &mut *lock(&self.sink) {
+            Sink::Memory(_) => None,
+            Sink::File { out, error, .. } => {
+                if error.is_none() {
+                    if let Err(e) = out.flush() {
+                        *error = Some(e.to_string());
+                    }
+                }
+                error.clone()
+            }
+        }
+    }
+}
+
+/// Reads a trace file entry by entry, in order, without holding it whole.
+/// A line that is not an entry is an error naming its line number.
+pub fn read_trace_file(
+    path: &Path,
+) -> std::io::Result<impl Iterator<Item = std::result::Result<TraceEntry, String>>> {
+    let file = BufReader::new(File::open(path)?);
+    Ok(file.lines().enumerate().map(|(i, line)| {
+        let line = line.map_err(|e| format!("line {}: {e}", i + 1))?;
+        serde_json::from_str(&line).map_err(|e| format!("line {}: {e}", i + 1))
+    }))
 }

@@ -378,6 +378,13 @@ impl Partition {
             _ => None,
         }
     }
+    /// The correlation id of the fetch in flight, while fetching.
+    pub fn fetch_in_flight(&self) -> Option<u64> {
+        match &self.role {
+            RoleState::Follower(f) if f.phase == Phase::Fetching => f.in_flight.map(|(c, _)| c),
+            _ => None,
+        }
+    }
     pub fn is_truncating(&self) -> bool {
         matches!(&self.role, RoleState::Follower(f) if f.phase == Phase::Truncating)
     }

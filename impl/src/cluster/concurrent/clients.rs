@@ -52,6 +52,9 @@ fn record_answer(
     }
 }
 
+/// How long a producer waits after an error answer.
+pub(super) const RETRY_BACKOFF: Duration = Duration::from_millis(10);
+
 pub(super) fn run_producer(
     k: usize,
     config: ConcurrentConfig,
@@ -64,11 +67,26 @@ pub(super) fn run_producer(
     let mut in_flight: HashMap<u64, (Instant, Vec<RecordId>)> = HashMap::new();
     let value = vec![b'x'; config.record_bytes];
     let timeout = config.produce_timeout;
+    // Kafka's retry.backoff.ms: after an error answer, wait before sending
+    // again (without it a producer spins on NotLeaderOrFollower).
+    let mut backoff_until = Instant::now();
+    let mut errors_seen = 0;
     while !shared.stop_clients.load(Ordering::Relaxed) {
-        while in_flight.len() < config.max_in_flight {
+        let errors_now: u64 = out.errors.values().sum();
+        if errors_now > errors_seen {
+            errors_seen = errors_now;
+            backoff_until = Instant::now() + RETRY_BACKOFF;
+        }
+        while in_flight.len() < config.max_in_flight && Instant::now() >= backoff_until {
             let Some(leader) = shared.metadata().leader else {
                 break;
             };
+            let n = config.records_per_request as u64;
+            if let Some(max) = config.max_records {
+                if !super::published::take_records(&shared.records_sent, n, max) {
+                    break;
+                }
+            }
             let request_id = ((k as u64) << PRODUCER_SHIFT) | seq;
             let ids: Vec<RecordId> = (0..config.records_per_request as u64)
                 .map(|i| request_id * config.records_per_request as u64 + i)
@@ -126,8 +144,16 @@ pub(super) fn run_producer(
     out
 }
 
-pub(super) fn run_consumer(k: usize, shared: Arc<Shared>) -> Vec<ConsumedRecord> {
-    let mut out = Vec::new();
+/// What a consumer read, and the read errors it met (by error, counted).
+#[derive(Default)]
+pub(super) struct ConsumerResult {
+    pub(super) consumed: Vec<ConsumedRecord>,
+    pub(super) errors: BTreeMap<String, u64>,
+}
+
+pub(super) fn run_consumer(k: usize, shared: Arc<Shared>) -> ConsumerResult {
+    let mut result = ConsumerResult::default();
+    let out = &mut result.consumed;
     let mut pos = 0u64;
     while !shared.stop_clients.load(Ordering::Relaxed) {
         let reader = shared.metadata().leader.and_then(|l| shared.reader(l));
@@ -136,7 +162,11 @@ pub(super) fn run_consumer(k: usize, shared: Arc<Shared>) -> Vec<ConsumedRecord>
             continue;
         };
         match read_entries_once(&reader, pos) {
-            Some(entries) if !entries.is_empty() => {
+            Err(e) => {
+                *result.errors.entry(e.to_string()).or_default() += 1;
+                thread::sleep(Duration::from_millis(1));
+            }
+            Ok(Some(entries)) if !entries.is_empty() => {
                 for e in entries {
                     pos = e.offset + 1;
                     out.push(ConsumedRecord {
@@ -147,19 +177,22 @@ pub(super) fn run_consumer(k: usize, shared: Arc<Shared>) -> Vec<ConsumedRecord>
                     });
                 }
             }
-            _ => {
+            Ok(_) => {
                 reader.wait_for_high_watermark(pos, Duration::from_millis(5));
             }
         }
     }
-    out
+    result
 }
 
 /// Records from `pos` below the reader's HW, in one read.
-fn read_entries_once(reader: &LogReader, pos: u64) -> Option<Vec<LogEntry>> {
+fn read_entries_once(
+    reader: &LogReader,
+    pos: u64,
+) -> crate::replication::Result<Option<Vec<LogEntry>>> {
     let hw = reader.high_watermark();
     if pos >= hw {
-        return None;
+        return Ok(None);
     }
-    read_entries(reader, pos, hw).ok()
+    read_entries(reader, pos, hw).map(Some)
 }

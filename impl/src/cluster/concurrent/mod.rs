@@ -31,6 +31,8 @@ use std::sync::{Arc, RwLock};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
+use serde::{Deserialize, Serialize};
+
 use super::trace::{Trace, Tracer};
 use crate::replication::{
     Acks, AlterPartitionRequest, AlterPartitionResponse, Controller, ControllerConfig,
@@ -41,15 +43,23 @@ use crate::replication::{
 use crate::storage::{LogConfig, LogReader, TopicPartition};
 
 mod clients;
+mod disk;
 mod faults;
+mod nemesis;
 mod nodes;
+mod published;
 mod report;
+mod soak;
 
+pub use super::trace::read_trace_file;
 pub use faults::{Fault, FaultSchedule};
+pub use nemesis::{Nemesis, NemesisFault};
 pub use report::{AckedRecord, ConsumedRecord, RunReport};
+pub use soak::{soak_config, RuleSet, SoakFigures};
 
 use clients::{run_consumer, run_producer};
 use faults::run_faults;
+use nemesis::run_nemesis;
 use nodes::{ControllerNode, ReplicaNode, ReplicaOutcome};
 
 /// How a concurrent run is set up.
@@ -74,6 +84,8 @@ pub struct ConcurrentConfig {
     /// How long producers run.
     pub duration: Duration,
     pub faults: Option<FaultSchedule>,
+    /// Faults chosen by seed, overlapping (in addition to `faults`).
+    pub nemesis: Option<Nemesis>,
     /// Each replica flushes its log this often (`None`: only on a clean
     /// shutdown, as Kafka's default leaves flushing to the OS).
     pub flush_interval: Option<Duration>,
@@ -88,6 +100,36 @@ pub struct ConcurrentConfig {
     pub settle_timeout: Duration,
     /// Record a trace of every event (costly: a state copy per event).
     pub trace: bool,
+    /// With `trace`: stream the trace to this file, one JSON entry a line,
+    /// instead of keeping it in memory (memory stays bounded however long
+    /// the run; the report's trace is then empty).
+    pub trace_file: Option<std::path::PathBuf>,
+    /// Producers stop after this many records in all (`None`: no limit).
+    /// Small runs fit the model's bounds, so that their traces can be
+    /// validated against it.
+    pub max_records: Option<u64>,
+    /// A deliberately broken rule of the driver (test-only switch), to show
+    /// that trace validation catches concurrency bugs; `None` in real runs.
+    pub inject: Option<InjectedFault>,
+}
+
+/// A concurrency bug the driver can be told to have, each in the driver
+/// (`nodes.rs`), none in the replication core that lockstep checks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum InjectedFault {
+    /// A follower applies a fetch response from a leader of an older epoch
+    /// (the driver relabels it as from its current leader).
+    StaleEpochFetchResponse,
+    /// A leader shrinks its own ISR copy as soon as it asks the controller,
+    /// and advances its HW from that copy before the answer.
+    HwFromUnconfirmedIsr,
+    /// A follower takes the leader's LEO as its HW: an HW published to its
+    /// readers before the leader's HW made it safe.
+    HwPublishedEarly,
+    /// The leader applies an ISR change twice: the controller's last ISR
+    /// update (a removal) is taken again after the leader's next accepted
+    /// AlterPartition.
+    IsrChangeAppliedTwice,
 }
 
 impl ConcurrentConfig {
@@ -111,12 +153,16 @@ impl ConcurrentConfig {
             consumers: 0,
             duration: Duration::from_secs(1),
             faults: None,
+            nemesis: None,
             flush_interval: None,
             fetch_max_wait: Duration::from_millis(100),
             request_timeout: Duration::from_millis(300),
             produce_timeout: Duration::from_secs(2),
             settle_timeout: Duration::from_secs(20),
             trace: false,
+            trace_file: None,
+            max_records: None,
+            inject: None,
         }
     }
 }
@@ -138,6 +184,14 @@ pub(super) enum Msg {
         leader: Option<(ReplicaId, LeaderEpoch)>,
     },
     PeerCrashed(ReplicaId),
+    /// A message from a peer's incarnation: dropped if that incarnation
+    /// has crashed since (its connections are gone; nothing it sent before
+    /// the crash arrives after it, as over TCP).
+    Peer {
+        from: ReplicaId,
+        incarnation: u64,
+        msg: Box<Msg>,
+    },
     /// The controller changed the ISR within the leader epoch.
     IsrUpdate {
         leader_epoch: LeaderEpoch,
@@ -151,6 +205,8 @@ pub(super) enum Msg {
         clean: bool,
     },
     Restart,
+    /// The broker stops handling messages this long (a pause).
+    Pause(Duration),
     Stop,
 }
 
@@ -172,18 +228,25 @@ pub(super) enum CtlMsg {
 #[derive(Debug, Clone, Default)]
 pub(super) struct Metadata {
     pub(super) leader: Option<ReplicaId>,
+    pub(super) leader_epoch: Option<LeaderEpoch>,
     pub(super) isr: Vec<ReplicaId>,
 }
 
 pub(super) struct Shared {
     pub(super) start: Instant,
-    pub(super) metadata: RwLock<Metadata>,
+    pub(super) metadata: published::MetadataCell,
     pub(super) readers: RwLock<Vec<Option<LogReader>>>,
     pub(super) tracer: Tracer,
     pub(super) errors: std::sync::Mutex<Vec<String>>,
     pub(super) crashes: std::sync::Mutex<Vec<(ReplicaId, bool)>>,
     /// Producers, consumers and faults stop.
     pub(super) stop_clients: AtomicBool,
+    /// Records producers sent so far (for `max_records`).
+    pub(super) records_sent: crate::sync::AtomicU64,
+    /// Each replica's disk is full (set by the nemesis).
+    pub(super) disk_full: Vec<Arc<std::sync::atomic::AtomicBool>>,
+    /// Each replica's incarnation: how many times it crashed.
+    pub(super) incarnations: Vec<std::sync::atomic::AtomicU64>,
 }
 
 impl Shared {
@@ -191,10 +254,12 @@ impl Shared {
         self.start.elapsed().as_millis() as u64
     }
     pub(super) fn metadata(&self) -> Metadata {
-        self.metadata
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+        self.metadata.get()
+    }
+    pub(super) fn incarnation(&self, r: ReplicaId) -> u64 {
+        self.incarnations
+            .get(r as usize)
+            .map_or(0, |i| i.load(Ordering::SeqCst))
     }
     pub(super) fn reader(&self, r: ReplicaId) -> Option<LogReader> {
         self.readers
@@ -239,9 +304,21 @@ pub fn run(root: &Path, config: ConcurrentConfig) -> Result<RunReport> {
     )?;
     let shared = Arc::new(Shared {
         start: Instant::now(),
-        metadata: RwLock::new(Metadata::default()),
+        metadata: published::MetadataCell::default(),
         readers: RwLock::new(vec![None; ids.len()]),
-        tracer: Tracer::new(config.trace),
+        tracer: match (&config.trace_file, config.trace) {
+            (Some(path), true) => Tracer::to_file(path)?,
+            _ => Tracer::new(config.trace),
+        },
+        records_sent: crate::sync::AtomicU64::new(0),
+        disk_full: ids
+            .iter()
+            .map(|_| Arc::new(AtomicBool::new(false)))
+            .collect(),
+        incarnations: ids
+            .iter()
+            .map(|_| std::sync::atomic::AtomicU64::new(0))
+            .collect(),
         errors: std::sync::Mutex::new(Vec::new()),
         crashes: std::sync::Mutex::new(Vec::new()),
         stop_clients: AtomicBool::new(false),
@@ -299,6 +376,11 @@ pub fn run(root: &Path, config: ConcurrentConfig) -> Result<RunReport> {
         thread::spawn(move || run_faults(f, sh, rt))
     });
 
+    let nemesis_thread = config.nemesis.clone().map(|n| {
+        let (sh, rt, ct) = (shared.clone(), replica_tx.clone(), ctl_tx.clone());
+        thread::spawn(move || run_nemesis(n, sh, rt, ct))
+    });
+
     let started = Instant::now();
     thread::sleep(config.duration);
     shared.stop_clients.store(true, Ordering::Relaxed);
@@ -306,6 +388,9 @@ pub fn run(root: &Path, config: ConcurrentConfig) -> Result<RunReport> {
     if let Some(t) = fault_thread {
         let _ = t.join();
     }
+    let nemesis_faults = nemesis_thread
+        .map(|t| t.join().unwrap_or_default())
+        .unwrap_or_default();
     let mut report = RunReport {
         produce_elapsed,
         requests_sent: 0,
@@ -315,7 +400,9 @@ pub fn run(root: &Path, config: ConcurrentConfig) -> Result<RunReport> {
         produce_timeouts: 0,
         ack_latencies_us: Vec::new(),
         consumed: Vec::new(),
+        consumer_errors: BTreeMap::new(),
         crashes: Vec::new(),
+        nemesis_faults,
         settled: false,
         final_logs: Vec::new(),
         final_states: Vec::new(),
@@ -343,7 +430,11 @@ pub fn run(root: &Path, config: ConcurrentConfig) -> Result<RunReport> {
     }
     report.ack_latencies_us.sort_unstable();
     for t in consumer_threads {
-        report.consumed.extend(t.join().unwrap_or_default());
+        let c = t.join().unwrap_or_default();
+        report.consumed.extend(c.consumed);
+        for (e, n) in c.errors {
+            *report.consumer_errors.entry(e).or_default() += n;
+        }
     }
 
     // Settle: every replica back, in the ISR, with the leader's log and HW.
@@ -389,12 +480,22 @@ pub fn run(root: &Path, config: ConcurrentConfig) -> Result<RunReport> {
         .join()
         .map_err(|_| Error::InvalidConfig("the controller thread panicked".into()))?;
     report.controller = controller.state();
-    for p in partitions {
+    // A log that cannot be read or closed (a full disk) is an error in the
+    // report, not the loss of the report.
+    for (r, p) in partitions.into_iter().enumerate() {
         match p {
             Some(p) => {
-                report.final_logs.push(p.log().entries()?);
+                match p.log().entries() {
+                    Ok(entries) => report.final_logs.push(entries),
+                    Err(e) => {
+                        report.errors.push(format!("replica {r}: final log: {e}"));
+                        report.final_logs.push(Vec::new());
+                    }
+                }
                 report.final_states.push(Some(p.core().state()));
-                p.into_log().close()?;
+                if let Err(e) = p.into_log().close() {
+                    report.errors.push(format!("replica {r}: close: {e}"));
+                }
             }
             None => {
                 report.final_logs.push(Vec::new());
@@ -415,5 +516,8 @@ pub fn run(root: &Path, config: ConcurrentConfig) -> Result<RunReport> {
         .unwrap_or_else(|e| e.into_inner())
         .clone();
     report.trace = shared.tracer.take();
+    if let Some(e) = shared.tracer.finish() {
+        report.errors.push(format!("trace file: {e}"));
+    }
     Ok(report)
 }

@@ -8,16 +8,18 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::super::trace::{Actor, Event};
+use super::disk::NemesisDisk;
+use super::InjectedFault;
 use super::{ConcurrentConfig, CtlMsg, Msg, Shared, PRODUCER_SHIFT};
 use crate::replication::log::record_id;
 use crate::replication::{
-    ApiError, Controller, DiskLog, DiskLogConfig, Error, FetchRequest, Input, LeaderAndIsr, Output,
-    ProduceResponse, RecordId, Replica, ReplicaId, ReplicaLog, Result, Tick,
+    ApiError, Controller, DiskLogConfig, Error, FetchRequest, FetchResponse, Input, IsrChange,
+    LeaderAndIsr, Output, ProduceResponse, RecordId, Replica, ReplicaId, ReplicaLog, Result, Tick,
 };
 
 /// What a replica thread hands back: its replica (if up) and the errors
 /// it met.
-pub(super) type ReplicaOutcome = (Option<Replica<DiskLog>>, Vec<String>);
+pub(super) type ReplicaOutcome = (Option<Replica<NemesisDisk>>, Vec<String>);
 
 // --- Replica threads -------------------------------------------------------------
 
@@ -27,17 +29,23 @@ pub(super) struct ReplicaNode {
     disk: DiskLogConfig,
     config: ConcurrentConfig,
     replicas: Vec<ReplicaId>,
-    partition: Option<Replica<DiskLog>>,
+    partition: Option<Replica<NemesisDisk>>,
     down_unclean: bool,
     peers: Vec<Sender<Msg>>,
     controller: Sender<CtlMsg>,
     producers: Vec<Sender<ProduceResponse>>,
     shared: Arc<Shared>,
     /// Fetches held until data arrives: (from, request, held since).
-    parked: Vec<(ReplicaId, FetchRequest, u64)>,
+    parked: Vec<(ReplicaId, FetchRequest, u64, u64)>,
+    /// The sender incarnation of the message being handled.
+    msg_incarnation: u64,
     backoff_until: u64,
     last_flush: u64,
     last_isr_check: u64,
+    /// Only with an injected fault: the last fetch response taken in an
+    /// older epoch, and the last ISR update from the controller.
+    stale_response: Option<FetchResponse>,
+    last_isr_update: Option<(crate::replication::LeaderEpoch, Vec<ReplicaId>)>,
 }
 
 /// A refusal (a tick with nothing to do) rather than a failure.
@@ -71,9 +79,12 @@ impl ReplicaNode {
             producers,
             shared,
             parked: Vec::new(),
+            msg_incarnation: 0,
             backoff_until: 0,
             last_flush: 0,
             last_isr_check: 0,
+            stale_response: None,
+            last_isr_update: None,
         }
     }
 
@@ -88,7 +99,11 @@ impl ReplicaNode {
 
     fn send(&self, to: ReplicaId, msg: Msg) {
         if let Some(s) = self.peers.get(to as usize) {
-            let _ = s.send(msg);
+            let _ = s.send(Msg::Peer {
+                from: self.id,
+                incarnation: self.shared.incarnation(self.id),
+                msg: Box::new(msg),
+            });
         }
     }
 
@@ -124,7 +139,8 @@ impl ReplicaNode {
     }
 
     pub(super) fn open(&mut self) -> Result<()> {
-        let (log, report) = DiskLog::open(&self.dir, &self.disk)?;
+        let full = self.shared.disk_full[self.id as usize].clone();
+        let (log, report) = NemesisDisk::open(&self.dir, &self.disk, full)?;
         let (tx, rx) = mpsc::channel();
         let _ = self.controller.send(CtlMsg::BrokerRegistered {
             replica: self.id,
@@ -165,12 +181,16 @@ impl ReplicaNode {
         }
         self.shared.set_reader(self.id, None);
         self.parked.clear();
-        let log = p.into_log();
-        if clean {
-            log.close()?;
-        } else {
-            log.crash()?;
+        // Its connections drop: what it sent and is still unread is lost.
+        if let Some(i) = self.shared.incarnations.get(self.id as usize) {
+            i.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         }
+        let log = p.into_log();
+        let stopped = if clean { log.close() } else { log.crash() };
+        // Whatever the log did, the broker is down: the protocol hears of
+        // it below. A clean shutdown that failed did not complete, so the
+        // broker comes back as after an unclean one (KIP-966's rule).
+        let clean = clean && stopped.is_ok();
         self.down_unclean = !clean;
         self.trace(Event::Crash { clean });
         let _ = self.controller.send(CtlMsg::BrokerStopped(self.id));
@@ -179,7 +199,7 @@ impl ReplicaNode {
                 self.send(r, Msg::PeerCrashed(self.id));
             }
         }
-        Ok(())
+        stopped.map(drop)
     }
 
     /// Delivers what the replica asked to be sent.
@@ -233,12 +253,24 @@ impl ReplicaNode {
         let now = self.shared.now();
         match msg {
             Msg::Stop => return Ok(false),
+            Msg::Peer {
+                from,
+                incarnation,
+                msg,
+            } => {
+                if incarnation != self.shared.incarnation(from) {
+                    return Ok(true);
+                }
+                self.msg_incarnation = incarnation;
+                return self.handle(*msg);
+            }
             Msg::Crash { clean } => self.crash(clean)?,
             Msg::Restart => {
                 if self.partition.is_none() {
                     self.open()?;
                 }
             }
+            Msg::Pause(d) => std::thread::sleep(d),
             Msg::Produce { producer, req } => self.produce(producer, req, now)?,
             other => {
                 if self.partition.is_none() {
@@ -303,7 +335,14 @@ impl ReplicaNode {
         match msg {
             Msg::LeaderAndIsr(req) => self.leader_and_isr(req, now)?,
             Msg::Fetch { from, req } => self.serve_fetch(from, req, now)?,
-            Msg::FetchResponse(resp) => {
+            Msg::FetchResponse(mut resp) => {
+                if self.injected(InjectedFault::HwPublishedEarly) {
+                    // Deliberately broken: the leader's LEO taken as its HW.
+                    resp.high_watermark = resp.log_end_offset;
+                }
+                if self.injected(InjectedFault::StaleEpochFetchResponse) {
+                    self.remember_or_replay_stale(&mut resp);
+                }
                 let leader = resp.leader_id;
                 let (fetch_offset, error) = (resp.fetch_offset, resp.error);
                 let p = self.partition.as_ref().expect("checked by the caller");
@@ -348,8 +387,15 @@ impl ReplicaNode {
             }
             Msg::AlterPartitionResponse(resp) => {
                 let (change, result) = (resp.change, resp.result.clone());
+                let epoch = resp.leader_epoch;
                 self.input(now, Input::AlterPartitionResponse(resp))?;
-                self.trace(Event::AlterPartitionAnswered { change, result });
+                self.trace(Event::AlterPartitionAnswered {
+                    change,
+                    result: result.clone(),
+                });
+                if let Ok(isr) = result {
+                    self.inject_isr_faults(epoch, change, isr, now)?;
+                }
             }
             Msg::Following { from, leader } => {
                 let notice = Input::Following {
@@ -367,6 +413,9 @@ impl ReplicaNode {
                 self.trace(Event::PeerCrashNoticed { peer: r });
             }
             Msg::IsrUpdate { leader_epoch, isr } => {
+                if self.injected(InjectedFault::IsrChangeAppliedTwice) {
+                    self.last_isr_update = Some((leader_epoch, isr.clone()));
+                }
                 let before = self.partition.as_ref().expect("up").core().isr();
                 let update = Input::IsrUpdate {
                     leader_epoch,
@@ -377,9 +426,86 @@ impl ReplicaNode {
                     self.trace(Event::IsrUpdated { isr });
                 }
             }
-            Msg::Stop | Msg::Crash { .. } | Msg::Restart | Msg::Produce { .. } => {
+            Msg::Stop
+            | Msg::Crash { .. }
+            | Msg::Restart
+            | Msg::Pause(_)
+            | Msg::Produce { .. }
+            | Msg::Peer { .. } => {
                 unreachable!("handled by the caller")
             }
+        }
+        Ok(())
+    }
+
+    fn injected(&self, fault: InjectedFault) -> bool {
+        self.config.inject == Some(fault)
+    }
+
+    /// `StaleEpochFetchResponse` (deliberately broken): a response taken in
+    /// an older epoch is kept, and applied again in a later epoch whenever
+    /// the follower fetches from its offset, relabelled as the current
+    /// leader's answer to the fetch in flight.
+    fn remember_or_replay_stale(&mut self, resp: &mut FetchResponse) {
+        let Some(p) = self.partition.as_ref() else {
+            return;
+        };
+        let core = p.core();
+        let epoch = core.state().leader_epoch;
+        match self.stale_response.take() {
+            Some(old) if old.leader_epoch < epoch && core.fetching_from().is_some() => {
+                if let Some(c) = core.fetch_in_flight() {
+                    if old.fetch_offset == core.log_state().log_end_offset {
+                        *resp = FetchResponse {
+                            correlation_id: c,
+                            leader_id: resp.leader_id,
+                            leader_epoch: resp.leader_epoch,
+                            ..old.clone()
+                        };
+                        self.stale_response = Some(old);
+                        return;
+                    }
+                }
+                self.stale_response = Some(old);
+            }
+            Some(old) if old.leader_epoch < epoch => self.stale_response = Some(old),
+            _ => self.stale_response = Some(resp.clone()),
+        }
+    }
+
+    /// `HwFromUnconfirmedIsr` and `IsrChangeAppliedTwice` (deliberately
+    /// broken), after an accepted AlterPartition: the leader's ISR copy
+    /// drops the member just added (a stale copy it then advances the HW
+    /// from), or takes the controller's last ISR update a second time.
+    fn inject_isr_faults(
+        &mut self,
+        epoch: crate::replication::LeaderEpoch,
+        change: IsrChange,
+        isr: Vec<ReplicaId>,
+        now: u64,
+    ) -> Result<()> {
+        let stale = match (self.config.inject, change) {
+            (Some(InjectedFault::HwFromUnconfirmedIsr), IsrChange::Add(f)) => {
+                Some(isr.iter().copied().filter(|&r| r != f).collect())
+            }
+            (Some(InjectedFault::IsrChangeAppliedTwice), _) => self
+                .last_isr_update
+                .take()
+                .filter(|(e, _)| *e == epoch)
+                .map(|(_, isr)| isr),
+            _ => None,
+        };
+        let Some(stale) = stale else {
+            return Ok(());
+        };
+        let before = self.partition.as_ref().map(|p| p.core().isr());
+        let update = Input::IsrUpdate {
+            leader_epoch: epoch,
+            isr: stale.clone(),
+        };
+        self.input(now, update)?;
+        if self.partition.as_ref().map(|p| p.core().isr()) != before {
+            self.trace(Event::IsrUpdated { isr: stale });
         }
         Ok(())
     }
@@ -418,7 +544,7 @@ impl ReplicaNode {
                 && !self
                     .parked
                     .iter()
-                    .any(|(f, q, _)| *f == from && q.correlation_id == req.correlation_id);
+                    .any(|(f, q, _, _)| *f == from && q.correlation_id == req.correlation_id);
             self.trace(Event::FetchServed {
                 follower: from,
                 fetch_offset: req.fetch_offset,
@@ -430,7 +556,8 @@ impl ReplicaNode {
             // Kafka expands the ISR while serving a fetch.
             self.maybe_expand(from, now);
             if hold {
-                self.parked.push((from, req.clone(), now));
+                self.parked
+                    .push((from, req.clone(), now, self.msg_incarnation));
             } else {
                 self.send(to, Msg::FetchResponse(response));
             }
@@ -459,15 +586,23 @@ impl ReplicaNode {
         let Some(p) = self.partition.as_ref() else {
             return Ok(());
         };
+        // The first failure, returned once everything else was done.
+        let mut failed: Option<Error> = None;
         if p.core().is_leader() {
+            self.learn_isr(now);
             let advanced = self.input(now, Input::Tick(Tick::AdvanceHw));
             if !refused(&advanced) {
-                let out = advanced?;
-                let hw = self.partition.as_ref().expect("up").core().log_state();
-                self.trace(Event::LeaderAdvanceHw {
-                    high_watermark: hw.high_watermark,
-                });
-                self.route(out);
+                match advanced {
+                    Ok(out) => {
+                        let hw = self.partition.as_ref().expect("up").core().log_state();
+                        self.trace(Event::LeaderAdvanceHw {
+                            high_watermark: hw.high_watermark,
+                        });
+                        self.route(out);
+                    }
+                    // Held fetches, the shrink check and the rest still run.
+                    Err(e) => failed = failed.or(Some(e)),
+                }
             }
             // Held fetches go out once there is data or they waited enough.
             let leo = self
@@ -480,10 +615,21 @@ impl ReplicaNode {
             let wait = self.config.fetch_max_wait.as_millis() as u64;
             let (ready, held): (Vec<_>, Vec<_>) = std::mem::take(&mut self.parked)
                 .into_iter()
-                .partition(|(_, q, since)| leo > q.fetch_offset || now >= since + wait);
+                .partition(|(_, q, since, _)| leo > q.fetch_offset || now >= since + wait);
             self.parked = held;
-            for (from, req, _) in ready {
-                for o in self.input(now, Input::Fetch(req.clone()))? {
+            for (from, req, _, incarnation) in ready {
+                if incarnation != self.shared.incarnation(from) {
+                    // Held for a follower that crashed since.
+                    continue;
+                }
+                let served = match self.input(now, Input::Fetch(req.clone())) {
+                    Ok(out) => out,
+                    Err(e) => {
+                        failed = failed.or(Some(e));
+                        Vec::new()
+                    }
+                };
+                for o in served {
                     let Output::FetchResponse { to, response } = o else {
                         continue;
                     };
@@ -521,21 +667,67 @@ impl ReplicaNode {
             if now >= self.last_flush + every.as_millis() as u64 {
                 self.last_flush = now;
                 let before = self.rp();
-                self.input(now, Input::Tick(Tick::Flush))?;
+                if let Err(e) = self.input(now, Input::Tick(Tick::Flush)) {
+                    failed = failed.or(Some(e));
+                }
                 let rp = self.rp();
                 if rp != before {
                     self.trace(Event::Flush { recovery_point: rp });
                 }
             }
         }
-        self.input(now, Input::Tick(Tick::CheckpointHw))?;
-        Ok(())
+        if let Err(e) = self.input(now, Input::Tick(Tick::CheckpointHw)) {
+            failed = failed.or(Some(e));
+        }
+        failed.map_or(Ok(()), Err)
+    }
+
+    /// Kafka's leaders learn the ISR from the metadata, not from one
+    /// message: a leader whose copy differs from the controller's ISR in
+    /// its own epoch takes it (the model's LeaderLearnsIsr), so an update
+    /// lost while it was down, or ignored while its own change was in
+    /// flight, is not lost for good.
+    fn learn_isr(&mut self, now: u64) {
+        let m = self.shared.metadata();
+        let Some(p) = self.partition.as_ref() else {
+            return;
+        };
+        let core = p.core();
+        let (Some(epoch), mine) = (core.state().leader_epoch, core.isr()) else {
+            return;
+        };
+        if m.leader != Some(self.id) || m.leader_epoch != Some(epoch) || m.isr == mine {
+            return;
+        }
+        let update = Input::IsrUpdate {
+            leader_epoch: epoch,
+            isr: m.isr.clone(),
+        };
+        if self.input(now, update).is_ok() {
+            let after = self.partition.as_ref().map(|p| p.core().isr());
+            if after.as_ref() != Some(&mine) {
+                self.trace(Event::IsrUpdated { isr: m.isr });
+            }
+        }
     }
 
     fn rp(&self) -> u64 {
         self.partition
             .as_ref()
             .map_or(0, |p| p.core().log_state().recovery_point)
+    }
+
+    /// Records a failure; a storage failure takes the replica offline, as
+    /// Kafka takes a failed log directory offline: the broker stops as
+    /// after an unclean crash (the controller removes it from the ISR, its
+    /// peers see it go), and comes back only by a restart.
+    fn failed(&mut self, e: Error, errors: &mut Vec<String>) {
+        errors.push(format!("replica {}: {e}", self.id));
+        if matches!(e, Error::Storage(_)) && self.partition.is_some() {
+            if let Err(e) = self.crash(false) {
+                errors.push(format!("replica {}: going offline: {e}", self.id));
+            }
+        }
     }
 
     pub(super) fn run(mut self, inbox: Receiver<Msg>) -> ReplicaOutcome {
@@ -553,11 +745,11 @@ impl ReplicaNode {
                 match self.handle(msg) {
                     Ok(true) => {}
                     Ok(false) => break 'outer,
-                    Err(e) => errors.push(format!("replica {}: {e}", self.id)),
+                    Err(e) => self.failed(e, &mut errors),
                 }
             }
             if let Err(e) = self.drive() {
-                errors.push(format!("replica {}: {e}", self.id));
+                self.failed(e, &mut errors);
             }
         }
         (self.partition, errors)
@@ -570,6 +762,11 @@ pub(super) struct ControllerNode {
     controller: Controller,
     replicas: Vec<Sender<Msg>>,
     shared: Arc<Shared>,
+    /// Brokers that registered since the run began. The controller starts
+    /// with every broker registered (the model's initial state); a broker's
+    /// first registration is its start, not a restart, and no leader is
+    /// elected before every broker has started.
+    started: Vec<bool>,
 }
 
 impl ControllerNode {
@@ -578,10 +775,12 @@ impl ControllerNode {
         replicas: Vec<Sender<Msg>>,
         shared: Arc<Shared>,
     ) -> ControllerNode {
+        let started = vec![false; replicas.len()];
         ControllerNode {
             controller,
             replicas,
             shared,
+            started,
         }
     }
 
@@ -614,14 +813,16 @@ impl ControllerNode {
         }
     }
 
+    fn current_metadata(&self) -> super::Metadata {
+        super::Metadata {
+            leader: self.controller.leader(),
+            leader_epoch: self.controller.leader_epoch(),
+            isr: self.controller.isr(),
+        }
+    }
+
     fn publish(&self) {
-        let mut m = self
-            .shared
-            .metadata
-            .write()
-            .unwrap_or_else(|e| e.into_inner());
-        m.leader = self.controller.leader();
-        m.isr = self.controller.isr();
+        self.shared.metadata.publish(self.current_metadata());
     }
 
     pub(super) fn run(mut self, inbox: Receiver<CtlMsg>) -> Controller {
@@ -635,16 +836,31 @@ impl ControllerNode {
                         change: req.change,
                         result: resp.result.clone(),
                     });
-                    if let Some(s) = self.replicas.get(from as usize) {
-                        let _ = s.send(Msg::AlterPartitionResponse(resp));
-                    }
+                    // Published before anyone hears of the change: a leader
+                    // that learns the ISR from the metadata (`learn_isr`)
+                    // must never read one older than an answer it holds
+                    // (trace validation caught that; loom checks the order).
+                    let to = self.replicas.get(from as usize);
+                    self.shared
+                        .metadata
+                        .publish_then(self.current_metadata(), || {
+                            if let Some(s) = to {
+                                let _ = s.send(Msg::AlterPartitionResponse(resp));
+                            }
+                        });
                 }
                 Ok(CtlMsg::BrokerStopped(r)) => {
+                    if let Some(s) = self.started.get_mut(r as usize) {
+                        // Stopped before it registered: its next
+                        // registration is a restart.
+                        *s = true;
+                    }
                     let _ = self.controller.broker_stopped(r);
                     self.trace(Event::BrokerStopped { replica: r });
                     if self.controller.may_shrink_isr(r) {
                         if let Ok(sent) = self.controller.shrink_isr_on_failure(r) {
                             self.trace(Event::ControllerShrinkIsr { replica: r });
+                            self.publish();
                             match sent {
                                 Some(req) => self.broadcast(&req),
                                 None => self.send_isr_update(),
@@ -657,13 +873,26 @@ impl ControllerNode {
                     unclean,
                     reply,
                 }) => {
+                    let first = self
+                        .started
+                        .get_mut(replica as usize)
+                        .map(|s| !std::mem::replace(s, true))
+                        .unwrap_or(false);
                     let isr_before = self.controller.isr();
-                    match self.controller.broker_registered(replica, unclean) {
+                    // A first registration finds the broker already
+                    // counted in: nothing to change.
+                    let registered = if first {
+                        Ok(None)
+                    } else {
+                        self.controller.broker_registered(replica, unclean)
+                    };
+                    match registered {
                         Ok(Some(req)) => self.broadcast(&req),
                         Ok(None) if self.controller.isr() != isr_before => self.send_isr_update(),
                         _ => {}
                     }
                     self.trace(Event::BrokerRegistered { replica, unclean });
+                    self.publish();
                     let _ = reply.send(self.controller.leader_epoch());
                     // The restarted broker learns the current state.
                     if let Some(req) = self.controller.latest_request() {
@@ -674,13 +903,15 @@ impl ControllerNode {
                 }
                 Err(RecvTimeoutError::Timeout) => {}
             }
-            if let Some((r, _)) = self.controller.candidate() {
+            let all_started = self.started.iter().all(|&s| s);
+            if let Some((r, _)) = self.controller.candidate().filter(|_| all_started) {
                 if let Ok((election, req)) = self.controller.elect_leader(r) {
                     self.trace(Event::ControllerElectLeader {
                         replica: r,
                         election,
                         epoch: req.leader_epoch,
                     });
+                    self.publish();
                     self.broadcast(&req);
                 }
             }

@@ -46,8 +46,15 @@ pub struct RunReport {
     /// microseconds, sorted.
     pub ack_latencies_us: Vec<u64>,
     pub consumed: Vec<ConsumedRecord>,
+    /// Consumer read errors, by error (a leader's log closing under a
+    /// reader, a failed read), counted.
+    #[serde(default)]
+    pub consumer_errors: BTreeMap<String, u64>,
     /// Faults injected: (replica, clean).
     pub crashes: Vec<(ReplicaId, bool)>,
+    /// Faults the nemesis injected, by kind.
+    #[serde(default)]
+    pub nemesis_faults: BTreeMap<String, u64>,
     /// Every replica came back, caught up and rejoined the ISR in time.
     pub settled: bool,
     /// Each replica's log at the end.

@@ -1,0 +1,58 @@
+//! Trace validation throughput: `cargo bench -p highwater-conformance
+//! --bench trace_validation` runs seeded concurrent runs with faults
+//! (`HIGHWATER_TV_RUNS`, default 40), validates each trace file, and prints
+//! validation's events per second beside the rate at which the driver
+//! produced those events (events over the span of the trace), in the same
+//! process.
+
+use std::time::Instant;
+
+use highwater::cluster::concurrent::read_trace_file;
+use highwater_conformance::trace_validation::{model_config, seeded_config, validate_file};
+
+fn main() {
+    if !std::env::args().any(|a| a == "--bench") {
+        return;
+    }
+    let runs: u64 = std::env::var("HIGHWATER_TV_RUNS")
+        .ok()
+        .map_or(40, |v| v.parse().expect("a number of runs"));
+    let (mut events, mut span_us, mut validate_s, mut validated, mut bytes) =
+        (0u64, 0u64, 0.0, 0, 0);
+    for seed in 0..runs {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let path = dir.path().join("trace.jsonl");
+        let config = seeded_config(seed, &path);
+        highwater::cluster::concurrent::run(&dir.path().join("cluster"), config.clone())
+            .expect("the run");
+        bytes += std::fs::metadata(&path).map_or(0, |m| m.len());
+        // The driver's own rate: events over the trace's span.
+        let (mut n, mut first, mut last) = (0u64, None, 0u64);
+        for e in read_trace_file(&path).expect("the trace").flatten() {
+            n += 1;
+            first.get_or_insert(e.micros);
+            last = e.micros;
+        }
+        let started = Instant::now();
+        let ok = validate_file(&model_config(&config), &config, &path);
+        validate_s += started.elapsed().as_secs_f64();
+        if ok.is_ok() {
+            validated += 1;
+        }
+        events += n;
+        span_us += last - first.unwrap_or(last);
+    }
+    let driver = events as f64 / (span_us as f64 / 1e6);
+    let validation = events as f64 / validate_s;
+    println!("trace validation: {runs} seeded runs with faults, {validated} validated whole");
+    println!(
+        "{events} events, {bytes} trace bytes ({:.0} bytes/event)",
+        bytes as f64 / events as f64
+    );
+    println!("driver:     {driver:>12.0} events/s (events over the traces' spans)");
+    println!("validation: {validation:>12.0} events/s (reading, rebuilding, checking)");
+    println!(
+        "ratio:      {:>12.1} x the driver's rate",
+        validation / driver
+    );
+}

@@ -1,0 +1,329 @@
+//! Trace validation: whether a concurrent run's trace is a behaviour of
+//! the model, as CCF's and etcd-raft's trace validation check theirs
+//! against TLA+. The cluster is rebuilt from the events ([`rebuild`]),
+//! seen through the refinement mapping (spec/trace-validation.md), and
+//! abstracted to a model state; each event is then a stutter (the
+//! abstraction did not move) or a short sequence of model actions, each
+//! enabled, that leads to exactly that state ([`check`]). The
+//! always-properties hold on every state. The first event that does not
+//! fit is reported with the model's state, the implementation's, and the
+//! events around it.
+//!
+//! The model's states are small (a few records, a few epochs): the runs to
+//! validate are kept within its bounds (`ConcurrentConfig::max_records`,
+//! few faults); an event beyond them ends validation as
+//! [`MisfitKind::BeyondModel`], not as a misfit.
+
+pub mod check;
+pub mod rebuild;
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::path::Path;
+
+use highwater::cluster::concurrent::{read_trace_file, ConcurrentConfig};
+use highwater::cluster::TraceEntry;
+use highwater::replication::{Controller, ControllerConfig};
+use highwater_model::render::state_table;
+use highwater_model::{Acks, Config, State, Truncation};
+
+use crate::mapping;
+use check::Checker;
+use rebuild::Rebuild;
+
+/// Why validation stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MisfitKind {
+    /// The trace is not a behaviour of the model.
+    DoesNotFit,
+    /// The run went beyond what the model's state can hold (records,
+    /// epochs): nothing is said about the rest.
+    BeyondModel,
+}
+
+/// The first event that does not fit.
+#[derive(Debug)]
+pub struct Misfit {
+    pub kind: MisfitKind,
+    /// The event's position in the trace.
+    pub seq: u64,
+    pub event: String,
+    pub why: String,
+    /// The model's state before the event.
+    pub model: Box<State>,
+    /// The implementation's after it, as the model sees it (when it could
+    /// be abstracted).
+    pub implementation: Option<Box<State>>,
+    /// The implementation's state in its own terms.
+    pub implementation_detail: String,
+    /// Events before it (oldest first), and after it.
+    pub before: Vec<String>,
+    pub after: Vec<String>,
+}
+
+impl fmt::Display for Misfit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "event {} does not fit: {}", self.seq, self.why)?;
+        writeln!(f, "events before:")?;
+        for e in &self.before {
+            writeln!(f, "  {e}")?;
+        }
+        writeln!(f, "> {}", self.event)?;
+        writeln!(f, "events after:")?;
+        for e in &self.after {
+            writeln!(f, "  {e}")?;
+        }
+        writeln!(f, "model state:\n{}", state_table(&self.model))?;
+        match &self.implementation {
+            Some(s) => writeln!(f, "implementation, abstracted:\n{}", state_table(s))?,
+            None => writeln!(f, "implementation: (no model state)")?,
+        }
+        write!(f, "implementation:\n{}", self.implementation_detail)
+    }
+}
+
+/// What a validated trace held.
+#[derive(Debug, Clone, Default)]
+pub struct Summary {
+    pub events: u64,
+    /// Events that left the abstract state as it was.
+    pub stutters: u64,
+    /// Model actions taken, by name.
+    pub actions: std::collections::BTreeMap<String, u64>,
+    /// Steps the model has no action for (see spec/trace-validation.md):
+    /// the model state was set to the implementation's, and the step
+    /// counted here rather than checked.
+    pub resyncs: u64,
+    /// Events placed, in the model's order, before actions already taken
+    /// that they commute with (see `Checker::reorder`).
+    pub reorderings: u64,
+    pub resync_reasons: Vec<String>,
+}
+
+/// The model configuration a concurrent run stands for: its protocol
+/// switches, and bounds as wide as the model's state holds.
+pub fn model_config(c: &ConcurrentConfig) -> Config {
+    Config {
+        replicas: c.replicas as u8,
+        records: highwater_model::state::MAX_RECORDS as u8,
+        // Every request slot the state has.
+        max_epoch: (highwater_model::state::EPOCH_SLOTS - 1) as u8,
+        min_isr: c.replication.min_insync_replicas as u8,
+        acks: match c.acks {
+            highwater::replication::Acks::None => Acks::None,
+            highwater::replication::Acks::Leader => Acks::Leader,
+            highwater::replication::Acks::All => Acks::All,
+        },
+        truncation: match c.replication.truncation {
+            highwater::replication::TruncationMode::Hw => Truncation::Hw,
+            highwater::replication::TruncationMode::Epoch => Truncation::Epoch,
+            highwater::replication::TruncationMode::EpochIterative => Truncation::EpochIterative,
+        },
+        fencing: c.replication.fencing,
+        elr: c.replication.elr,
+        last_known_leader: true,
+        unclean_election: c.unclean_leader_election,
+        clean_crashes: u8::MAX,
+        unclean_crashes: u8::MAX,
+        leader_moves: u8::MAX,
+        mutation: None,
+    }
+}
+
+fn describe(e: &TraceEntry) -> String {
+    format!("#{} {:?}: {:?}", e.seq, e.actor, e.event)
+}
+
+/// Validates a trace, entry by entry, in time linear in its length and
+/// memory bounded by the cluster's state (plus a few events of context).
+pub fn validate(
+    cfg: &Config,
+    concurrent: &ConcurrentConfig,
+    entries: impl IntoIterator<Item = Result<TraceEntry, String>>,
+) -> Result<Summary, Box<Misfit>> {
+    let ids: Vec<u32> = (0..concurrent.replicas).collect();
+    let controller = Controller::new(
+        ids,
+        ControllerConfig {
+            min_insync_replicas: concurrent.replication.min_insync_replicas,
+            elr: concurrent.replication.elr,
+            unclean_leader_election: concurrent.unclean_leader_election,
+        },
+    )
+    .map_err(|e| {
+        Box::new(Misfit {
+            kind: MisfitKind::DoesNotFit,
+            seq: 0,
+            event: String::new(),
+            why: format!("the controller cannot be set up: {e}"),
+            model: Box::default(),
+            implementation: None,
+            implementation_detail: String::new(),
+            before: Vec::new(),
+            after: Vec::new(),
+        })
+    })?;
+    let mut rebuild = Rebuild::new(
+        concurrent.replicas,
+        mapping::acks(cfg.acks),
+        mapping::truncation(cfg.truncation),
+        cfg.fencing,
+        usize::from(cfg.min_isr),
+        controller.state(),
+    );
+    let mut checker = Checker::new(*cfg);
+    let mut before: VecDeque<String> = VecDeque::new();
+    let mut entries = entries.into_iter();
+    let mut seq = 0;
+    while let Some(entry) = entries.next() {
+        let fail =
+            |kind, seq, event: String, why: String, checker: &Checker, rebuild: &Rebuild| Misfit {
+                kind,
+                seq,
+                event,
+                why,
+                model: Box::new(*checker.model()),
+                implementation: None,
+                implementation_detail: rebuild.describe(),
+                before: Vec::new(),
+                after: Vec::new(),
+            };
+        let mut misfit = match entry {
+            Err(e) => Some(fail(
+                MisfitKind::DoesNotFit,
+                seq,
+                String::new(),
+                format!("unreadable trace: {e}"),
+                &checker,
+                &rebuild,
+            )),
+            Ok(entry) => {
+                seq = entry.seq;
+                let event = describe(&entry);
+                match rebuild.apply(&entry) {
+                    Err(why) => Some(fail(
+                        MisfitKind::DoesNotFit,
+                        seq,
+                        event,
+                        why,
+                        &checker,
+                        &rebuild,
+                    )),
+                    Ok(()) => match checker.step(&rebuild.snapshot(), rebuild.gap.take()) {
+                        Ok(()) => {
+                            before.push_back(event);
+                            if before.len() > 8 {
+                                before.pop_front();
+                            }
+                            None
+                        }
+                        Err((kind, why, imp)) => {
+                            let mut m = fail(kind, seq, event, why, &checker, &rebuild);
+                            m.implementation = imp;
+                            Some(m)
+                        }
+                    },
+                }
+            }
+        };
+        if let Some(m) = misfit.as_mut() {
+            m.before = before.into_iter().collect();
+            m.after = entries
+                .by_ref()
+                .take(4)
+                .map(|e| e.map_or_else(|e| e, |e| describe(&e)))
+                .collect();
+            return Err(Box::new(misfit.take().expect("set")));
+        }
+    }
+    Ok(checker.into_summary())
+}
+
+/// Validates a trace file written by a run with `config`.
+pub fn validate_file(
+    cfg: &Config,
+    concurrent: &ConcurrentConfig,
+    path: &Path,
+) -> Result<Summary, Box<Misfit>> {
+    match read_trace_file(path) {
+        Ok(entries) => validate(cfg, concurrent, entries),
+        Err(e) => validate(cfg, concurrent, [Err(format!("{}: {e}", path.display()))]),
+    }
+}
+
+/// A small deterministic generator: runs are chosen by seed.
+struct Lcg(u64);
+
+impl Lcg {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (self.0 >> 33) % n.max(1)
+    }
+}
+
+/// A concurrent run with faults, chosen by `seed`, small enough for the
+/// model's state (4 records; at most 3 crashes, so at most 6 leader
+/// epochs), its trace streamed to `trace` (today's rules: acks=all,
+/// min.insync.replicas=2, KIP-320, ELR).
+pub fn seeded_config(seed: u64, trace: &Path) -> ConcurrentConfig {
+    use highwater::cluster::concurrent::{Fault, FaultSchedule};
+    use std::time::Duration;
+    let mut g = Lcg(seed ^ 0x9e37_79b9_7f4a_7c15);
+    let mut c = ConcurrentConfig::new(3);
+    c.duration = Duration::from_millis(200 + g.below(150));
+    c.max_records = Some(highwater_model::state::MAX_RECORDS as u64);
+    c.max_in_flight = 1 + g.below(4) as usize;
+    c.consumers = 1;
+    c.trace = true;
+    c.trace_file = Some(trace.to_path_buf());
+    c.settle_timeout = Duration::from_secs(3);
+    c.replication.replica_lag_time_max_ms = 100 + g.below(400);
+    c.flush_interval = (g.below(2) == 0).then(|| Duration::from_millis(10 + g.below(40)));
+    let faults = (0..1 + g.below(3))
+        .map(|_| {
+            let clean = g.below(2) == 0;
+            if g.below(2) == 0 {
+                Fault::CrashLeader { clean }
+            } else {
+                Fault::CrashFollower { clean }
+            }
+        })
+        .collect::<Vec<_>>();
+    c.faults = Some(FaultSchedule {
+        first_after: Duration::from_millis(5 + g.below(80)),
+        every: Duration::from_millis(20 + g.below(100)),
+        down_for: Duration::from_millis(10 + g.below(80)),
+        faults,
+    });
+    c
+}
+
+/// A run and what validating its trace found.
+pub struct ValidatedRun {
+    pub report: highwater::cluster::concurrent::RunReport,
+    pub validation: Result<Summary, Box<Misfit>>,
+    /// Bytes of the trace file.
+    pub trace_bytes: u64,
+}
+
+/// Runs `config` in `dir` and validates its trace file.
+pub fn run_and_validate(
+    config: &ConcurrentConfig,
+    dir: &Path,
+) -> highwater::replication::Result<ValidatedRun> {
+    let report = highwater::cluster::concurrent::run(&dir.join("cluster"), config.clone())?;
+    let path = config
+        .trace_file
+        .clone()
+        .unwrap_or_else(|| dir.join("trace.jsonl"));
+    let trace_bytes = std::fs::metadata(&path).map_or(0, |m| m.len());
+    let validation = validate_file(&model_config(config), config, &path);
+    Ok(ValidatedRun {
+        report,
+        validation,
+        trace_bytes,
+    })
+}

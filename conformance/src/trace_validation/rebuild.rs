@@ -1,0 +1,663 @@
+//! Rebuilding the cluster from a concurrent run's trace: each entry carries
+//! the state of the actor after the event, but not its log; the logs are
+//! rebuilt from the events (a produce appends, a fetch response applied
+//! copies what the leader served, truncation cuts). The result is a
+//! [`ClusterSnapshot`], seen through the refinement mapping of
+//! spec/trace-validation.md (finer-grained steps shown as the model's
+//! atomic ones), ready for the abstraction function.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use highwater::cluster::{
+    Actor, ClusterSnapshot, Event, RecordHistory, ReplicaSnapshot, TraceEntry,
+};
+use highwater::replication::{
+    Acks, ControllerState, LeaderAndIsr, LeaderEpoch, LeaderView, LogEntry, PartitionState,
+    RecordId, ReplicaId, Role, TruncationMode,
+};
+
+/// What a leader served a follower, kept until the follower applies it.
+#[derive(Debug, Clone)]
+struct Served {
+    fetch_offset: u64,
+    entries: Vec<LogEntry>,
+    high_watermark: u64,
+}
+
+/// One replica as rebuilt.
+#[derive(Debug, Clone, Default)]
+struct Shadow {
+    alive: bool,
+    log: Vec<LogEntry>,
+    state: Option<PartitionState>,
+    unclean_down: bool,
+    /// Registered with the controller, its Restart event still to come.
+    registered: Option<Option<LeaderEpoch>>,
+    /// Between a LeaderAndIsr taken and its truncation done: the replica as
+    /// it was before (the model's BecomeFollower is the pair, atomic).
+    frozen: Option<ReplicaSnapshot>,
+    /// The last HW and recovery point seen while up.
+    last_hw: u64,
+    last_rp: u64,
+}
+
+/// The cluster rebuilt from a trace, event by event.
+pub struct Rebuild {
+    acks: Acks,
+    truncation: TruncationMode,
+    fencing: bool,
+    replicas: Vec<Shadow>,
+    controller: ControllerState,
+    requests: BTreeMap<LeaderEpoch, LeaderAndIsr>,
+    /// Implementation record id -> model record id (order of append).
+    ids: HashMap<RecordId, u64>,
+    records: BTreeMap<u64, RecordHistory>,
+    /// Produce request id -> the records it carried.
+    request_records: HashMap<u64, Vec<RecordId>>,
+    /// (follower, leader) -> the last response served.
+    served: HashMap<(ReplicaId, ReplicaId), Served>,
+    /// (observer, crashed peer): the crash not yet noticed by the observer.
+    unnoticed_crashes: BTreeSet<(ReplicaId, ReplicaId)>,
+    /// Produce requests released and not yet answered: whether written.
+    released: HashMap<u64, bool>,
+    min_isr: usize,
+    /// (leader, change) decided by the controller, answer not yet taken.
+    decided: HashMap<ReplicaId, Vec<ReplicaId>>,
+    clean_crashes: u32,
+    unclean_crashes: u32,
+    leader_moves: u32,
+    /// Set when a step the model has no action for happened since the
+    /// last check (a fetch response dropped by a follower that moved on):
+    /// the checker may then resynchronise, and counts it.
+    pub gap: Option<Gap>,
+}
+
+/// Fetch responses served and never applied: the model's FollowerFetch is
+/// atomic, so it has no state where the leader served and the follower did
+/// not copy. The checker may take these followers as they are (counted).
+#[derive(Debug, Clone, Default)]
+pub struct Gap {
+    pub why: String,
+    pub followers: Vec<ReplicaId>,
+}
+
+impl Rebuild {
+    fn lost_responses(&mut self, why: String, lost: impl Iterator<Item = ReplicaId>) {
+        let g = self.gap.get_or_insert_with(Gap::default);
+        if g.why.is_empty() {
+            g.why = why;
+        }
+        for f in lost {
+            if !g.followers.contains(&f) {
+                g.followers.push(f);
+            }
+        }
+    }
+}
+
+fn replica_of(entry: &TraceEntry) -> Option<ReplicaId> {
+    match entry.actor {
+        Actor::Replica(r) => Some(r),
+        Actor::Controller => None,
+    }
+}
+
+impl Rebuild {
+    /// A cluster of `n` replicas, all up with empty logs, and the
+    /// controller's initial state.
+    pub fn new(
+        n: u32,
+        acks: Acks,
+        truncation: TruncationMode,
+        fencing: bool,
+        min_isr: usize,
+        controller: ControllerState,
+    ) -> Rebuild {
+        let replicas = (0..n)
+            .map(|_| Shadow {
+                alive: true,
+                ..Shadow::default()
+            })
+            .collect();
+        Rebuild {
+            acks,
+            truncation,
+            fencing,
+            replicas,
+            controller,
+            requests: BTreeMap::new(),
+            ids: HashMap::new(),
+            records: BTreeMap::new(),
+            request_records: HashMap::new(),
+            served: HashMap::new(),
+            unnoticed_crashes: BTreeSet::new(),
+            decided: HashMap::new(),
+            released: HashMap::new(),
+            min_isr,
+            clean_crashes: 0,
+            unclean_crashes: 0,
+            leader_moves: 0,
+            gap: None,
+        }
+    }
+
+    fn shadow(&mut self, r: ReplicaId) -> Result<&mut Shadow, String> {
+        self.replicas
+            .get_mut(r as usize)
+            .ok_or_else(|| format!("replica {r} is not in the cluster"))
+    }
+
+    /// Takes one entry; an event the rebuilt cluster cannot explain (a
+    /// response applied that was never served, a log growing while down)
+    /// is an error.
+    pub fn apply(&mut self, entry: &TraceEntry) -> Result<(), String> {
+        match replica_of(entry) {
+            Some(r) => self.replica_event(r, entry)?,
+            None => self.controller_event(entry)?,
+        }
+        // A follower settles once its leader leads: from then on it is
+        // itself (it stays so if that leader later fails).
+        for r in 0..self.replicas.len() as ReplicaId {
+            if self.replicas[r as usize].frozen.is_some() && !self.unsettled(r) {
+                self.replicas[r as usize].frozen = None;
+            }
+        }
+        self.mark_visible();
+        Ok(())
+    }
+
+    fn controller_event(&mut self, entry: &TraceEntry) -> Result<(), String> {
+        let Some(after) = entry.controller.clone() else {
+            return Err("a controller event without the controller's state".into());
+        };
+        let before_leader = self.controller.leader;
+        match &entry.event {
+            Event::ControllerElectLeader { .. } if before_leader.is_some() => {
+                self.leader_moves += 1;
+            }
+            Event::ControllerAlterPartition {
+                leader,
+                result: Ok(isr),
+                ..
+            } => {
+                self.decided.insert(*leader, isr.clone());
+            }
+            Event::BrokerRegistered { replica, .. } => {
+                let epoch = after.leader_epoch;
+                self.shadow(*replica)?.registered = Some(epoch);
+            }
+            _ => {}
+        }
+        if let Some(epoch) = after.leader_epoch {
+            self.requests.entry(epoch).or_insert_with(|| LeaderAndIsr {
+                leader_epoch: epoch,
+                leader: after.leader,
+                isr: after.isr.clone(),
+                replicas: Vec::new(),
+            });
+        }
+        self.controller = after;
+        Ok(())
+    }
+
+    fn replica_event(&mut self, r: ReplicaId, entry: &TraceEntry) -> Result<(), String> {
+        let n = self.replicas.len() as ReplicaId;
+        if r >= n {
+            return Err(format!("an event of replica {r}, beyond the {n} replicas"));
+        }
+        match &entry.event {
+            Event::Crash { clean } => {
+                let s = self.shadow(r)?;
+                s.alive = false;
+                s.state = None;
+                s.frozen = None;
+                s.registered = None;
+                if *clean {
+                    // A clean shutdown flushes everything.
+                    s.last_rp = s.log.len() as u64;
+                    self.clean_crashes += 1;
+                } else {
+                    let rp = s.last_rp as usize;
+                    s.log.truncate(rp);
+                    s.unclean_down = true;
+                    self.unclean_crashes += 1;
+                }
+                // Responses it was served are lost with it. Responses it
+                // served stay: one may have reached its follower before
+                // the crash, and applying it then is the fetch's second
+                // half (a follower moving on without it is a gap, below).
+                if self.served.keys().any(|&(f, _)| f == r) {
+                    let why = format!("replica {r} crashed with a response served and not applied");
+                    self.lost_responses(why, std::iter::once(r));
+                }
+                self.served.retain(|&(f, _), _| f != r);
+                self.decided.remove(&r);
+                for o in (0..n).filter(|&o| o != r) {
+                    self.unnoticed_crashes.insert((o, r));
+                }
+                self.unnoticed_crashes.retain(|&(o, _)| o != r);
+                return Ok(());
+            }
+            Event::Restart { log_end_offset, .. } => {
+                let s = self.shadow(r)?;
+                if *log_end_offset > s.log.len() as u64 {
+                    return Err(format!(
+                        "replica {r} restarted with LEO {log_end_offset}, but its log held {} \
+                         entries when it went down",
+                        s.log.len()
+                    ));
+                }
+                s.log.truncate(*log_end_offset as usize);
+                s.alive = true;
+                s.unclean_down = false;
+                s.registered = None;
+            }
+            Event::Produce {
+                request_id,
+                records,
+                result: Ok((base, epoch)),
+            } => {
+                let len = self.shadow(r)?.log.len() as u64;
+                if *base != len {
+                    return Err(format!(
+                        "replica {r} appended at {base} with a log of {len} entries"
+                    ));
+                }
+                for (i, &id) in records.iter().enumerate() {
+                    let model_id = self.ids.len() as u64;
+                    if self.ids.insert(id, model_id).is_some() {
+                        return Err(format!("record {id} appended twice"));
+                    }
+                    self.records.insert(
+                        model_id,
+                        RecordHistory {
+                            offset: base + i as u64,
+                            acked: (self.acks == Acks::Leader).then_some(*epoch),
+                            visible: None,
+                        },
+                    );
+                    self.shadow(r)?.log.push(LogEntry {
+                        offset: base + i as u64,
+                        epoch: *epoch,
+                        record_id: Some(model_id),
+                    });
+                }
+                self.request_records.insert(*request_id, records.clone());
+            }
+            Event::ProduceAnswered { request_id, result } => {
+                if let Some(predicted) = self.released.remove(request_id) {
+                    if predicted != result.is_ok() {
+                        return Err(format!(
+                            "request {request_id} answered {result:?}, but the HW advance that \
+                             released it had {}the ISR min.insync.replicas asks",
+                            if predicted { "" } else { "not " }
+                        ));
+                    }
+                } else if let Ok((_, epoch)) = result {
+                    self.ack(*request_id, *epoch);
+                }
+            }
+            Event::FetchServed {
+                follower,
+                fetch_offset,
+                error: None,
+                log_end_offset,
+                high_watermark,
+                ..
+            } => {
+                let log = &self.shadow(r)?.log;
+                let from = (*fetch_offset as usize).min(log.len());
+                let to = (*log_end_offset as usize).min(log.len());
+                let entries = log.get(from..to).unwrap_or_default().to_vec();
+                self.served.insert(
+                    (*follower, r),
+                    Served {
+                        fetch_offset: *fetch_offset,
+                        entries,
+                        high_watermark: *high_watermark,
+                    },
+                );
+            }
+            Event::FetchApplied {
+                leader,
+                fetch_offset,
+                log_end_offset,
+                ..
+            } => {
+                let served = self.served.remove(&(r, *leader));
+                let s = self.shadow(r)?;
+                let len = s.log.len() as u64;
+                if *log_end_offset > len {
+                    let Some(served) = served.filter(|x| x.fetch_offset == *fetch_offset) else {
+                        return Err(format!(
+                            "replica {r} applied a fetch response from {leader} at offset \
+                             {fetch_offset} that {leader} never served"
+                        ));
+                    };
+                    let want = (*log_end_offset - len) as usize;
+                    if served.fetch_offset != len || served.entries.len() < want {
+                        return Err(format!(
+                            "replica {r} grew to {log_end_offset} from {len} by a response \
+                             that held offsets {}..{}",
+                            served.fetch_offset,
+                            served.fetch_offset + served.entries.len() as u64
+                        ));
+                    }
+                    s.log.extend_from_slice(&served.entries[..want]);
+                } else if served.is_none() {
+                    return Err(format!(
+                        "replica {r} applied a fetch response from {leader} at offset \
+                         {fetch_offset} that {leader} never served"
+                    ));
+                }
+            }
+            Event::PeerCrashNoticed { peer } => {
+                self.unnoticed_crashes.remove(&(r, *peer));
+            }
+            Event::AlterPartitionAnswered { .. } => {
+                self.decided.remove(&r);
+            }
+            _ => {}
+        }
+        let state = entry
+            .replica
+            .clone()
+            .ok_or_else(|| format!("an event of replica {r} without its state"))?;
+        self.take_state(r, state)
+    }
+
+    fn ack(&mut self, request_id: u64, epoch: LeaderEpoch) {
+        for id in self
+            .request_records
+            .get(&request_id)
+            .cloned()
+            .unwrap_or_default()
+        {
+            if let Some(h) = self.ids.get(&id).and_then(|m| self.records.get_mut(m)) {
+                h.acked = Some(h.acked.map_or(epoch, |a| a.min(epoch)));
+            }
+        }
+    }
+
+    /// The replica's state after its event: the log cut to its LEO (any
+    /// truncation), never grown by an event that did not say how.
+    fn take_state(&mut self, r: ReplicaId, state: PartitionState) -> Result<(), String> {
+        // Producers an event released (an HW advance, a lost leadership)
+        // are answered in the events that follow, which other actors'
+        // events may interleave; the model's LeaderAdvanceHw answers them
+        // at once, so the answer is placed here: written if the leader
+        // still leads with an ISR of min.insync.replicas (the model's
+        // rule), checked against the answer when it is traced.
+        if let Some(old) = self.replicas[r as usize].state.as_ref() {
+            let released: Vec<u64> = old
+                .waiting_acks
+                .iter()
+                .filter(|q| !state.waiting_acks.contains(q))
+                .copied()
+                .collect();
+            let leads = state.leader == LeaderView::Replica(r);
+            let written = leads && state.isr.len() >= self.min_isr;
+            for q in released {
+                self.released.insert(q, written);
+                if let (true, Some(epoch)) = (written, state.leader_epoch) {
+                    self.ack(q, epoch);
+                }
+            }
+        }
+        // A follower taking a new epoch drops what it was served before.
+        let epoch_moved = self.replicas[r as usize]
+            .state
+            .as_ref()
+            .is_some_and(|old| old.leader_epoch != state.leader_epoch);
+        if epoch_moved {
+            let before = self.served.len();
+            self.served.retain(|&(f, _), _| f != r);
+            if self.served.len() != before {
+                let why = format!(
+                    "replica {r} moved to epoch {:?} with a fetch response served and not taken",
+                    state.leader_epoch
+                );
+                self.lost_responses(why, std::iter::once(r));
+            }
+        }
+        let moved = self.replicas[r as usize].state.as_ref().is_some_and(|old| {
+            (old.leader_epoch, old.leader) != (state.leader_epoch, state.leader)
+        });
+        let following = matches!(state.role, Role::Follower { .. });
+        if moved && following && self.replicas[r as usize].frozen.is_none() {
+            let before = self.replica_snapshot(r);
+            self.replicas[r as usize].frozen = Some(before);
+        }
+        let s = self.shadow(r)?;
+        if !following {
+            s.frozen = None;
+        }
+        let leo = state.log_end_offset;
+        if leo > s.log.len() as u64 {
+            return Err(format!(
+                "replica {r}'s LEO is {leo}, but the events gave it {} entries",
+                s.log.len()
+            ));
+        }
+        s.log.truncate(leo as usize);
+        s.last_hw = state.high_watermark;
+        s.last_rp = state.recovery_point;
+        s.state = Some(state);
+        Ok(())
+    }
+
+    /// Records below a presumed leader's HW are visible at its epoch.
+    fn mark_visible(&mut self) {
+        for (i, s) in self.replicas.iter().enumerate() {
+            let Some(st) = s.state.as_ref().filter(|_| s.alive) else {
+                continue;
+            };
+            if st.leader != LeaderView::Replica(i as ReplicaId) {
+                continue;
+            }
+            let Some(epoch) = st.leader_epoch else {
+                continue;
+            };
+            for e in s.log.iter().take(st.high_watermark as usize) {
+                if let Some(h) = e.record_id.and_then(|id| self.records.get_mut(&id)) {
+                    h.visible = Some(h.visible.map_or(epoch, |v| v.min(epoch)));
+                }
+            }
+        }
+    }
+
+    /// A follower that took a LeaderAndIsr the model's BecomeFollower would
+    /// not yet be enabled for: its truncation is not done, or (in every
+    /// mode that asks the leader) its leader does not lead yet, in its
+    /// epoch under KIP-320 (the model's `follow_enabled`).
+    fn unsettled(&self, r: ReplicaId) -> bool {
+        let Some(st) = self.replicas[r as usize].state.as_ref() else {
+            return false;
+        };
+        let Role::Follower { leader, truncating } = st.role else {
+            return false;
+        };
+        if truncating {
+            return true;
+        }
+        if self.truncation == TruncationMode::Hw {
+            return false;
+        }
+        let Some(l) = self.replicas.get(leader as usize) else {
+            return true;
+        };
+        let leads = l.alive
+            && l.state.as_ref().is_some_and(|ls| {
+                ls.leader == LeaderView::Replica(leader)
+                    && (!self.fencing || ls.leader_epoch == st.leader_epoch)
+            });
+        !leads
+    }
+
+    /// One replica as the model sees it, refinement applied: a follower
+    /// still truncating shows as before its LeaderAndIsr; a response served
+    /// and not yet applied shows as applied; a crash not yet noticed shows
+    /// as noticed; an ISR change the controller decided shows as answered;
+    /// a registered broker whose restart is under way shows as restarted.
+    fn replica_snapshot(&self, r: ReplicaId) -> ReplicaSnapshot {
+        let s = &self.replicas[r as usize];
+        if let Some(frozen) = s.frozen.as_ref().filter(|_| self.unsettled(r)) {
+            return frozen.clone();
+        }
+        let down = ReplicaSnapshot {
+            id: r,
+            alive: false,
+            log: s.log.clone(),
+            high_watermark: s.last_hw.min(s.log.len() as u64),
+            log_end_offset: s.log.len() as u64,
+            recovery_point: s.last_rp.min(s.log.len() as u64),
+            leader_epoch: None,
+            leader: LeaderView::Unknown,
+            isr: Vec::new(),
+            follower_leo: BTreeMap::new(),
+            stale_fetch: Vec::new(),
+            pending_acks: Vec::new(),
+            unclean_down: s.unclean_down,
+            truncating: false,
+        };
+        let st = match (&s.state, s.alive) {
+            (Some(st), true) => st,
+            // Not started yet: as in the model's initial state.
+            (None, true) => {
+                return ReplicaSnapshot {
+                    alive: true,
+                    ..down
+                }
+            }
+            _ => {
+                return match s.registered {
+                    // Restart is linearized at its registration.
+                    Some(epoch) => ReplicaSnapshot {
+                        alive: true,
+                        leader_epoch: epoch,
+                        unclean_down: false,
+                        ..down
+                    },
+                    None => down,
+                };
+            }
+        };
+        let mut log = s.log.clone();
+        let mut hw = st.high_watermark;
+        if let LeaderView::Replica(l) = st.leader {
+            let fetching = matches!(
+                st.role,
+                Role::Follower {
+                    truncating: false,
+                    ..
+                }
+            );
+            if let Some(x) = self.served.get(&(r, l)).filter(|_| fetching) {
+                if x.fetch_offset == log.len() as u64 {
+                    log.extend_from_slice(&x.entries);
+                    hw = x.high_watermark.min(log.len() as u64);
+                }
+            }
+        }
+        let mut stale: BTreeSet<ReplicaId> = st
+            .followers
+            .iter()
+            .filter(|(_, v)| v.stale_fetch)
+            .map(|(&f, _)| f)
+            .collect();
+        for &(o, p) in &self.unnoticed_crashes {
+            let heard = st
+                .followers
+                .get(&p)
+                .is_some_and(|v| v.log_end_offset.is_some());
+            if o == r && heard {
+                stale.insert(p);
+            }
+        }
+        let isr = match self.decided.get(&r) {
+            Some(isr) if st.pending_isr_change.is_some() => isr.clone(),
+            _ => st.isr.clone(),
+        };
+        let pending_acks = st
+            .waiting_acks
+            .iter()
+            .flat_map(|req| self.request_records.get(req).cloned().unwrap_or_default())
+            .filter_map(|id| self.ids.get(&id).copied())
+            .collect();
+        ReplicaSnapshot {
+            id: r,
+            alive: true,
+            log_end_offset: log.len() as u64,
+            log,
+            high_watermark: hw,
+            recovery_point: st.recovery_point,
+            leader_epoch: st.leader_epoch,
+            leader: st.leader,
+            isr,
+            follower_leo: st
+                .followers
+                .iter()
+                .map(|(&f, v)| (f, v.log_end_offset))
+                .collect(),
+            stale_fetch: stale.into_iter().collect(),
+            pending_acks,
+            unclean_down: false,
+            truncating: matches!(
+                st.role,
+                Role::Follower {
+                    truncating: true,
+                    ..
+                }
+            ),
+        }
+    }
+
+    /// The cluster as the model sees it (see [`Rebuild::replica_snapshot`]).
+    pub fn snapshot(&self) -> ClusterSnapshot {
+        ClusterSnapshot {
+            replicas: (0..self.replicas.len() as ReplicaId)
+                .map(|r| self.replica_snapshot(r))
+                .collect(),
+            controller: self.controller.clone(),
+            requests: self.requests.clone(),
+            records: self.records.clone(),
+            clean_crashes: self.clean_crashes,
+            unclean_crashes: self.unclean_crashes,
+            leader_moves: self.leader_moves,
+        }
+    }
+
+    /// One line per replica of what the implementation holds (for reports).
+    pub fn describe(&self) -> String {
+        let mut out = String::new();
+        for (i, s) in self.replicas.iter().enumerate() {
+            let log: Vec<String> = s
+                .log
+                .iter()
+                .map(|e| format!("{}@{}", e.record_id.map_or(-1, |x| x as i64), e.epoch))
+                .collect();
+            let st = s.state.as_ref().filter(|_| s.alive);
+            out.push_str(&format!(
+                "  replica {i}: {} log [{}] {}\n",
+                if s.alive { "up" } else { "down" },
+                log.join(" "),
+                st.map_or(String::new(), |st| format!(
+                    "hw {} rp {} epoch {:?} leader {:?} isr {:?} role {:?} followers {:?} pending {:?}",
+                    st.high_watermark,
+                    st.recovery_point,
+                    st.leader_epoch,
+                    st.leader,
+                    st.isr,
+                    st.role,
+                    st.followers
+                        .iter()
+                        .map(|(f, v)| (f, v.log_end_offset, v.stale_fetch))
+                        .collect::<Vec<_>>(),
+                    st.pending_isr_change
+                ))
+            ));
+        }
+        out.push_str(&format!("  controller: {:?}\n", self.controller));
+        out
+    }
+}

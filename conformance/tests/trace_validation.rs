@@ -1,0 +1,167 @@
+//! Trace validation of the concurrent driver: seeded runs with crashes,
+//! each trace checked against the model event by event; and four
+//! concurrency bugs, injected into the driver by test-only switches, each
+//! caught by trace validation while lockstep (which drives the replication
+//! core one model action at a time, without the driver) finds nothing.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::thread;
+
+use highwater::cluster::concurrent::InjectedFault;
+use highwater_conformance::lockstep::Lockstep;
+use highwater_conformance::trace_validation::{
+    model_config, run_and_validate, seeded_config, MisfitKind,
+};
+
+/// Seeded concurrent runs with faults, every trace validated.
+const RUNS: u64 = 200;
+/// Runs at once (they mostly wait on timers).
+const PARALLEL: u64 = 4;
+
+#[test]
+fn every_seeded_concurrent_run_is_a_behaviour_of_the_model() {
+    let next = AtomicU64::new(0);
+    let results = Mutex::new(Vec::new());
+    thread::scope(|s| {
+        for _ in 0..PARALLEL {
+            s.spawn(|| loop {
+                let seed = next.fetch_add(1, Ordering::Relaxed);
+                if seed >= RUNS {
+                    break;
+                }
+                let dir = tempfile::tempdir().unwrap();
+                let config = seeded_config(seed, &dir.path().join("trace.jsonl"));
+                let run = run_and_validate(&config, dir.path()).expect("the run starts");
+                results.lock().unwrap().push((seed, run));
+            });
+        }
+    });
+    let results = results.into_inner().unwrap();
+    let (mut validated, mut beyond, mut events, mut resyncs, mut crashes) = (0, 0, 0, 0, 0);
+    for (seed, run) in &results {
+        assert!(
+            run.report.errors.is_empty(),
+            "seed {seed}: {:?}",
+            run.report.errors
+        );
+        crashes += run.report.crashes.len();
+        match &run.validation {
+            Ok(s) => {
+                validated += 1;
+                events += s.events;
+                resyncs += s.resyncs;
+            }
+            Err(m) if m.kind == MisfitKind::BeyondModel => beyond += 1,
+            Err(m) => panic!("seed {seed}: the trace is not a behaviour of the model:\n{m}"),
+        }
+    }
+    eprintln!(
+        "{} runs, {crashes} crashes: {validated} traces validated whole ({events} events, \
+         {resyncs} lost fetch responses taken as they were), {beyond} beyond the model's bounds",
+        results.len()
+    );
+    assert_eq!(results.len() as u64, RUNS);
+    assert!(crashes as u64 >= RUNS, "faults happened: {crashes} crashes");
+    assert!(
+        validated * 10 >= RUNS * 9,
+        "at least 90% of the traces are validated to the end: {validated} of {RUNS}"
+    );
+}
+
+/// Seeds tried per injected fault before giving up.
+const FAULT_SEEDS: u64 = 40;
+
+/// Runs seeded runs with `fault` injected until trace validation rejects
+/// one; returns the misfit's report.
+fn caught(fault: InjectedFault) -> Option<String> {
+    for seed in 0..FAULT_SEEDS {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = seeded_config(1000 + seed, &dir.path().join("trace.jsonl"));
+        config.inject = Some(fault);
+        let run = run_and_validate(&config, dir.path()).expect("the run starts");
+        if let Err(m) = run.validation {
+            if m.kind == MisfitKind::DoesNotFit {
+                return Some(m.to_string());
+            }
+        }
+    }
+    None
+}
+
+/// Lockstep under the same model configuration: the replication core the
+/// driver runs takes random model actions as the model does (the injected
+/// faults live in the driver, which lockstep does not run).
+fn lockstep_finds_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = seeded_config(0, &dir.path().join("trace.jsonl"));
+    let mut cfg = model_config(&config);
+    cfg.max_epoch = highwater_model::state::MAX_EPOCH;
+    cfg.clean_crashes = 2;
+    cfg.unclean_crashes = 2;
+    cfg.leader_moves = 2;
+    for run in 0..20u16 {
+        let mut ls = Lockstep::in_memory(&cfg).expect("lockstep starts");
+        let choices: Vec<u16> = (0..60u16)
+            .map(|i| i.wrapping_mul(7919).wrapping_add(run.wrapping_mul(40_503)))
+            .collect();
+        ls.walk(&choices, |_| Ok(()))
+            .unwrap_or_else(|d| panic!("lockstep diverged:\n{d}"));
+    }
+}
+
+fn assert_caught(fault: InjectedFault) {
+    let report = caught(fault).unwrap_or_else(|| {
+        panic!("{fault:?}: trace validation accepted {FAULT_SEEDS} runs with the fault")
+    });
+    eprintln!(
+        "{fault:?} caught:\n{}",
+        report.lines().take(16).collect::<Vec<_>>().join("\n")
+    );
+    lockstep_finds_nothing();
+}
+
+#[test]
+fn a_follower_applying_a_response_from_an_older_epoch_is_caught() {
+    assert_caught(InjectedFault::StaleEpochFetchResponse);
+}
+
+#[test]
+fn a_leader_advancing_the_hw_from_a_stale_isr_copy_is_caught() {
+    assert_caught(InjectedFault::HwFromUnconfirmedIsr);
+}
+
+#[test]
+fn an_hw_published_before_it_is_safe_is_caught() {
+    assert_caught(InjectedFault::HwPublishedEarly);
+}
+
+#[test]
+fn an_isr_change_applied_twice_is_caught() {
+    assert_caught(InjectedFault::IsrChangeAppliedTwice);
+}
+
+/// A trace file that is not a trace (a torn last line, another file, an
+/// event of a replica the run does not have) is a clear misfit, not a
+/// panic.
+#[test]
+fn bad_trace_files_are_reported_not_panicked_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("trace.jsonl");
+    let config = seeded_config(0, &path);
+    let cfg = model_config(&config);
+    std::fs::write(&path, "{\"seq\": 0, \"micros\": 0, \"actor\"").unwrap();
+    let m = highwater_conformance::trace_validation::validate_file(&cfg, &config, &path)
+        .expect_err("a torn line");
+    assert_eq!(m.kind, MisfitKind::DoesNotFit);
+    assert!(m.why.contains("unreadable trace: line 1"), "{}", m.why);
+    let line = r#"{"seq":0,"micros":0,"actor":{"Replica":9},"event":{"Crash":{"clean":true}},"replica":null,"controller":null}"#;
+    std::fs::write(&path, line).unwrap();
+    let m = highwater_conformance::trace_validation::validate_file(&cfg, &config, &path)
+        .expect_err("a replica beyond the run's");
+    assert!(m.why.contains("replica 9"), "{}", m.why);
+    let missing = dir.path().join("none.jsonl");
+    let m = highwater_conformance::trace_validation::validate_file(&cfg, &config, &missing)
+        .expect_err("no file");
+    assert!(m.why.contains("none.jsonl"), "{}", m.why);
+}

@@ -1,0 +1,94 @@
+//! A replica's log as the concurrent driver runs it: a [`DiskLog`] whose
+//! disk the nemesis can fill. While full, every write fails as a full disk
+//! does (ENOSPC), and a clean shutdown cannot complete; reads still work.
+//! The driver takes a replica whose log failed offline (`nodes.rs`).
+
+use std::io;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use crate::replication::{
+    DiskLog, DiskLogConfig, DiskStopped, Error, LogEntry, LogState, ReplicaLog, Result,
+    StorageDone, StorageOp,
+};
+use crate::storage::{self, LogReader, RecoveryReport};
+
+#[derive(Debug)]
+pub(crate) struct NemesisDisk {
+    inner: DiskLog,
+    full: Arc<AtomicBool>,
+}
+
+/// The error a write to a full disk meets.
+pub(crate) fn disk_full(path: &Path) -> Error {
+    Error::Storage(storage::Error::Io {
+        path: path.to_path_buf(),
+        op: "write",
+        source: io::Error::new(io::ErrorKind::StorageFull, "no space left on device"),
+    })
+}
+
+impl NemesisDisk {
+    /// Opens the log at `path`; fails as a full disk would while `full`.
+    pub(crate) fn open(
+        path: &Path,
+        config: &DiskLogConfig,
+        full: Arc<AtomicBool>,
+    ) -> Result<(NemesisDisk, RecoveryReport)> {
+        if full.load(Ordering::SeqCst) {
+            return Err(disk_full(path));
+        }
+        let (inner, report) = DiskLog::open(path, config)?;
+        Ok((NemesisDisk { inner, full }, report))
+    }
+
+    pub(crate) fn reader(&self) -> LogReader {
+        self.inner.reader()
+    }
+
+    fn full(&self) -> bool {
+        self.full.load(Ordering::SeqCst)
+    }
+}
+
+impl ReplicaLog for NemesisDisk {
+    type Stopped = DiskStopped;
+
+    fn state(&self) -> LogState {
+        self.inner.state()
+    }
+
+    fn apply(&mut self, op: StorageOp) -> Result<StorageDone> {
+        if self.full() {
+            return Err(disk_full(self.inner.path()));
+        }
+        self.inner.apply(op)
+    }
+
+    fn entries(&self) -> Result<Vec<LogEntry>> {
+        self.inner.entries()
+    }
+
+    /// A clean shutdown writes its checkpoints and marker: on a full disk
+    /// it fails, and the process goes down as after a crash.
+    fn close(self) -> Result<DiskStopped> {
+        if self.full() {
+            let path = self.inner.path().to_path_buf();
+            self.inner.crash()?;
+            return Err(disk_full(&path));
+        }
+        self.inner.close()
+    }
+
+    fn crash(self) -> Result<DiskStopped> {
+        self.inner.crash()
+    }
+
+    /// Restarted outside the driver, the disk is no longer the nemesis's.
+    fn restart(stopped: &DiskStopped) -> Result<(NemesisDisk, RecoveryReport)> {
+        let (inner, report) = DiskLog::restart(stopped)?;
+        let full = Arc::new(AtomicBool::new(false));
+        Ok((NemesisDisk { inner, full }, report))
+    }
+}

@@ -1,0 +1,75 @@
+//! The nemesis soak (the `highwater-soak` binary's runs): under today's
+//! rules nothing acknowledged or read is lost; under the historical rule
+//! sets acks=1, min.insync.replicas=1 without the ELR, and unclean leader
+//! election, the same nemesis finds losses within a bounded number of
+//! seeds (each rule set shown to break where the model says it does).
+
+use std::time::Duration;
+
+use highwater::cluster::concurrent::{self, soak_config, RuleSet, SoakFigures};
+
+const SECONDS: f64 = 1.5;
+
+fn soak(rules: RuleSet, seed: u64) -> SoakFigures {
+    let dir = tempfile::tempdir().unwrap();
+    let config = soak_config(rules, seed, Duration::from_secs_f64(SECONDS));
+    let report = concurrent::run(dir.path(), config).unwrap();
+    let f = SoakFigures::of(&report);
+    eprintln!("{rules:?} seed {seed}: {f:?} {:?}", report.nemesis_faults);
+    f
+}
+
+/// The seed of the first run that loses something, trying at most `seeds`.
+fn first_loss(rules: RuleSet, seeds: u64) -> Option<u64> {
+    (0..seeds).find(|&seed| soak(rules, seed).loss())
+}
+
+#[test]
+fn todays_rules_lose_nothing_under_the_nemesis() {
+    for seed in 0..2 {
+        let f = soak(RuleSet::Today, seed);
+        assert!(f.faults >= 5, "the nemesis struck: {f:?}");
+        assert!(!f.loss(), "seed {seed}: {f:?}");
+        assert!(f.healed, "seed {seed} healed after the last fault");
+    }
+}
+
+#[test]
+fn acks_1_loses_acknowledged_records() {
+    assert!(first_loss(RuleSet::Acks1, 6).is_some());
+}
+
+#[test]
+fn min_insync_replicas_1_without_elr_loses_records() {
+    assert!(first_loss(RuleSet::MinIsr1, 12).is_some());
+}
+
+#[test]
+fn unclean_leader_election_loses_records() {
+    assert!(first_loss(RuleSet::Unclean, 6).is_some());
+}
+
+/// A full disk (the nemesis's only fault here): the broker's writes fail,
+/// it goes offline as Kafka takes a failed log directory offline, the
+/// protocol carries on without it, it comes back when the disk has room,
+/// and the run still reports (a full disk no longer loses the report).
+#[test]
+fn a_full_disk_takes_the_replica_offline_and_the_partition_heals() {
+    use highwater::cluster::concurrent::NemesisFault;
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = soak_config(RuleSet::Today, 7, Duration::from_secs_f64(SECONDS));
+    if let Some(n) = config.nemesis.as_mut() {
+        n.faults = vec![NemesisFault::FullDisk];
+    }
+    let report = concurrent::run(dir.path(), config).expect("a report despite full disks");
+    let f = SoakFigures::of(&report);
+    eprintln!("{f:?} {:?} {:?}", report.nemesis_faults, report.errors);
+    assert!(f.faults >= 3, "disks filled: {f:?}");
+    assert!(
+        report.errors.iter().any(|e| e.contains("no space left")),
+        "the failures are reported: {:?}",
+        report.errors
+    );
+    assert!(!f.loss(), "{f:?}");
+    assert!(f.healed, "every replica came back once its disk had room");
+}
