@@ -11,7 +11,7 @@
 //!   restart may find it wrong). Recovery must load the same log from the
 //!   batches.
 //! - [`KillPoints`]: a follower killed (`kill -9`: what it wrote stays in
-//!   the page cache) before each deletion, cut or rename of a
+//!   the page cache) before each file deletion or cut of a
 //!   BecomeFollower step. Its files as they were before the step, with the
 //!   step's recorded file operations up to that point replayed on a copy,
 //!   must recover a log between the model's after the step and before it.
@@ -83,9 +83,10 @@ pub fn down_replica_differences(
             format!("{:?}", Some(u64::from(model.recovery_point))),
         );
     }
+    // A cache never written (no epoch yet) has no file: an empty one.
     file(
         "leader-epoch-checkpoint",
-        files.epochs.as_deref().map_or("nothing".into(), show),
+        show(files.epochs.as_deref().unwrap_or_default()),
         show(&cache),
     );
     out
@@ -166,9 +167,9 @@ impl KillPoints {
         })
     }
 
-    /// For each deletion, cut or rename among `ops` (the step's file
-    /// operations, all replicas') in the live directory: the files killed
-    /// just before it, recovered.
+    /// For each deletion or cut among `ops` (the step's file operations,
+    /// all replicas') in the live directory: the files killed just before
+    /// it, recovered.
     pub fn images(&self, ops: &[FsOp], config: &DiskLogConfig) -> Result<Vec<KillImage>, String> {
         let mine: Vec<&FsOp> = ops
             .iter()
@@ -176,10 +177,7 @@ impl KillPoints {
             .collect();
         let mut out = Vec::new();
         for (k, op) in mine.iter().enumerate() {
-            if !matches!(
-                op,
-                FsOp::Remove { .. } | FsOp::SetLen { .. } | FsOp::Rename { .. }
-            ) {
+            if !matches!(op, FsOp::Remove { .. } | FsOp::SetLen { .. }) {
                 continue;
             }
             let tmp = scratch()?;

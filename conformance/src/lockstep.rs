@@ -9,7 +9,7 @@
 //! in its log, HW and recovery point (through the abstraction) and in its
 //! leader epoch cache and checkpoint files; after every crash the same
 //! files with a flipped `leader-epoch-checkpoint` bit must recover alike;
-//! and a follower killed before each deletion, cut or rename of a
+//! and a follower killed before each file deletion or cut of a
 //! BecomeFollower step must recover a log between the model's before and
 //! after the step. With `StepConfig::read_back_stopped` off, none of this
 //! happens: down replicas are predicted, as lockstep once ran.
@@ -211,7 +211,7 @@ impl<L: ReplicaLog> Lockstep<L> {
         }
     }
 
-    /// Replica `r`, killed before each deletion, cut or rename of `action`
+    /// Replica `r`, killed before each file deletion or cut of `action`
     /// (file operations `ops`), recovers a log between the model's after
     /// the step and before it (`before`).
     fn check_kills(
