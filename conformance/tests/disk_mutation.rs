@@ -34,6 +34,8 @@ use proptest::test_runner::{RngAlgorithm, TestRng};
 /// Random runs allowed per mutant, and actions per run.
 const RUNS: usize = 200;
 const STEPS: usize = 80;
+/// Runs taken predicting, at least (the same runs, from the first).
+const PREDICTED_RUNS: usize = 50;
 
 /// The first of `RUNS` seeded runs of `cfg` in which lockstep notices the
 /// implementation run with `mutation`, reading the disk or predicting;
@@ -72,10 +74,13 @@ fn noticed_by_reading(preset: &str, mutation: Mutation, expect: &str) -> Option<
         "{mutation:?} noticed, but not as expected ({expect:?}): {}",
         d.what
     );
-    let predicted = first_noticed(&cfg, mutation, false, run);
+    let predicted = first_noticed(&cfg, mutation, false, run.max(PREDICTED_RUNS));
     match &predicted {
         Some((p, d)) => println!("{mutation:?}, predicting: noticed in run {p}: {}", d.what),
-        None => println!("{mutation:?}, predicting: the same {run} runs noticed nothing"),
+        None => println!(
+            "{mutation:?}, predicting: the same first {} runs noticed nothing",
+            run.max(PREDICTED_RUNS)
+        ),
     }
     predicted.map(|(p, _)| p)
 }
