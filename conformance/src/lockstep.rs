@@ -85,8 +85,11 @@ pub struct Lockstep<L: ReplicaLog = DiskLog> {
     steps: Vec<Action>,
     silent: Vec<(usize, Action)>,
     /// Where a replica's files are, when they are on disk.
-    data_dir: Option<fn(&StepCluster<L>, ReplicaId) -> Option<PathBuf>>,
+    data_dir: Option<DataDir<L>>,
 }
+
+/// Where a replica of a cluster keeps its files.
+type DataDir<L> = fn(&StepCluster<L>, ReplicaId) -> Option<PathBuf>;
 
 impl Lockstep<DiskLog> {
     /// Both in their initial states; the implementation keeps its files
