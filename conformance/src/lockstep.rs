@@ -230,6 +230,7 @@ impl<L: ReplicaLog> Lockstep<L> {
         let images = kills
             .images(ops, &self.disk_config())
             .map_err(|e| self.fail(format!("{name}'s kill images: {e}")))?;
+        let mut wrong = Vec::new();
         for k in images {
             let fine = k.log.as_ref().is_ok_and(|log| between(log, &post, &pre));
             if !fine {
@@ -237,15 +238,20 @@ impl<L: ReplicaLog> Lockstep<L> {
                     Ok(log) => format!("its files recover {log:?}"),
                     Err(e) => e.clone(),
                 };
-                return Err(self.fail(format!(
-                    "{name} killed during {action} before {} (file operation {} of {}): {found}; \
-                     the model's log is {pre:?} before the step and {post:?} after, and a log \
-                     between them was expected",
+                wrong.push(format!(
+                    "before {} (file operation {} of {}): {found}",
                     k.before_op, k.at, k.of
-                )));
+                ));
             }
         }
-        Ok(())
+        if wrong.is_empty() {
+            return Ok(());
+        }
+        Err(self.fail(format!(
+            "{name} killed during {action}: the model's log is {pre:?} before the step and \
+             {post:?} after, and a log between them was expected; killed {}",
+            wrong.join("; killed ")
+        )))
     }
 
     /// The down replica `r`'s files, with one bit of their

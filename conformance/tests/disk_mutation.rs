@@ -10,7 +10,10 @@
 //!
 //! - Finding 1 (`HoleAfterTruncation`): a kill between a truncation's cut
 //!   and its deletions leaves a hole; only lockstep's kill points rebuild
-//!   that moment, so prediction cannot notice.
+//!   that moment, so prediction cannot notice. Random runs reach it with
+//!   the later segments above the recovery point (recovery refuses the
+//!   gap); a steered run, with them flushed, reaches the hole that opens
+//!   without complaint.
 //! - Finding 3 (`RefuseDescendingEpochs`): recovery refuses a log whose
 //!   epochs go down. Random runs do not reach it; a steered run shows that
 //!   reading the stopped files notices at the crash, where prediction
@@ -98,6 +101,83 @@ fn reading_the_disk_notices_a_hole_left_by_a_killed_truncation() {
 /// epoch 0, leads epoch 1 and appends (its log: a2 b1), flushes, and
 /// crashes. Reading its files back notices at the crash; predicting does
 /// not (it would only when A restarts, which this run does not reach).
+/// Finding 1 as the issue saw it: the segments after the cut are below
+/// the recovery point, so the loader trusts them and, under the old rule,
+/// takes the cut segment's end from the next one's base: the log opens
+/// with a hole. Random runs flush too rarely to reach it, so this run is
+/// steered: B copies four records (two segments), flushes, and truncates
+/// to 0 when C, which has none, leads.
+#[test]
+fn reading_the_disk_notices_a_hole_that_opens_without_complaint() {
+    use highwater_model::controller::Election::Clean;
+    use highwater_model::Action::*;
+    let (a, b, c) = (0, 1, 2);
+    let mut path = vec![
+        ControllerElectLeader {
+            replica: a,
+            election: Clean,
+        },
+        BecomeLeader {
+            replica: a,
+            epoch: 0,
+        },
+        BecomeFollower {
+            replica: b,
+            epoch: 0,
+        },
+    ];
+    for record in 0..4 {
+        path.push(Produce { leader: a, record });
+    }
+    path.extend([
+        FollowerFetch {
+            follower: b,
+            leader: a,
+        },
+        Flush { replica: b },
+        ControllerElectLeader {
+            replica: c,
+            election: Clean,
+        },
+        BecomeLeader {
+            replica: c,
+            epoch: 1,
+        },
+        BecomeFollower {
+            replica: b,
+            epoch: 1,
+        },
+    ]);
+    let cfg = wide(&Preset::find("safe").expect("a preset").config);
+    let d = steered(&cfg, &path, true, Some(Mutation::HoleAfterTruncation))
+        .expect_err("reading the disk notices");
+    println!("HoleAfterTruncation, steered, reading the disk:\n{d}");
+    assert_eq!(d.steps.len(), path.len(), "noticed at the truncation: {d}");
+    assert!(d.what.contains("(a hole)"), "{}", d.what);
+    steered(&cfg, &path, false, Some(Mutation::HoleAfterTruncation))
+        .unwrap_or_else(|d| panic!("predicting noticed after all: {d}"));
+    steered(&cfg, &path, true, None).unwrap_or_else(|d| panic!("{d}"));
+}
+
+/// `path` taken in lockstep on files, the implementation with `mutation`,
+/// reading the disk or predicting.
+fn steered(
+    cfg: &Config,
+    path: &[highwater_model::Action],
+    read_disk: bool,
+    mutation: Option<Mutation>,
+) -> Result<(), Divergence> {
+    let mut imp = step_config(cfg);
+    imp.log.mutation = mutation;
+    imp.read_back_stopped = read_disk;
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let mut both = Lockstep::start_with(cfg, imp, dir.path())?;
+    for &step in path {
+        both.step(step)?;
+    }
+    Ok(())
+}
+
 #[test]
 fn reading_the_disk_notices_recovery_refusing_descending_epochs() {
     use highwater_model::controller::Election::Clean;
@@ -152,17 +232,8 @@ fn reading_the_disk_notices_recovery_refusing_descending_epochs() {
         },
     ];
     let cfg = wide(&Preset::find("unfenced").expect("a preset").config);
-    let run = |read_disk: bool, mutation: Option<Mutation>| {
-        let mut imp = step_config(&cfg);
-        imp.log.mutation = mutation;
-        imp.read_back_stopped = read_disk;
-        let dir = tempfile::tempdir().expect("a temporary directory");
-        let mut both = Lockstep::start_with(&cfg, imp, dir.path())?;
-        for &step in &path {
-            both.step(step)?;
-        }
-        Ok::<_, Divergence>(())
-    };
+    let run =
+        |read_disk: bool, mutation: Option<Mutation>| steered(&cfg, &path, read_disk, mutation);
     let refuse = Some(Mutation::RefuseDescendingEpochs);
     let d = run(true, refuse).expect_err("reading the disk notices");
     println!("RefuseDescendingEpochs, reading the disk:\n{d}");
