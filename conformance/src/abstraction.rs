@@ -152,15 +152,20 @@ fn log(entries: &[LogEntry]) -> Result<Log, String> {
         if e.offset != expected as u64 {
             return Err(format!("offset {} where {expected} was expected", e.offset));
         }
-        let id = e
-            .record_id
-            .ok_or_else(|| format!("the record at offset {} has no record id", e.offset))?;
-        log.append(Entry {
-            id: small(id, "record id")?,
-            epoch: small(e.epoch, "entry epoch")?,
-        });
+        log.append(model_entry(e)?);
     }
     Ok(log)
+}
+
+/// One record as the model's log entry: its record id, written in an epoch.
+pub fn model_entry(e: &LogEntry) -> Result<Entry, String> {
+    let id = e
+        .record_id
+        .ok_or_else(|| format!("the record at offset {} has no record id", e.offset))?;
+    Ok(Entry {
+        id: small(id, "record id")?,
+        epoch: small(e.epoch, "entry epoch")?,
+    })
 }
 
 fn set(ids: &[u32]) -> Result<ReplicaSet, String> {

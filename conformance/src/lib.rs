@@ -5,6 +5,8 @@
 //!   step driver takes them.
 //! - [`abstraction`]: the abstraction function, from a snapshot of the
 //!   implementation's cluster to the model's state.
+//! - [`disk`]: what a down or killed replica's files recover to, read
+//!   from copies, for lockstep to compare with the model.
 //! - [`lockstep`]: one sequence of model actions run on both, states compared
 //!   after every step.
 //! - [`replay`]: a model counterexample, to run on the implementation.
@@ -16,6 +18,7 @@
 
 pub mod abstraction;
 pub mod coverage;
+pub mod disk;
 pub mod exhaustive;
 pub mod lockstep;
 pub mod mapping;

@@ -3,11 +3,23 @@
 //! seen through the abstraction function, must equal the model's after every
 //! step. The implementation runs on Kafka-format files ([`Lockstep::start`])
 //! or in memory ([`Lockstep::in_memory`]).
+//!
+//! On files, lockstep reads the disk (see [`crate::disk`]): a down
+//! replica is what a copy of its files recovers to, compared with the model
+//! in its log, HW and recovery point (through the abstraction) and in its
+//! leader epoch cache and checkpoint files; after every crash the same
+//! files with a flipped `leader-epoch-checkpoint` bit must recover alike;
+//! and a follower killed before each file deletion or cut of a
+//! BecomeFollower step must recover a log between the model's before and
+//! after the step. With `StepConfig::read_back_stopped` off, none of this
+//! happens: down replicas are predicted, as lockstep once ran.
 
 use crate::abstraction::{abstract_state, comparable};
+use crate::disk::{between, down_replica_differences, flipped_epoch_image, KillPoints};
 use crate::mapping::{step_action, step_config};
 use highwater::cluster::{StepCluster, StepConfig};
-use highwater::replication::{DiskLog, MemoryLog, ReplicaLog};
+use highwater::replication::{DiskLog, DiskLogConfig, MemoryLog, ReplicaId, ReplicaLog};
+use highwater::storage::fs::record;
 use highwater_model::actions::{apply, enabled};
 use highwater_model::render::state_table;
 use highwater_model::state::{MAX_EPOCH, MAX_RECORDS};
@@ -17,7 +29,7 @@ use std::collections::hash_map::DefaultHasher;
 use std::collections::HashSet;
 use std::fmt::{self, Debug};
 use std::hash::{Hash, Hasher};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Where the implementation stopped behaving as the model.
 #[derive(Debug)]
@@ -72,7 +84,12 @@ pub struct Lockstep<L: ReplicaLog = DiskLog> {
     imp: StepCluster<L>,
     steps: Vec<Action>,
     silent: Vec<(usize, Action)>,
+    /// Where a replica's files are, when they are on disk.
+    data_dir: Option<DataDir<L>>,
 }
+
+/// Where a replica of a cluster keeps its files.
+type DataDir<L> = fn(&StepCluster<L>, ReplicaId) -> Option<PathBuf>;
 
 impl Lockstep<DiskLog> {
     /// Both in their initial states; the implementation keeps its files
@@ -85,7 +102,9 @@ impl Lockstep<DiskLog> {
     /// rather than as the model: how mutation tests run an implementation
     /// with an old rule against the model with today's.
     pub fn start_with(cfg: &Config, imp: StepConfig, dir: &Path) -> Result<Lockstep, Divergence> {
-        Lockstep::on(cfg, StepCluster::new(dir, imp))
+        let mut both = Lockstep::on(cfg, StepCluster::new(dir, imp))?;
+        both.data_dir = Some(StepCluster::data_dir);
+        Ok(both)
     }
 }
 
@@ -124,6 +143,7 @@ impl<L: ReplicaLog> Lockstep<L> {
             imp,
             steps: Vec::new(),
             silent: Vec::new(),
+            data_dir: None,
         };
         both.compare()?;
         Ok(both)
@@ -148,12 +168,125 @@ impl<L: ReplicaLog> Lockstep<L> {
         else {
             return Err(self.diverged(None, format!("the model does not enable {action}")));
         };
-        self.model = next;
-        if let Err(e) = self.imp.apply(step_action(action)) {
+        let before = std::mem::replace(&mut self.model, next);
+        // A follower's files before it truncates, to rebuild kills within.
+        let kill = match action {
+            Action::BecomeFollower { replica, .. } => self
+                .disk_dir(replica)
+                .map(|d| KillPoints::before(&d).map(|k| (replica, k)))
+                .transpose()
+                .map_err(|e| self.fail(format!("cannot copy the follower's files: {e}")))?,
+            _ => None,
+        };
+        let (applied, ops) = if kill.is_some() {
+            record(|| self.imp.apply(step_action(action)))
+        } else {
+            (self.imp.apply(step_action(action)), Vec::new())
+        };
+        if let Err(e) = applied {
             let what = format!("the implementation refused {action}: {e}");
             return Err(self.diverged(None, what));
         }
-        self.compare()
+        self.compare()?;
+        if let Some((r, k)) = kill {
+            self.check_kills(action, r, &k, &ops, &before)?;
+        }
+        if let Action::Crash { replica, .. } = action {
+            self.check_flipped_epoch(replica)?;
+        }
+        Ok(())
+    }
+
+    /// The log directory of replica `r`, when lockstep reads the disk.
+    fn disk_dir(&self, r: u8) -> Option<PathBuf> {
+        let dir = self.data_dir?;
+        if !self.imp.config().read_back_stopped {
+            return None;
+        }
+        dir(&self.imp, u32::from(r))
+    }
+
+    fn disk_config(&self) -> DiskLogConfig {
+        let c = self.imp.config();
+        DiskLogConfig {
+            log: c.log.clone(),
+            ..DiskLogConfig::new(c.topic_partition.clone())
+        }
+    }
+
+    /// Replica `r`, killed before each file deletion or cut of `action`
+    /// (file operations `ops`), recovers a log between the model's after
+    /// the step and before it (`before`).
+    fn check_kills(
+        &self,
+        action: Action,
+        r: u8,
+        kills: &KillPoints,
+        ops: &[highwater::storage::fs::FsOp],
+        before: &State,
+    ) -> Result<(), Divergence> {
+        let name = highwater_model::state::replica_name(r);
+        let (pre, post) = (before.replica(r).log, self.model.replica(r).log);
+        let images = kills
+            .images(ops, &self.disk_config())
+            .map_err(|e| self.fail(format!("{name}'s kill images: {e}")))?;
+        let mut wrong = Vec::new();
+        for k in images {
+            let fine = k.log.as_ref().is_ok_and(|log| between(log, &post, &pre));
+            if !fine {
+                let found = match &k.log {
+                    Ok(log) => format!("its files recover {log:?}"),
+                    Err(e) => e.clone(),
+                };
+                wrong.push(format!(
+                    "before {} (file operation {} of {}): {found}",
+                    k.before_op, k.at, k.of
+                ));
+            }
+        }
+        if wrong.is_empty() {
+            return Ok(());
+        }
+        Err(self.fail(format!(
+            "{name} killed during {action}: the model's log is {pre:?} before the step and \
+             {post:?} after, and a log between them was expected; killed {}",
+            wrong.join("; killed ")
+        )))
+    }
+
+    /// The down replica `r`'s files, with one bit of their
+    /// leader-epoch-checkpoint flipped, recover what they recover intact.
+    fn check_flipped_epoch(&self, r: u8) -> Result<(), Divergence> {
+        let Some(dir) = self.disk_dir(r) else {
+            return Ok(());
+        };
+        let Some(Ok(intact)) = self.imp.stopped_image(u32::from(r)) else {
+            return Ok(());
+        };
+        let name = highwater_model::state::replica_name(r);
+        match flipped_epoch_image(&dir, &self.disk_config()) {
+            Ok(None) => Ok(()),
+            Ok(Some((what, flipped))) => {
+                let a = (&intact.log, intact.high_watermark, intact.recovery_point);
+                let b = (&flipped.log, flipped.high_watermark, flipped.recovery_point);
+                if a == b && intact.epochs == flipped.epochs {
+                    return Ok(());
+                }
+                Err(self.fail(format!(
+                    "{name} is down; with {what}, its files recover log {:?}, HW {}, recovery \
+                     point {}, epochs {:?}; intact, log {:?}, HW {}, recovery point {}, epochs {:?}",
+                    flipped.log,
+                    flipped.high_watermark,
+                    flipped.recovery_point,
+                    flipped.epochs,
+                    intact.log,
+                    intact.high_watermark,
+                    intact.recovery_point,
+                    intact.epochs
+                )))
+            }
+            Err(e) => Err(self.fail(format!("{name} is down; with {e}"))),
+        }
     }
 
     /// The converse of [`Lockstep::step`]: every action the model's rules
@@ -261,11 +394,26 @@ impl<L: ReplicaLog> Lockstep<L> {
         let seen = abstract_state(&self.cfg, &snap)
             .map_err(|e| self.diverged(None, format!("no model state: {e}")))?;
         let (model, imp) = (comparable(&self.model), comparable(&seen));
-        if model == imp {
+        if model != imp {
+            let what = format!("states differ: {}", differences(&model, &imp).join("; "));
+            return Err(self.diverged(Some(seen), what));
+        }
+        // What the abstraction does not see of a down replica's files.
+        let keeps_rp = self.model.unclean_crashes < self.cfg.unclean_crashes;
+        let mut found = Vec::new();
+        for r in self.model.ids() {
+            if self.disk_dir(r).is_none() {
+                continue;
+            }
+            if let Some(Ok(image)) = self.imp.stopped_image(u32::from(r)) {
+                let m = self.model.replica(r);
+                found.extend(down_replica_differences(r, m, keeps_rp, image));
+            }
+        }
+        if found.is_empty() {
             return Ok(());
         }
-        let what = format!("states differ: {}", differences(&model, &imp).join("; "));
-        Err(self.diverged(Some(seen), what))
+        Err(self.diverged(Some(seen), found.join("; ")))
     }
 }
 

@@ -21,8 +21,16 @@ pub fn step_config(cfg: &Config) -> StepConfig {
     };
     step.unclean_leader_election = cfg.unclean_election;
     step.acks = acks(cfg.acks);
+    // Two one-record batches a segment, and an index entry for each: runs
+    // roll, truncate across segments and recover trusted segments.
+    step.log.segment_bytes = SEGMENT_BYTES;
+    step.log.index_interval_bytes = 1;
     step
 }
+
+/// `segment.bytes` of the implementation's logs in lockstep: a batch of one
+/// record takes 84 bytes, so a segment holds two.
+pub const SEGMENT_BYTES: u32 = 200;
 
 /// The implementation's ISR-join rule: Kafka's, or the old one the
 /// `expand-on-leader-hw` mutation stands for. (`no-elr-election` and

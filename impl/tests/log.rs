@@ -400,6 +400,7 @@ fn rolls_on_full_index_and_on_relative_offset_overflow() {
         retention_ms: None,
         truncate_below_recovery_point: false,
         compression_type: highwater::storage::CompressionType::Producer,
+        mutation: None,
     };
     let (mut log, _) = open(&dir, config.clone(), LoadParams::default());
     let expected = fill(&mut log, 60);

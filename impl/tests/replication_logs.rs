@@ -323,14 +323,12 @@ fn a_crash_that_keeps_unflushed_records_is_noticed() {
     println!("noticed: {err}");
 }
 
-/// Known difference, the storage layer's to settle: a log whose epochs go
-/// down (an unfenced follower that fetched a later epoch, then led an
-/// earlier one) is taken by both logs, but after an unclean crash the file
-/// log's recovery calls it corrupt ("leader epoch 0 after epoch 1") and,
-/// the batch being flushed, refuses to open; Kafka's `LogSegment.recover`
-/// and the memory log keep it.
+/// A log whose epochs go down (an unfenced follower that fetched a later
+/// epoch, then led an earlier one) is taken by both logs and, after an
+/// unclean crash, kept by both, as Kafka's `LogSegment.recover` keeps it.
+/// The file log's recovery once called it corrupt ("leader epoch 0 after
+/// epoch 1") and refused to open (finding 3 of issue 10).
 #[test]
-#[ignore = "the file log's recovery refuses epochs that go down; see the doc comment"]
 fn epochs_that_go_down_survive_an_unclean_crash() {
     let dir = tempfile::tempdir().unwrap();
     // The epoch goes down by hand: epoch 1, then a leader's append in 0.

@@ -24,7 +24,7 @@ use crate::replication::{
     ProduceRequest, RecordId, Replica, ReplicaId, ReplicaLog, ReplicationConfig, Result,
     StoppedImage, Tick,
 };
-use crate::storage::{LogConfig, Record, RecoveryReport, TopicPartition};
+use crate::storage::{EpochCache, LogConfig, Record, RecoveryReport, TopicPartition};
 
 /// How a step cluster is built.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,6 +38,13 @@ pub struct StepConfig {
     pub acks: Acks,
     pub log: LogConfig,
     pub topic_partition: TopicPartition,
+    /// How a down replica's image (its log, HW and recovery point in
+    /// [`StepCluster::snapshot`]) is taken: read back from what it left
+    /// (for a [`DiskLog`], a copy of its files opened and recovered as a
+    /// restart would), or, when `false`, predicted from what its log held
+    /// when it stopped. Prediction is how the step driver worked before it
+    /// read files back; conformance keeps it to show what reading catches.
+    pub read_back_stopped: bool,
 }
 
 impl StepConfig {
@@ -54,6 +61,7 @@ impl StepConfig {
             acks: Acks::All,
             log: LogConfig::default(),
             topic_partition: TopicPartition::new("highwater", 0).expect("a valid name"),
+            read_back_stopped: true,
         }
     }
 
@@ -127,7 +135,8 @@ pub enum StepAction {
 /// A replica that is down: what its log holds, and what it restarts from.
 #[derive(Debug)]
 struct Down<S> {
-    image: StoppedImage,
+    /// Or why it could not be read back (its files would not recover).
+    image: std::result::Result<StoppedImage, String>,
     unclean: bool,
     /// `None` when the log failed to stop: there is nothing to restart from.
     stopped: Option<S>,
@@ -241,6 +250,15 @@ impl<L: ReplicaLog> StepCluster<L> {
         match self.nodes.get(r as usize)? {
             NodeState::Up(p) => Some(p),
             NodeState::Down(_) => None,
+        }
+    }
+    /// A down replica's image: what it would restart with (see
+    /// [`StepConfig::read_back_stopped`]), or why its files would not
+    /// recover; `None` for a running replica.
+    pub fn stopped_image(&self, r: ReplicaId) -> Option<std::result::Result<&StoppedImage, &str>> {
+        match self.nodes.get(r as usize)? {
+            NodeState::Up(_) => None,
+            NodeState::Down(d) => Some(d.image.as_ref().map_err(|e| e.as_str())),
         }
     }
     /// A running replica's state machine.
@@ -631,18 +649,25 @@ impl<L: ReplicaLog> StepCluster<L> {
                 high_watermark: state.high_watermark,
                 recovery_point: state.log_end_offset,
                 log,
+                epochs: state.epochs,
+                files: None,
             }
         } else {
             log.retain(|e| e.offset < state.recovery_point);
+            let end = log.last().map_or(state.log_start_offset, |e| e.offset + 1);
+            let mut epochs = EpochCache::new(Path::new(""), state.epochs);
+            epochs.truncate_from_end(end);
             StoppedImage {
                 high_watermark: state.high_watermark.min(state.recovery_point),
                 recovery_point: state.recovery_point,
                 log,
+                epochs: epochs.entries().to_vec(),
+                files: None,
             }
         };
         let i = replica as usize;
         let gone = NodeState::Down(Down {
-            image: at_crash.clone(),
+            image: Ok(at_crash.clone()),
             unclean: !clean,
             stopped: None,
         });
@@ -653,10 +678,16 @@ impl<L: ReplicaLog> StepCluster<L> {
         let log = p.into_log();
         let stopped = if clean { log.close()? } else { log.crash()? };
         // What the stopped log holds, read back when the log can be (else
-        // what it held when it stopped).
-        let image = match L::read_stopped(&stopped) {
-            Some(read) => read?,
-            None => at_crash,
+        // what it held when it stopped). Files that would not recover are
+        // reported by the snapshot: the broker did stop.
+        let read = self
+            .config
+            .read_back_stopped
+            .then(|| L::read_stopped(&stopped))
+            .flatten();
+        let image = match read {
+            Some(read) => read.map_err(|e| e.to_string()),
+            None => Ok(at_crash),
         };
         self.nodes[i] = NodeState::Down(Down {
             image,
@@ -790,22 +821,29 @@ impl<L: ReplicaLog> StepCluster<L> {
             let id = id as ReplicaId;
             replicas.push(match n {
                 NodeState::Up(p) => up_snapshot(id, p)?,
-                NodeState::Down(d) => ReplicaSnapshot {
-                    id,
-                    alive: false,
-                    log_end_offset: d.image.log.len() as u64 + log_start(&d.image.log),
-                    log: d.image.log.clone(),
-                    high_watermark: d.image.high_watermark,
-                    recovery_point: d.image.recovery_point,
-                    leader_epoch: None,
-                    leader: LeaderView::Unknown,
-                    isr: Vec::new(),
-                    follower_leo: BTreeMap::new(),
-                    stale_fetch: Vec::new(),
-                    pending_acks: Vec::new(),
-                    unclean_down: d.unclean,
-                    truncating: false,
-                },
+                NodeState::Down(d) => {
+                    let image = d.image.as_ref().map_err(|e| {
+                        Error::Inconsistent(format!(
+                            "replica {id} is down, and its files would not recover: {e}"
+                        ))
+                    })?;
+                    ReplicaSnapshot {
+                        id,
+                        alive: false,
+                        log_end_offset: image.log.len() as u64 + log_start(&image.log),
+                        log: image.log.clone(),
+                        high_watermark: image.high_watermark,
+                        recovery_point: image.recovery_point,
+                        leader_epoch: None,
+                        leader: LeaderView::Unknown,
+                        isr: Vec::new(),
+                        follower_leo: BTreeMap::new(),
+                        stale_fetch: Vec::new(),
+                        pending_acks: Vec::new(),
+                        unclean_down: d.unclean,
+                        truncating: false,
+                    }
+                }
             });
         }
         Ok(ClusterSnapshot {

@@ -22,7 +22,8 @@ use std::fs::{self, OpenOptions};
 use std::path::{Path, PathBuf};
 
 use super::error::Result;
-use super::log::{record_id, LogEntry, LogState, ReplicaLog, StorageDone, StorageOp};
+use super::log::{record_id, LogEntry, LogState, ReplicaLog, StoppedImage, StorageDone, StorageOp};
+use crate::storage::image::{copy_log_dir, CheckpointFiles};
 use crate::storage::{self, Log, LogConfig, LogDir, LogReader, RecoveryReport, TopicPartition};
 
 /// How a [`DiskLog`] is opened.
@@ -76,6 +77,34 @@ impl DiskLog {
         // cut it), so a second crash starts from the truth.
         d.checkpoint()?;
         Ok((d, report))
+    }
+
+    /// Copies the stopped log directory `dir` into `scratch` and opens the
+    /// copy as [`DiskLog::open`] opens a directory on restart (recovery
+    /// included); `dir` itself is left as it is.
+    pub fn open_copy(
+        dir: &Path,
+        scratch: &Path,
+        config: &DiskLogConfig,
+    ) -> Result<(DiskLog, RecoveryReport)> {
+        copy_log_dir(dir, scratch)?;
+        DiskLog::open(scratch, config)
+    }
+
+    /// What the log holds and its checkpoint files say, as a stopped
+    /// image (the files as this open left them).
+    pub fn image(&self) -> Result<StoppedImage> {
+        let state = self.state();
+        Ok(StoppedImage {
+            log: self.entries()?,
+            high_watermark: state.high_watermark,
+            recovery_point: state.recovery_point,
+            epochs: state.epochs,
+            files: Some(CheckpointFiles::read(
+                self.path(),
+                &self.config.topic_partition,
+            )?),
+        })
     }
 
     pub fn log(&self) -> &Log {
@@ -276,10 +305,20 @@ impl ReplicaLog for DiskLog {
         DiskLog::open(&stopped.dir, &stopped.config)
     }
 
-    // `read_stopped` is left to its default (`None`): reading a stopped
-    // partition's files as recovery would load them, without recovering
-    // them in place, needs a read-only load from the storage layer. Until
-    // then the step driver keeps the image the log had when it stopped.
+    /// What a restart would find: the stopped directory is copied and the
+    /// copy opened (recovered, after an unclean shutdown) and read back.
+    fn read_stopped(stopped: &DiskStopped) -> Option<Result<StoppedImage>> {
+        let read = || {
+            let scratch = tempfile::tempdir()
+                .map_err(|e| storage::Error::io(Path::new("temporary directory"), "create", e))?;
+            // A copy read once and thrown away: no fsyncs.
+            storage::fs::unsynced(|| {
+                let (log, _) = DiskLog::open_copy(&stopped.dir, scratch.path(), &stopped.config)?;
+                log.image()
+            })
+        };
+        Some(read())
+    }
 }
 
 /// Where unflushed data starts: (segment base, byte position) of the first

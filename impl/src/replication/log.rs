@@ -31,6 +31,7 @@ pub use super::disk_log::read_entries;
 use super::error::Result;
 use super::types::{LeaderEpoch, RecordId};
 use crate::storage::checkpoint::EpochEntry;
+use crate::storage::image::CheckpointFiles;
 use crate::storage::{EpochCache, EpochEndOffset, Record, RecoveryReport};
 
 /// One record as the properties see it: where, written in which leader
@@ -164,6 +165,12 @@ pub struct StoppedImage {
     pub log: Vec<LogEntry>,
     pub high_watermark: u64,
     pub recovery_point: u64,
+    /// The leader epoch cache a restart loads.
+    pub epochs: Vec<EpochEntry>,
+    /// What the checkpoint files say once a restart opened the log (`None`
+    /// where there are no files: a log in memory, or an image predicted
+    /// rather than read back).
+    pub files: Option<CheckpointFiles>,
 }
 
 /// The storage a replica's state machine runs on: it reports its state,
@@ -192,8 +199,9 @@ pub trait ReplicaLog: Sized {
     /// Opens a stopped log again, recovering it after an unclean shutdown.
     fn restart(stopped: &Self::Stopped) -> Result<(Self, RecoveryReport)>;
 
-    /// What a stopped log holds, read without restarting it; `None` when
-    /// the implementation cannot read it back yet (then the caller keeps
+    /// What a stopped log holds, read without restarting it (a
+    /// [`DiskLog`](super::DiskLog) recovers a copy of its files); `None`
+    /// when the implementation cannot read it back (then the caller keeps
     /// what the log held when it stopped).
     fn read_stopped(_stopped: &Self::Stopped) -> Option<Result<StoppedImage>> {
         None

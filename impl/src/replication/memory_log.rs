@@ -351,6 +351,8 @@ impl ReplicaLog for MemoryLog {
             log: entries,
             high_watermark: log.high_watermark,
             recovery_point: log.recovery_point,
+            epochs: log.epochs.clone(),
+            files: None,
         }))
     }
 }

@@ -2,6 +2,7 @@
 
 use super::compression::Codec;
 use super::error::{Error, Result};
+use super::mutation::Mutation;
 
 /// `compression.type`: how the log stores what producers send (Kafka's
 /// `BrokerCompressionType`).
@@ -72,6 +73,9 @@ pub struct LogConfig {
     pub truncate_below_recovery_point: bool,
     /// `compression.type`: default `producer`.
     pub compression_type: CompressionType,
+    /// A fixed bug put back, for mutation tests only; `None` (the default)
+    /// everywhere else.
+    pub mutation: Option<Mutation>,
 }
 
 impl Default for LogConfig {
@@ -84,6 +88,7 @@ impl Default for LogConfig {
             retention_ms: Some(7 * 24 * 60 * 60 * 1000),
             truncate_below_recovery_point: false,
             compression_type: CompressionType::Producer,
+            mutation: None,
         }
     }
 }

@@ -8,7 +8,7 @@
 //! system may leave after a crash. Storage does its work on the caller's
 //! thread, so a thread-local record sees all of it.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::fs::{self, File, OpenOptions};
 use std::io;
 use std::os::unix::fs::FileExt;
@@ -54,6 +54,22 @@ pub enum FsOp {
 
 thread_local! {
     static RECORD: RefCell<Option<Vec<FsOp>>> = const { RefCell::new(None) };
+    static UNSYNCED: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Runs `f` with every fsync the storage layer would make on this thread
+/// skipped (still recorded): for work on a throwaway copy, such as a
+/// recovery run only to read what it loads, where durability means nothing
+/// and fsyncs are most of the cost.
+pub fn unsynced<T>(f: impl FnOnce() -> T) -> T {
+    let before = UNSYNCED.with(|u| u.replace(true));
+    let out = f();
+    UNSYNCED.with(|u| u.set(before));
+    out
+}
+
+fn syncing() -> bool {
+    !UNSYNCED.with(|u| u.get())
 }
 
 /// Runs `f`, recording every file-system change the storage layer makes on
@@ -124,7 +140,9 @@ pub(crate) fn set_len(file: &File, path: &Path, len: u64) -> io::Result<()> {
 
 /// `fdatasync` (enough for data and the length it extends to).
 pub(crate) fn sync_data(file: &File, path: &Path) -> io::Result<()> {
-    file.sync_data()?;
+    if syncing() {
+        file.sync_data()?;
+    }
     note(|| FsOp::Fsync {
         path: path.to_path_buf(),
     });
@@ -133,7 +151,9 @@ pub(crate) fn sync_data(file: &File, path: &Path) -> io::Result<()> {
 
 /// `fsync`.
 pub(crate) fn sync_all(file: &File, path: &Path) -> io::Result<()> {
-    file.sync_all()?;
+    if syncing() {
+        file.sync_all()?;
+    }
     note(|| FsOp::Fsync {
         path: path.to_path_buf(),
     });
@@ -164,7 +184,9 @@ pub(crate) fn rename(from: &Path, to: &Path) -> io::Result<()> {
 }
 
 pub(crate) fn sync_dir(dir: &Path) -> io::Result<()> {
-    File::open(dir)?.sync_all()?;
+    if syncing() {
+        File::open(dir)?.sync_all()?;
+    }
     note(|| FsOp::SyncDir {
         path: dir.to_path_buf(),
     });
@@ -180,4 +202,29 @@ pub(crate) fn create_dir_all(dir: &Path) -> io::Result<()> {
         });
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unsynced_skips_syncs_on_this_thread_only_while_it_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        let ((inside, outside), ops) = record(|| {
+            let inside = unsynced(|| {
+                sync_dir(dir.path()).unwrap();
+                syncing()
+            });
+            (inside, syncing())
+        });
+        assert!(!inside && outside);
+        // Skipped syncs are still recorded: a crash-state record stays whole.
+        assert_eq!(
+            ops,
+            vec![FsOp::SyncDir {
+                path: dir.path().to_path_buf()
+            }]
+        );
+    }
 }

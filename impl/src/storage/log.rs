@@ -32,6 +32,7 @@ use super::compression::Codec;
 use super::config::LogConfig;
 use super::epoch_cache::{EpochCache, EpochEndOffset};
 use super::error::{BatchError, Error, Result};
+use super::mutation::Mutation;
 use super::publish::Published;
 use super::recovery::{self, LoadParams, RecoveryReport};
 use super::segment::Segment;
@@ -489,6 +490,10 @@ impl Log {
                 self.shared.published.publish_high_watermark(new_end);
             }
             let later: Vec<u64> = segs.range(offset + 1..).map(|(b, _)| *b).collect();
+            if self.shared.config.mutation == Some(Mutation::HoleAfterTruncation) {
+                // The old order: cut first, then delete the later segments.
+                bytes += seg.truncate_to_position(position, new_end)?;
+            }
             for &b in later.iter().rev() {
                 if let Some(s) = segs.remove(&b) {
                     bytes += s.size();
@@ -499,7 +504,9 @@ impl Log {
             if !removed.is_empty() {
                 checkpoint::sync_dir(&self.shared.dir)?;
             }
-            bytes += seg.truncate_to_position(position, new_end)?;
+            if self.shared.config.mutation != Some(Mutation::HoleAfterTruncation) {
+                bytes += seg.truncate_to_position(position, new_end)?;
+            }
             self.active = seg;
         }
         if self.epochs.truncate_from_end(new_end) {

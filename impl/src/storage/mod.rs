@@ -70,8 +70,10 @@ pub mod config;
 pub mod epoch_cache;
 pub mod error;
 pub mod fs;
+pub mod image;
 pub mod log;
 pub mod log_dir;
+pub mod mutation;
 pub mod offset_index;
 mod publish;
 pub mod recovery;
@@ -91,6 +93,7 @@ pub use log::{
     AppendInfo, FetchData, Log, LogReader, OffsetPosition, SegmentInfo, TimestampAndOffset,
 };
 pub use log_dir::{LogDir, PartitionCheckpoints};
+pub use mutation::Mutation;
 pub use recovery::{
     check_segment, segment_bases, IndexCheck, LoadParams, RecoveryReport, ScanProblem, SegmentCheck,
 };

@@ -54,6 +54,7 @@ use super::checkpoint::{self, EpochEntry};
 use super::config::LogConfig;
 use super::epoch_cache::{self, EpochCache};
 use super::error::{BatchError, Error, Result};
+use super::mutation::Mutation;
 use super::offset_index::OffsetIndex;
 use super::segment::{self, SegState, Segment};
 use super::time_index::TimeIndex;
@@ -186,6 +187,9 @@ pub(crate) struct ScanContext<'a> {
     /// The leader epoch of the batch before the scan's start, or -1.
     pub(crate) prev_epoch: i32,
     pub(crate) on_batch: Option<BatchVisitor<'a>>,
+    /// Only under [`Mutation::TrustEpochCheckpoint`]: the checkpoint's
+    /// entries, which every batch's epoch must match.
+    pub(crate) known_epochs: Option<&'a [EpochEntry]>,
 }
 
 impl<'a> ScanContext<'a> {
@@ -194,6 +198,7 @@ impl<'a> ScanContext<'a> {
             config,
             prev_epoch: -1,
             on_batch: None,
+            known_epochs: None,
         }
     }
 }
@@ -213,6 +218,7 @@ pub(crate) fn scan_segment(
         config,
         mut prev_epoch,
         mut on_batch,
+        known_epochs,
     } = ctx;
     let file_len = file
         .metadata()
@@ -318,6 +324,12 @@ pub(crate) fn scan_segment(
                 epoch,
             });
         }
+        if let Some(reason) = mutated_epoch_check(config, known_epochs, epoch, prev_epoch, &h) {
+            break Some(ScanProblem::BadOffsets {
+                position: pos,
+                reason,
+            });
+        }
         // Epochs may go down (an unfenced follower that led a lower epoch):
         // Kafka's cache takes them, dropping what they no longer follow.
         if epoch >= 0 && epoch != prev_epoch {
@@ -337,6 +349,37 @@ pub(crate) fn scan_segment(
         epochs,
         state,
     })
+}
+
+/// The epoch checks findings 3 and 4 of issue 10 removed, when a
+/// [`Mutation`] puts one back: a descending epoch refused, or an epoch the
+/// `leader-epoch-checkpoint` does not name treated as corrupt.
+fn mutated_epoch_check(
+    config: &LogConfig,
+    known: Option<&[EpochEntry]>,
+    epoch: i32,
+    prev_epoch: i32,
+    h: &BatchHeader,
+) -> Option<String> {
+    if epoch < 0 {
+        return None;
+    }
+    match config.mutation {
+        Some(Mutation::RefuseDescendingEpochs) if epoch < prev_epoch => {
+            Some(format!("leader epoch {epoch} after epoch {prev_epoch}"))
+        }
+        Some(Mutation::TrustEpochCheckpoint) => {
+            let k = known?;
+            let n = k.partition_point(|e| e.start_offset <= h.base_offset);
+            let expected = k.get(n.checked_sub(1)?)?.epoch;
+            (expected != epoch).then(|| {
+                format!(
+                    "leader epoch {epoch} where the leader-epoch-checkpoint says {expected} (a corrupt epoch field)"
+                )
+            })
+        }
+        _ => None,
+    }
 }
 
 /// Offsets a log is loaded with, from the broker-level checkpoints.
@@ -575,6 +618,12 @@ fn load_trusted(
             }
         }
     }
+    if config.mutation == Some(Mutation::HoleAfterTruncation) {
+        // The old rule: the next segment's base offset ends this one.
+        if let Some(next) = next_base {
+            next_offset = next;
+        }
+    }
     let (n, tn) = (oi.len(), ti.len());
     {
         let mut st = write(&seg.state);
@@ -719,6 +768,9 @@ pub(crate) fn load(dir: &Path, config: &LogConfig, params: &LoadParams) -> Resul
                 st,
                 ScanContext {
                     prev_epoch,
+                    known_epochs: (config.mutation == Some(Mutation::TrustEpochCheckpoint)
+                        && !rebuild_epochs)
+                        .then_some(original_epochs.as_slice()),
                     ..ScanContext::new(config)
                 },
             )?;

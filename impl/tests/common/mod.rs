@@ -15,6 +15,7 @@ pub fn small_config() -> LogConfig {
         retention_ms: None,
         truncate_below_recovery_point: false,
         compression_type: highwater::storage::CompressionType::Producer,
+        mutation: None,
     }
 }
 
