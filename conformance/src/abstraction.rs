@@ -124,6 +124,9 @@ fn replica(r: &ReplicaSnapshot) -> Result<Replica, String> {
         log,
         hw: small(r.high_watermark, "HW")?,
         recovery_point: small(r.recovery_point, "recovery point")?,
+        // Kept at 0 by the model unless the HW is checkpointed periodically,
+        // which lockstep does not run yet (`mapping::lockstep_gap`).
+        hw_checkpoint: 0,
         epoch: r.leader_epoch.map(|e| small(e, "epoch")).transpose()?,
         leader: match r.leader {
             ImplLeaderView::Unknown => LeaderView::Unknown,

@@ -73,6 +73,9 @@ pub fn renamed_action(a: Action, map: &[ReplicaId; MAX_REPLICAS]) -> Action {
         Action::Flush { replica } => Action::Flush {
             replica: m(replica),
         },
+        Action::CheckpointHw { replica } => Action::CheckpointHw {
+            replica: m(replica),
+        },
         Action::Crash { replica, clean } => Action::Crash {
             replica: m(replica),
             clean,

@@ -495,6 +495,7 @@ pub fn every_action(s: &State) -> Vec<Action> {
         }
         out.push(Action::LeaderLearnsIsr { leader: r });
         out.push(Action::Flush { replica: r });
+        out.push(Action::CheckpointHw { replica: r });
         out.push(Action::Crash {
             replica: r,
             clean: true,

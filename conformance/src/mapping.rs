@@ -2,9 +2,22 @@
 
 use highwater::cluster::{StepAction, StepConfig};
 use highwater::replication::{self as imp, ReplicationConfig};
-use highwater_model::config::Mutation;
+use highwater_model::config::{HwCheckpoint, Mutation};
 use highwater_model::controller::Election;
 use highwater_model::{Acks, Action, Config, Truncation};
+
+/// Why lockstep cannot yet hold the implementation to `cfg`, if it cannot.
+/// With a periodic HW checkpoint the model's HW checkpoint moves only on
+/// CheckpointHw and clean shutdowns, while the implementation rewrites
+/// `replication-offset-checkpoint` with every checkpoint write (a flush's,
+/// a truncation's), so a replica can restart with a newer HW than the
+/// model's: the two must first agree on when the file is written.
+pub fn lockstep_gap(cfg: &Config) -> Option<&'static str> {
+    (cfg.hw_checkpoint == HwCheckpoint::Periodic).then_some(
+        "the periodic HW checkpoint: the implementation also writes the HW with its \
+         other checkpoints",
+    )
+}
 
 /// The step-driver configuration that runs the protocol `cfg` describes.
 /// Bounds (records, epochs, crashes) are not the implementation's business:
@@ -17,6 +30,11 @@ pub fn step_config(cfg: &Config) -> StepConfig {
         fencing: cfg.fencing,
         elr: cfg.elr,
         isr_join: isr_join(cfg.mutation),
+        hw_checkpoint: match cfg.hw_checkpoint {
+            HwCheckpoint::EveryChange => imp::HwCheckpointPolicy::EveryChange,
+            // Every CheckpointHw step writes it: the model chooses when.
+            HwCheckpoint::Periodic => imp::HwCheckpointPolicy::IntervalMs(0),
+        },
         ..step.replication
     };
     step.unclean_leader_election = cfg.unclean_election;
@@ -121,6 +139,9 @@ pub fn step_action(a: Action) -> StepAction {
         },
         Action::LeaderLearnsIsr { leader } => StepAction::LeaderLearnsIsr { leader: id(leader) },
         Action::Flush { replica } => StepAction::Flush {
+            replica: id(replica),
+        },
+        Action::CheckpointHw { replica } => StepAction::CheckpointHw {
             replica: id(replica),
         },
         Action::Crash { replica, clean } => StepAction::Crash {

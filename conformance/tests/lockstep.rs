@@ -10,6 +10,7 @@ mod common;
 use common::{guided_runs, wide, CASES, IN_MEMORY_CASES, STEPS, WIDE_STEPS};
 use highwater::replication::ReplicaLog;
 use highwater_conformance::lockstep::{Divergence, Lockstep};
+use highwater_conformance::mapping::lockstep_gap;
 use highwater_model::presets::{Expect, PRESETS};
 use highwater_model::{Action, Config};
 use proptest::prelude::*;
@@ -93,6 +94,10 @@ fn the_implementation_moves_as_the_model_in_every_preset() {
     let taken = RefCell::new(BTreeMap::new());
     let started = Instant::now();
     for p in PRESETS {
+        if let Some(gap) = lockstep_gap(&p.config) {
+            println!("{}: not run in lockstep yet: {gap}", p.name);
+            continue;
+        }
         let safe = matches!(p.expect, Expect::Holds { .. });
         lockstep_runs(
             p.name,
@@ -130,6 +135,10 @@ fn the_in_memory_implementation_moves_as_the_model_in_every_preset() {
     let in_memory = |cfg: &Config, _: &Path| Lockstep::in_memory(cfg);
     let mut visited = 0;
     for p in PRESETS {
+        if let Some(gap) = lockstep_gap(&p.config) {
+            println!("{}: not run in lockstep yet: {gap}", p.name);
+            continue;
+        }
         let safe = matches!(p.expect, Expect::Holds { .. });
         let name = format!("{} (in memory)", p.name);
         visited += lockstep_runs(

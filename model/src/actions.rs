@@ -2,7 +2,7 @@
 //! it does. `enabled` lists the actions of a state in a fixed order (paths and
 //! explorer URLs are action indices), `apply` performs one.
 
-use crate::config::{Acks, Config, Mutation, Truncation};
+use crate::config::{Acks, Config, HwCheckpoint, Mutation, Truncation};
 use crate::controller::{self, Election};
 use crate::state::{
     record_name, replica_name, Entry, Epoch, LeaderView, Offset, RecordId, Replica, ReplicaId,
@@ -57,6 +57,10 @@ pub enum Action {
     LeaderLearnsIsr { leader: ReplicaId },
     /// A replica fsyncs its log: its recovery point moves to its LEO.
     Flush { replica: ReplicaId },
+    /// A replica writes its HW to `replication-offset-checkpoint` (Kafka's
+    /// `ReplicaManager.checkpointHighWatermarks`, every
+    /// `replica.high.watermark.checkpoint.interval.ms`).
+    CheckpointHw { replica: ReplicaId },
     /// A broker stops: cleanly (log kept) or not (unflushed suffix lost).
     Crash { replica: ReplicaId, clean: bool },
     /// A stopped broker comes back as a follower with its checkpointed HW.
@@ -108,6 +112,10 @@ impl Action {
                 "the leader learns an ISR change the controller made on its own (metadata)"
             }
             Action::Flush { .. } => "a replica fsyncs its log: its recovery point moves to its LEO",
+            Action::CheckpointHw { .. } => {
+                "a replica writes its HW to replication-offset-checkpoint, as Kafka does \
+                 periodically: an unclean crash brings back this HW"
+            }
             Action::Crash { .. } => {
                 "a broker stops: cleanly (log kept) or uncleanly (what is above its recovery \
                  point is lost)"
@@ -184,6 +192,7 @@ impl fmt::Display for Action {
             }
             Action::LeaderLearnsIsr { leader } => write!(f, "LeaderLearnsIsr({})", n(leader)),
             Action::Flush { replica } => write!(f, "Flush({})", n(replica)),
+            Action::CheckpointHw { replica } => write!(f, "CheckpointHw({})", n(replica)),
             Action::Crash { replica, clean } => {
                 let how = if clean { "clean" } else { "unclean" };
                 write!(f, "Crash({}, {how})", n(replica))
@@ -257,6 +266,14 @@ pub fn enabled(cfg: &Config, s: &State, out: &mut Vec<Action>) {
         if s.unclean_crashes < cfg.unclean_crashes && r.alive && r.recovery_point < r.leo() {
             out.push(Action::Flush { replica });
         }
+        // So does the HW checkpoint.
+        if cfg.hw_checkpoint == HwCheckpoint::Periodic
+            && s.unclean_crashes < cfg.unclean_crashes
+            && r.alive
+            && r.hw_checkpoint != r.hw
+        {
+            out.push(Action::CheckpointHw { replica });
+        }
     }
     for replica in ids.clone() {
         if s.replica(replica).alive {
@@ -312,7 +329,11 @@ pub fn apply(cfg: &Config, s: &State, action: Action) -> Option<State> {
             let r = n.replica_mut(replica);
             r.recovery_point = r.leo();
         }
-        Action::Crash { replica, clean } => crash(n, replica, clean),
+        Action::CheckpointHw { replica } => {
+            let r = n.replica_mut(replica);
+            r.hw_checkpoint = r.hw;
+        }
+        Action::Crash { replica, clean } => crash(cfg, n, replica, clean),
         Action::Restart { replica } => restart(cfg, n, replica),
     }
     forget_what_no_longer_matters(cfg, n);
@@ -330,6 +351,7 @@ pub fn forget_what_no_longer_matters(cfg: &Config, s: &mut State) {
     if s.unclean_crashes >= cfg.unclean_crashes {
         for r in 0..s.n {
             s.replica_mut(r).recovery_point = 0;
+            s.replica_mut(r).hw_checkpoint = 0;
         }
     }
     for epoch in 0..=cfg.max_epoch {
@@ -602,16 +624,26 @@ fn leader_alters_isr(cfg: &Config, s: &mut State, leader: ReplicaId, isr: Replic
 
 // --- Crash and restart --------------------------------------------------------
 
-fn crash(s: &mut State, replica: ReplicaId, clean: bool) {
+fn crash(cfg: &Config, s: &mut State, replica: ReplicaId, clean: bool) {
+    let periodic = cfg.hw_checkpoint == HwCheckpoint::Periodic;
     let r = s.replica_mut(replica);
     r.alive = false;
     if clean {
-        // A clean shutdown flushes everything.
+        // A clean shutdown flushes everything and checkpoints the HW
+        // (`ReplicaManager.shutdown`).
         r.recovery_point = r.leo();
+        if periodic {
+            r.hw_checkpoint = r.hw;
+        }
     } else {
-        // The page cache is gone: the log is cut back to the recovery point.
+        // The page cache is gone: the log is cut back to the recovery point,
+        // and the HW is the last checkpointed one, within that log
+        // (`UnifiedLog`'s HW is never above its LEO).
         let rp = r.recovery_point;
         r.truncate_to(rp);
+        if periodic {
+            r.hw = r.hw_checkpoint.min(r.leo());
+        }
         r.unclean_down = true;
     }
     r.leader = LeaderView::Unknown;

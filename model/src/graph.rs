@@ -637,7 +637,10 @@ pub fn heals(s: &State, a: Action) -> bool {
         return false;
     }
     match a {
-        Action::Produce { .. } | Action::Flush { .. } | Action::LeaderShrinkIsr { .. } => false,
+        Action::Produce { .. }
+        | Action::Flush { .. }
+        | Action::CheckpointHw { .. }
+        | Action::LeaderShrinkIsr { .. } => false,
         Action::ControllerElectLeader { .. } => s.controller.leader.is_none(),
         _ => true,
     }
@@ -655,6 +658,7 @@ pub fn recovery_view(cfg: Config, mut s: State) -> State {
     }
     for r in 0..s.n {
         s.replica_mut(r).recovery_point = 0;
+        s.replica_mut(r).hw_checkpoint = 0;
     }
     s.clean_crashes = cfg.clean_crashes;
     s.unclean_crashes = cfg.unclean_crashes;

@@ -8,7 +8,7 @@
 //!
 //! | variable | ITF value |
 //! |---|---|
-//! | `replicas` | `#map` from replica name to a record: `alive`, `unclean_down` (bool); `log` (list of `{record, epoch}`); `leo`, `hw`, `recovery_point` (int); `epoch` (option of int); `leader` (variant `Unknown`, `NoLeader` or `Replica` with a name); `isr`, `stale_fetch` (`#set` of names); `follower_leo` (`#map` from name to option of int); `pending_acks` (`#set` of record names) |
+//! | `replicas` | `#map` from replica name to a record: `alive`, `unclean_down` (bool); `log` (list of `{record, epoch}`); `leo`, `hw`, `recovery_point`, `hw_checkpoint` (int); `epoch` (option of int); `leader` (variant `Unknown`, `NoLeader` or `Replica` with a name); `isr`, `stale_fetch` (`#set` of names); `follower_leo` (`#map` from name to option of int); `pending_acks` (`#set` of record names) |
 //! | `controller` | record: `leader`, `epoch` (options), `isr`, `elr`, `last_known_elr` (sets), `recovering` (bool) |
 //! | `requests` | `#map` from epoch to `{leader: option of name, isr: set}` |
 //! | `records` | list, one per record produced so far: `{record, offset, acked, visible}` (`acked`, `visible`: option of the lowest epoch) |
@@ -139,6 +139,7 @@ fn state_vars(s: &State) -> Map<String, Value> {
                     "leo": x.leo(),
                     "hw": x.hw,
                     "recovery_point": x.recovery_point,
+                    "hw_checkpoint": x.hw_checkpoint,
                     "epoch": option(x.epoch, |e| json!(e)),
                     "leader": leader,
                     "isr": set(x.isr),
@@ -208,6 +209,7 @@ pub fn action_kind(a: &Action) -> &'static str {
         Action::LeaderExpandIsr { .. } => "LeaderExpandIsr",
         Action::LeaderLearnsIsr { .. } => "LeaderLearnsIsr",
         Action::Flush { .. } => "Flush",
+        Action::CheckpointHw { .. } => "CheckpointHw",
         Action::Crash { .. } => "Crash",
         Action::Restart { .. } => "Restart",
     }
@@ -232,6 +234,7 @@ pub fn action_json(a: &Action) -> Value {
         }
         Action::ControllerShrinkIsr { replica }
         | Action::Flush { replica }
+        | Action::CheckpointHw { replica }
         | Action::Restart { replica } => json!({ "replica": r(replica) }),
         Action::BecomeLeader { replica, epoch } | Action::BecomeFollower { replica, epoch } => {
             json!({ "replica": r(replica), "epoch": epoch })
@@ -372,6 +375,7 @@ fn state_of(v: &Value, n: u8, at: &str) -> Result<State> {
         rep.unclean_down = boolean(field(x, "unclean_down", at)?, at)?;
         rep.hw = int(field(x, "hw", at)?, at)?;
         rep.recovery_point = int(field(x, "recovery_point", at)?, at)?;
+        rep.hw_checkpoint = int(field(x, "hw_checkpoint", at)?, at)?;
         rep.epoch = opt(field(x, "epoch", at)?, at, |e| int(e, at))?;
         let leader = field(x, "leader", at)?;
         rep.leader = match leader.get("tag").and_then(|t| t.as_str()) {
@@ -519,6 +523,9 @@ fn action_of(v: &Value, n: u8, at: &str) -> Result<Option<Action>> {
             leader: r("leader")?,
         },
         "Flush" => Action::Flush {
+            replica: r("replica")?,
+        },
+        "CheckpointHw" => Action::CheckpointHw {
             replica: r("replica")?,
         },
         "Crash" => Action::Crash {

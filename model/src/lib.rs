@@ -21,7 +21,7 @@ pub mod symmetry;
 pub mod truncation;
 
 pub use actions::Action;
-pub use config::{Acks, Config, Truncation};
+pub use config::{Acks, Config, HwCheckpoint, Truncation};
 pub use model::PartitionModel;
 pub use presets::{Expect, Preset, PRESETS};
 pub use state::State;

@@ -2,7 +2,7 @@
 //! today's rules; each historical preset is `safe` with as little changed as
 //! its failure needs, and names the property it breaks.
 
-use crate::config::{Acks, Config, Truncation};
+use crate::config::{Acks, Config, HwCheckpoint, Truncation};
 use crate::properties::*;
 
 /// What a preset's run must show.
@@ -75,6 +75,7 @@ pub const SAFE: Config = Config {
     elr: true,
     last_known_leader: true,
     unclean_election: false,
+    hw_checkpoint: HwCheckpoint::EveryChange,
     clean_crashes: 0,
     unclean_crashes: 1,
     leader_moves: 2,
@@ -99,6 +100,18 @@ pub const PRESETS: &[Preset] = &[
         summary: "safe, plus a clean crash",
         config: Config {
             clean_crashes: 1,
+            ..SAFE
+        },
+        expect: Expect::Holds { unreachable: &[] },
+        fixed_by: None,
+        tlc: None,
+        measured: None,
+    },
+    Preset {
+        name: "safe-hw-checkpoint",
+        summary: "safe with Kafka's periodic HW checkpoint: an unclean crash brings back an older HW; nothing is lost",
+        config: Config {
+            hw_checkpoint: HwCheckpoint::Periodic,
             ..SAFE
         },
         expect: Expect::Holds { unreachable: &[] },
@@ -227,6 +240,7 @@ pub const PRESETS: &[Preset] = &[
             elr: false,
             last_known_leader: true,
             unclean_election: false,
+            hw_checkpoint: HwCheckpoint::EveryChange,
             clean_crashes: 0,
             unclean_crashes: 0,
             leader_moves: 2,

@@ -168,6 +168,11 @@ pub struct Replica {
     pub hw: Offset,
     /// Everything below it has been flushed (fsynced).
     pub recovery_point: Offset,
+    /// The HW last written to `replication-offset-checkpoint`: Kafka writes
+    /// it every `replica.high.watermark.checkpoint.interval.ms` and on a
+    /// clean shutdown, so a replica that crashes uncleanly comes back with
+    /// this HW (within its recovered log), older or newer than the one it had.
+    pub hw_checkpoint: Offset,
     /// The latest leader epoch this replica has accepted.
     pub epoch: Option<Epoch>,
     pub leader: LeaderView,
@@ -333,6 +338,7 @@ impl State {
             put(u8::from(r.alive));
             put(r.hw);
             put(r.recovery_point);
+            put(r.hw_checkpoint);
             put(opt(r.epoch));
             put(match r.leader {
                 LeaderView::Unknown => 0xfe,

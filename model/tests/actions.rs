@@ -12,7 +12,7 @@ use highwater_model::properties::{self, *};
 use highwater_model::state::{
     Epoch, LeaderView, Log, Offset, ReplicaId, ReplicaSet, Request, MAX_REPLICAS,
 };
-use highwater_model::{Acks, Action, Config, PartitionModel, State, Truncation};
+use highwater_model::{Acks, Action, Config, HwCheckpoint, PartitionModel, State, Truncation};
 use stateright::Model;
 
 mod common;
@@ -712,6 +712,28 @@ fn fetch_copies_the_leaders_suffix_and_the_leader_learns_the_fetch_offset() {
     assert_eq!(s2.replica(B).log, s.replica(A).log);
 }
 
+fn fetch_one(follower: ReplicaId, leader: ReplicaId) -> Action {
+    Action::FollowerFetchOne { follower, leader }
+}
+
+#[test]
+fn a_fetch_cut_short_copies_one_record_and_is_offered_only_when_several_are_lacking() {
+    let cfg = base();
+    let one = run(&cfg, &led(&cfg), &[produce(A, 0)]);
+    assert_enabled(&cfg, &one, fetch(B, A));
+    assert_disabled(&cfg, &one, fetch_one(B, A)); // the same as a full fetch
+    let s = step(&cfg, &one, produce(A, 1));
+    assert_enabled(&cfg, &s, fetch_one(B, A));
+    let s1 = step(&cfg, &s, fetch_one(B, A));
+    assert_eq!(s1.replica(B).log, log(&[(0, 0)]));
+    assert_eq!(s1.replica(A).follower_leo[B as usize], Some(0));
+    // One record left to copy: a cut fetch would be a full one.
+    assert_disabled(&cfg, &s1, fetch_one(B, A));
+    let s2 = step(&cfg, &s1, fetch(B, A));
+    assert_eq!(s2.replica(B).log, s.replica(A).log);
+    assert_eq!(s2.replica(A).follower_leo[B as usize], Some(1));
+}
+
 #[test]
 fn fetch_sets_the_follower_hw_to_the_leaders_hw_within_its_log() {
     let cfg = base();
@@ -1140,6 +1162,81 @@ fn flush_moves_the_recovery_point_to_the_leo() {
     let next = step(&cfg, &s, flush(A));
     assert_eq!(next.replica(A).recovery_point, 2);
     assert_eq!(next.replica(A).log, s.replica(A).log);
+}
+
+// --- CheckpointHw -------------------------------------------------------------
+
+/// `base()` with Kafka's periodic HW checkpoint.
+fn periodic() -> Config {
+    Config {
+        hw_checkpoint: HwCheckpoint::Periodic,
+        ..base()
+    }
+}
+
+/// A leads with a0 committed (HW 1) and flushed; no HW checkpoint written.
+fn committed_unchecked(cfg: &Config) -> State {
+    let s = run(
+        cfg,
+        &led(cfg),
+        &[
+            produce(A, 0),
+            fetch(B, A),
+            fetch(C, A),
+            fetch(B, A),
+            fetch(C, A),
+            advance(A, 1),
+            flush(A),
+        ],
+    );
+    assert_eq!((s.replica(A).hw, s.replica(A).hw_checkpoint), (1, 0));
+    s
+}
+
+fn checkpoint(replica: ReplicaId) -> Action {
+    Action::CheckpointHw { replica }
+}
+
+#[test]
+fn checkpoint_hw_is_offered_only_when_periodic_and_the_file_is_behind() {
+    let cfg = periodic();
+    let s = committed_unchecked(&cfg);
+    assert_enabled(&cfg, &s, checkpoint(A));
+    assert_disabled(&cfg, &s, checkpoint(B)); // its HW (0) is in the file
+    let written = step(&cfg, &s, checkpoint(A));
+    assert_eq!(written.replica(A).hw_checkpoint, 1);
+    assert_disabled(&cfg, &written, checkpoint(A));
+    // With every change checkpointed there is no such step; nor once no
+    // unclean crash, the only reader of the file, is left.
+    let every = base();
+    assert_disabled(&every, &committed_unchecked(&every), checkpoint(A));
+    let none = Config {
+        unclean_crashes: 0,
+        ..cfg
+    };
+    assert_disabled(&none, &s, checkpoint(A));
+}
+
+#[test]
+fn an_unclean_crash_brings_back_the_checkpointed_hw() {
+    let cfg = periodic();
+    let s = committed_unchecked(&cfg);
+    let crashed = step(&cfg, &s, crash(A, false));
+    assert_eq!(crashed.replica(A).log, s.replica(A).log, "flushed: kept");
+    assert_eq!(crashed.replica(A).hw, 0, "the file's HW, older than A's");
+    let written = run(&cfg, &s, &[checkpoint(A), crash(A, false)]);
+    assert_eq!(written.replica(A).hw, 1);
+    // With every change checkpointed the HW comes back as it was.
+    let every = base();
+    let crashed = step(&every, &committed_unchecked(&every), crash(A, false));
+    assert_eq!(crashed.replica(A).hw, 1);
+}
+
+#[test]
+fn a_clean_shutdown_checkpoints_the_hw() {
+    let cfg = periodic();
+    let s = step(&cfg, &committed_unchecked(&cfg), crash(A, true));
+    assert_eq!((s.replica(A).hw, s.replica(A).hw_checkpoint), (1, 1));
 }
 
 // --- Crash --------------------------------------------------------------------

@@ -2,7 +2,9 @@
 //! preset: found, naming the property the preset says it breaks, and with no
 //! shorter one (checked independently with stateright's own BFS).
 
+use highwater_model::config::Mutation;
 use highwater_model::presets::{Expect, Preset, PRESETS};
+use highwater_model::properties::STRONG_ISR;
 use highwater_model::run::{self, RunOptions, Search, StopAt, Verdict};
 use highwater_model::shortest::shortest_counterexamples;
 use highwater_model::{Action, Config, PartitionModel};
@@ -49,6 +51,33 @@ fn safe_deep_holds_with_one_record() {
     // The full preset runs in the benchmark; one record keeps the clean
     // crash's extra interleavings and still commits, changes leaders, etc.
     let p = preset("safe-deep");
+    assert_verdict(
+        Config {
+            records: 1,
+            ..p.config
+        },
+        p.expect,
+    );
+}
+
+/// KIP-320's ISR-join condition (the follower's LEO has reached the
+/// leader's epoch start, `Partition.isFollowerInSync`) is load-bearing once
+/// fetches can be cut short: without it `safe` breaks the strong ISR.
+#[test]
+fn without_the_epoch_start_condition_safe_breaks_the_strong_isr() {
+    let cfg = Config {
+        mutation: Some(Mutation::ExpandAtHw),
+        ..preset("safe").config
+    };
+    assert_verdict(cfg, Expect::Breaks(STRONG_ISR));
+}
+
+#[test]
+fn safe_hw_checkpoint_holds_with_one_record() {
+    // The full preset (38 million states) runs in the benchmark; one record
+    // still commits, checkpoints, crashes uncleanly with an older HW and
+    // comes back.
+    let p = preset("safe-hw-checkpoint");
     assert_verdict(
         Config {
             records: 1,

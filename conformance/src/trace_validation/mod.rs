@@ -25,7 +25,7 @@ use highwater::cluster::concurrent::{read_trace_file, ConcurrentConfig};
 use highwater::cluster::TraceEntry;
 use highwater::replication::{Controller, ControllerConfig};
 use highwater_model::render::state_table;
-use highwater_model::{Acks, Config, State, Truncation};
+use highwater_model::{Acks, Config, HwCheckpoint, State, Truncation};
 
 use crate::mapping;
 use check::Checker;
@@ -123,6 +123,10 @@ pub fn model_config(c: &ConcurrentConfig) -> Config {
         elr: c.replication.elr,
         last_known_leader: true,
         unclean_election: c.unclean_leader_election,
+        hw_checkpoint: match c.replication.hw_checkpoint {
+            highwater::replication::HwCheckpointPolicy::EveryChange => HwCheckpoint::EveryChange,
+            highwater::replication::HwCheckpointPolicy::IntervalMs(_) => HwCheckpoint::Periodic,
+        },
         clean_crashes: u8::MAX,
         unclean_crashes: u8::MAX,
         leader_moves: u8::MAX,

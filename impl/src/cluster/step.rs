@@ -20,9 +20,9 @@ use super::snapshot::{ClusterSnapshot, RecordHistory, ReplicaSnapshot};
 use crate::replication::log::record_key;
 use crate::replication::{
     Acks, AlterPartitionRequest, Controller, ControllerConfig, DiskLog, DiskLogConfig, Election,
-    Error, Input, LeaderAndIsr, LeaderEpoch, LeaderView, LogEntry, MemoryLog, Output, Partition,
-    ProduceRequest, RecordId, Replica, ReplicaId, ReplicaLog, ReplicationConfig, Result,
-    StoppedImage, Tick,
+    Error, HwCheckpointPolicy, Input, LeaderAndIsr, LeaderEpoch, LeaderView, LogEntry, MemoryLog,
+    Output, Partition, ProduceRequest, RecordId, Replica, ReplicaId, ReplicaLog, ReplicationConfig,
+    Result, StoppedImage, Tick,
 };
 use crate::storage::{EpochCache, LogConfig, Record, RecoveryReport, TopicPartition};
 
@@ -121,6 +121,9 @@ pub enum StepAction {
         leader: ReplicaId,
     },
     Flush {
+        replica: ReplicaId,
+    },
+    CheckpointHw {
         replica: ReplicaId,
     },
     Crash {
@@ -636,6 +639,21 @@ impl<L: ReplicaLog> StepCluster<L> {
         Ok(())
     }
 
+    /// CheckpointHw: the replica writes its HW to
+    /// `replication-offset-checkpoint`, as Kafka's periodic task does
+    /// (refused unless the HW is checkpointed periodically).
+    pub fn checkpoint_hw(&mut self, replica: ReplicaId) -> Result<()> {
+        if self.config.replication.hw_checkpoint == HwCheckpointPolicy::EveryChange {
+            return not_enabled(format!(
+                "replica {replica} checkpoints its HW with every change"
+            ));
+        }
+        let now = self.clock + 1;
+        self.input(replica, now, Input::Tick(Tick::CheckpointHw))?;
+        self.clock = now;
+        Ok(())
+    }
+
     /// Crash: the broker stops. Clean: its log is flushed and closed (with
     /// the clean-shutdown marker on disk). Unclean: its in-memory state is
     /// dropped and everything above the recovery point is lost. Its peers
@@ -806,6 +824,7 @@ impl<L: ReplicaLog> StepCluster<L> {
             }
             StepAction::LeaderLearnsIsr { leader } => self.leader_learns_isr(leader),
             StepAction::Flush { replica } => self.flush(replica),
+            StepAction::CheckpointHw { replica } => self.checkpoint_hw(replica),
             StepAction::Crash { replica, clean } => self.crash(replica, clean),
             StepAction::Restart { replica } => self.restart(replica).map(drop),
         }

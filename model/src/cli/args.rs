@@ -2,7 +2,7 @@
 //! turn flags into a configuration and run options (or a clear error).
 
 use clap::{Args, Parser, Subcommand};
-use highwater_model::config::{Acks, Config, Mutation, Truncation};
+use highwater_model::config::{Acks, Config, HwCheckpoint, Mutation, Truncation};
 use highwater_model::presets::{Expect, Preset, PRESETS};
 use highwater_model::progress;
 use highwater_model::properties;
@@ -105,6 +105,11 @@ pub struct ModelArgs {
     /// Allow unclean leader election (on or off).
     #[arg(long, value_parser = on_off_parser())]
     pub unclean_election: Option<bool>,
+    /// When the HW is checkpointed: every-change, or periodic (Kafka's
+    /// replica.high.watermark.checkpoint.interval.ms; an unclean crash
+    /// brings back an older HW).
+    #[arg(long)]
+    pub hw_checkpoint: Option<HwCheckpoint>,
     /// Clean crashes (log kept) allowed in a run (0-3).
     #[arg(long, value_parser = clap::value_parser!(u8).range(0..=3))]
     pub clean_crashes: Option<u8>,
@@ -297,6 +302,7 @@ impl ModelArgs {
         set!(elr);
         set!(last_known_leader);
         set!(unclean_election);
+        set!(hw_checkpoint);
         set!(clean_crashes);
         set!(unclean_crashes);
         set!(leader_moves);

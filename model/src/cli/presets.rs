@@ -30,7 +30,7 @@ pub fn presets(json: bool) -> Result<ExitCode, String> {
         let c = &p.config;
         println!("{:<17} {}", p.name, p.summary);
         println!(
-            "{:<17} replicas={} records={} max-epoch={} min-isr={} acks={} truncation={} fencing={} elr={} last-known-leader={} unclean-election={} crashes: clean={} unclean={} leader-moves={}",
+            "{:<17} replicas={} records={} max-epoch={} min-isr={} acks={} truncation={} fencing={} elr={} last-known-leader={} unclean-election={} hw-checkpoint={} crashes: clean={} unclean={} leader-moves={}",
             "",
             c.replicas,
             c.records,
@@ -42,6 +42,7 @@ pub fn presets(json: bool) -> Result<ExitCode, String> {
             on_off(c.elr),
             on_off(c.last_known_leader),
             on_off(c.unclean_election),
+            c.hw_checkpoint,
             c.clean_crashes,
             c.unclean_crashes,
             c.leader_moves

@@ -5,7 +5,7 @@ use highwater_model::actions::{apply, enabled};
 use highwater_model::controller::Election;
 use highwater_model::render::state_table;
 use highwater_model::state::{Entry, Epoch, Log, Offset, RecordId, ReplicaId, ReplicaSet};
-use highwater_model::{Acks, Action, Config, PartitionModel, State, Truncation};
+use highwater_model::{Acks, Action, Config, HwCheckpoint, PartitionModel, State, Truncation};
 
 pub const A: ReplicaId = 0;
 pub const B: ReplicaId = 1;
@@ -25,6 +25,7 @@ pub fn base() -> Config {
         elr: true,
         last_known_leader: true,
         unclean_election: false,
+        hw_checkpoint: HwCheckpoint::EveryChange,
         clean_crashes: 1,
         unclean_crashes: 1,
         // Elections fill a leaderless partition only, unless a test adds moves.
