@@ -704,7 +704,17 @@ pub(crate) fn load(dir: &Path, config: &LogConfig, params: &LoadParams) -> Resul
                     expected: p,
                     found: base,
                 };
-                handle_problem(&seg, &problem, p, flushed_below, config, &mut report)?;
+                if p >= flushed_below && only_empty_segments(dir, &bases[i..])? {
+                    // Past the gap, above the recovery point, only empty
+                    // files: deleting them loses no batch (Kafka would keep
+                    // them, and a log end past the gap).
+                    report.repairs.push(format!(
+                        "{}: {problem}; deleting the empty unflushed segments from offset {base} on: no batch is lost",
+                        seg.log_path.display()
+                    ));
+                } else {
+                    handle_problem(&seg, &problem, p, flushed_below, config, &mut report)?;
+                }
                 cut_at = Some(i);
                 drop(seg);
                 break;
@@ -920,6 +930,20 @@ fn seg_file(seg: &Segment) -> Result<File> {
 }
 
 /// Decides whether a problem may be cut (rule 4) and records it.
+/// Whether every segment in `bases` has an empty `.log` file.
+fn only_empty_segments(dir: &Path, bases: &[u64]) -> Result<bool> {
+    for &base in bases {
+        let path = dir.join(super::segment::file_name(base, "log"));
+        let len = fs::metadata(&path)
+            .map_err(|e| Error::io(&path, "stat", e))?
+            .len();
+        if len > 0 {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
 fn handle_problem(
     seg: &Segment,
     problem: &ScanProblem,
