@@ -96,6 +96,63 @@ fn a_truncation_stopped_part_way_leaves_no_hole() {
 /// ones still there. Recovery used to take the next segment's base offset
 /// as the cut segment's end and open with a hole; now it sees the gap and,
 /// since Kafka's loader would keep the later segments, refuses to cut them.
+/// Above the recovery point, a gap followed only by empty segment files
+/// (rolls whose data never reached the disk) is cut: no batch is lost.
+/// Below it, or with a batch past the gap, it is refused (the test above).
+#[test]
+fn a_gap_above_the_recovery_point_with_only_empty_segments_after_it_is_cut() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("src-0");
+    let (expected, leo, bases) = flushed_log(&src, 60);
+    assert!(bases.len() >= 3, "{bases:?}");
+    let (log, _) = open(&src, small_config(), unclean(leo));
+    let cut = log.reader().lookup(bases[1] + 3).unwrap();
+    drop(log);
+    let damage = |dir: &Path| {
+        fs::OpenOptions::new()
+            .write(true)
+            .open(seg_path(dir, bases[1], "log"))
+            .unwrap()
+            .set_len(cut.position)
+            .unwrap();
+        for &b in &bases[2..] {
+            fs::OpenOptions::new()
+                .write(true)
+                .open(seg_path(dir, b, "log"))
+                .unwrap()
+                .set_len(0)
+                .unwrap();
+        }
+    };
+    let dir = tmp.path().join("above-0");
+    copy_dir(&src, &dir);
+    damage(&dir);
+    let (log, report) = Log::open(&dir, small_config(), unclean(cut.batch_base_offset))
+        .unwrap_or_else(|e| panic!("an empty tail above the recovery point is cut: {e}"));
+    assert_eq!(log.log_end_offset(), cut.batch_base_offset);
+    let kept: Vec<_> = expected
+        .iter()
+        .filter(|(o, _)| *o < cut.batch_base_offset)
+        .cloned()
+        .collect();
+    assert_eq!(read_all(&log, 0), kept);
+    assert!(
+        report
+            .repairs
+            .iter()
+            .any(|r| r.contains("no batch is lost")),
+        "{report}"
+    );
+    for &b in &bases[2..] {
+        assert!(!seg_path(&dir, b, "log").exists(), "segment {b} deleted");
+    }
+    // The same files with the gap below the recovery point: refused.
+    let dir = tmp.path().join("below-0");
+    copy_dir(&src, &dir);
+    damage(&dir);
+    assert!(Log::open(&dir, small_config(), unclean(leo)).is_err());
+}
+
 #[test]
 fn a_gap_between_segments_is_found_and_refused() {
     let tmp = tempfile::tempdir().unwrap();
