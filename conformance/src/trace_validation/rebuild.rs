@@ -504,22 +504,15 @@ impl Rebuild {
         if let Some(frozen) = s.frozen.as_ref().filter(|_| self.unsettled(r)) {
             return frozen.clone();
         }
-        let down = ReplicaSnapshot {
-            id: r,
-            alive: false,
-            log: s.log.clone(),
-            high_watermark: s.last_hw.min(s.log.len() as u64),
-            log_end_offset: s.log.len() as u64,
-            recovery_point: s.last_rp.min(s.log.len() as u64),
-            leader_epoch: None,
-            leader: LeaderView::Unknown,
-            isr: Vec::new(),
-            follower_leo: BTreeMap::new(),
-            stale_fetch: Vec::new(),
-            pending_acks: Vec::new(),
-            unclean_down: s.unclean_down,
-            truncating: false,
-        };
+        let leo = s.log.len() as u64;
+        let down = ReplicaSnapshot::down(
+            r,
+            s.log.clone(),
+            leo,
+            s.last_hw.min(leo),
+            s.last_rp.min(leo),
+            s.unclean_down,
+        );
         let st = match (&s.state, s.alive) {
             (Some(st), true) => st,
             // Not started yet: as in the model's initial state.

@@ -54,6 +54,34 @@ pub struct ReplicaSnapshot {
 }
 
 impl ReplicaSnapshot {
+    /// A replica that is down: its files' log, HW and recovery point, and
+    /// none of a running replica's state.
+    pub fn down(
+        id: ReplicaId,
+        log: Vec<LogEntry>,
+        log_end_offset: u64,
+        high_watermark: u64,
+        recovery_point: u64,
+        unclean_down: bool,
+    ) -> ReplicaSnapshot {
+        ReplicaSnapshot {
+            id,
+            alive: false,
+            log,
+            high_watermark,
+            log_end_offset,
+            recovery_point,
+            leader_epoch: None,
+            leader: LeaderView::Unknown,
+            isr: Vec::new(),
+            follower_leo: BTreeMap::new(),
+            stale_fetch: Vec::new(),
+            pending_acks: Vec::new(),
+            unclean_down,
+            truncating: false,
+        }
+    }
+
     /// Alive and believing it leads (the model's `presumes_leadership`).
     pub fn presumes_leadership(&self) -> bool {
         self.alive && self.leader == LeaderView::Replica(self.id)

@@ -20,9 +20,9 @@ use super::snapshot::{ClusterSnapshot, RecordHistory, ReplicaSnapshot};
 use crate::replication::log::record_key;
 use crate::replication::{
     Acks, AlterPartitionRequest, Controller, ControllerConfig, DiskLog, DiskLogConfig, Election,
-    Error, HwCheckpointPolicy, Input, LeaderAndIsr, LeaderEpoch, LeaderView, LogEntry, MemoryLog,
-    Output, Partition, ProduceRequest, RecordId, Replica, ReplicaId, ReplicaLog, ReplicationConfig,
-    Result, StoppedImage, Tick,
+    Error, HwCheckpointPolicy, Input, LeaderAndIsr, LeaderEpoch, LogEntry, MemoryLog, Output,
+    Partition, ProduceRequest, RecordId, Replica, ReplicaId, ReplicaLog, ReplicationConfig, Result,
+    StoppedImage, Tick,
 };
 use crate::storage::{EpochCache, LogConfig, Record, RecoveryReport, TopicPartition};
 
@@ -846,22 +846,14 @@ impl<L: ReplicaLog> StepCluster<L> {
                             "replica {id} is down, and its files would not recover: {e}"
                         ))
                     })?;
-                    ReplicaSnapshot {
+                    ReplicaSnapshot::down(
                         id,
-                        alive: false,
-                        log_end_offset: image.log.len() as u64 + log_start(&image.log),
-                        log: image.log.clone(),
-                        high_watermark: image.high_watermark,
-                        recovery_point: image.recovery_point,
-                        leader_epoch: None,
-                        leader: LeaderView::Unknown,
-                        isr: Vec::new(),
-                        follower_leo: BTreeMap::new(),
-                        stale_fetch: Vec::new(),
-                        pending_acks: Vec::new(),
-                        unclean_down: d.unclean,
-                        truncating: false,
-                    }
+                        image.log.clone(),
+                        image.log.len() as u64 + log_start(&image.log),
+                        image.high_watermark,
+                        image.recovery_point,
+                        d.unclean,
+                    )
                 }
             });
         }
