@@ -30,6 +30,7 @@ pub fn step_config(cfg: &Config) -> StepConfig {
         fencing: cfg.fencing,
         elr: cfg.elr,
         isr_join: isr_join(cfg.mutation),
+        hw_waits_for_caught_up: cfg.mutation != Some(Mutation::HwOverIsrOnly),
         hw_checkpoint: match cfg.hw_checkpoint {
             HwCheckpoint::EveryChange => imp::HwCheckpointPolicy::EveryChange,
             // Every CheckpointHw step writes it: the model chooses when.
@@ -51,7 +52,8 @@ pub fn step_config(cfg: &Config) -> StepConfig {
 pub const SEGMENT_BYTES: u32 = 200;
 
 /// The implementation's ISR-join rule: Kafka's, or the old one the
-/// `expand-on-leader-hw` mutation stands for. (`no-elr-election` and
+/// `expand-on-leader-hw` mutation stands for. (`hw-over-isr-only` is the
+/// step config's `hw_waits_for_caught_up`; `no-elr-election` and
 /// `elr-election-settles` are mutations of the model's controller: the first
 /// for the progress check, the second for the differential test against
 /// Kafka's controller, which perturbs the implementation's controller
@@ -60,9 +62,8 @@ pub fn isr_join(m: Option<Mutation>) -> imp::IsrJoinRule {
     match m {
         Some(Mutation::ExpandOnLeaderHw) => imp::IsrJoinRule::LeaderHwReachedEpochStart,
         Some(Mutation::ExpandAtHw) => imp::IsrJoinRule::HwOnly,
-        Some(Mutation::NoElrElection | Mutation::ElrElectionSettles) | None => {
-            imp::IsrJoinRule::FollowerReachedEpochStart
-        }
+        Some(Mutation::NoElrElection | Mutation::ElrElectionSettles | Mutation::HwOverIsrOnly)
+        | None => imp::IsrJoinRule::FollowerReachedEpochStart,
     }
 }
 

@@ -73,3 +73,86 @@ fn lockstep_notices_every_historical_rule_in_the_implementation() {
     }
     assert!(missed.is_empty(), "lockstep did not notice: {missed:?}");
 }
+
+/// The model's leader HW waits for a caught-up follower outside the ISR
+/// (Kafka's `shouldWaitForReplicaToJoinIsr`). Holding the HW lower breaks
+/// no property, so only lockstep notices an implementation that never
+/// waits (the `hw-over-isr-only` mutation): it refuses the HW the model
+/// offers. A scripted path, as a random one seldom leaves a follower caught
+/// up outside the ISR with a record above it.
+#[test]
+fn lockstep_notices_an_implementation_whose_hw_never_waits() {
+    use highwater_model::controller::Election;
+    use highwater_model::Action::*;
+    let (a, b, c) = (0, 1, 2);
+    let path = [
+        ControllerElectLeader {
+            replica: a,
+            election: Election::Clean,
+        },
+        BecomeLeader {
+            replica: a,
+            epoch: 0,
+        },
+        BecomeFollower {
+            replica: b,
+            epoch: 0,
+        },
+        BecomeFollower {
+            replica: c,
+            epoch: 0,
+        },
+        LeaderShrinkIsr {
+            leader: a,
+            follower: c,
+        },
+        Produce {
+            leader: a,
+            record: 0,
+        },
+        FollowerFetch {
+            follower: c,
+            leader: a,
+        },
+        FollowerFetch {
+            follower: c,
+            leader: a,
+        },
+        Produce {
+            leader: a,
+            record: 1,
+        },
+        FollowerFetch {
+            follower: b,
+            leader: a,
+        },
+        FollowerFetch {
+            follower: b,
+            leader: a,
+        },
+        LeaderAdvanceHw { leader: a, hw: 1 },
+    ];
+    let mutated = Config {
+        mutation: Some(highwater_model::config::Mutation::HwOverIsrOnly),
+        ..SAFE
+    };
+    let run = |imp: &Config| {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        Lockstep::start_with(&SAFE, step_config(imp), dir.path()).and_then(|mut both| {
+            for &action in &path {
+                both.step(action)?;
+                both.check_refusals()?;
+            }
+            Ok(())
+        })
+    };
+    if let Err(d) = run(&SAFE) {
+        panic!("today's implementation must follow the path: {d}");
+    }
+    let d = run(&mutated).expect_err("lockstep must notice the HW that never waits");
+    assert!(
+        d.what.contains("refused LeaderAdvanceHw(A, hw 1)"),
+        "{}",
+        d.what
+    );
+}

@@ -52,7 +52,14 @@ fn candidates(c: &StepCluster, s: &ClusterSnapshot) -> Vec<(StepAction, u32)> {
                     let record = s.records.len() as u64;
                     out.push((StepAction::Produce { leader: r, record }, 6));
                 }
-                if let Some(hw) = p.advanced_hw() {
+                // Now, or once the lag has passed for followers outside
+                // the ISR (the step driver offers both, as the model).
+                let mut hws: Vec<u64> = [p.advanced_hw(c.now() + 1), p.advanced_hw(later)]
+                    .into_iter()
+                    .flatten()
+                    .collect();
+                hws.dedup();
+                for hw in hws {
                     out.push((StepAction::LeaderAdvanceHw { leader: r, hw }, 10));
                 }
                 for f in (0..n).filter(|&f| f != r) {

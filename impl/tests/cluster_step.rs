@@ -436,3 +436,65 @@ fn expand_is_checked_against_the_controllers_isr() {
     // Adding a member again is not enabled.
     assert!(not_enabled(c.leader_expand_isr(0, 1)));
 }
+
+/// Kafka's `Partition.maybeIncrementLeaderHW` also waits for a follower
+/// outside the ISR that is caught up (`ReplicaState.isCaughtUp`: within
+/// replica.lag.time.max.ms of reaching the leader's LEO) and eligible
+/// (`shouldWaitForReplicaToJoinIsr`): now, the HW stops at its LEO, and it
+/// may join; once the lag has passed, the HW goes over the ISR alone. With
+/// `hw_waits_for_caught_up` off (the model's `hw-over-isr-only` mutation)
+/// it never waits, and this test notices.
+#[test]
+fn hw_waits_for_a_caught_up_follower_outside_the_isr_until_the_lag_passes() {
+    for waits in [true, false] {
+        let mut config = safe();
+        config.replication.hw_waits_for_caught_up = waits;
+        let lag = config.replication.replica_lag_time_max_ms;
+        let (_d, mut c) = cluster(config);
+        start(&mut c);
+        c.leader_shrink_isr(0, 2).unwrap(); // 2 never fetched: ISR {0,1}
+        c.produce(0).unwrap();
+        fetch_round(&mut c, &[2, 2]); // the leader knows 2 holds a: its LEO
+        c.produce(0).unwrap();
+        fetch_round(&mut c, &[1, 1]); // 1 holds a and b
+        assert_eq!(c.partition(0).unwrap().isr(), vec![0, 1]);
+        let p = c.partition(0).unwrap();
+        let now = c.now() + 1;
+        let (held, over_isr) = (p.advanced_hw(now), p.advanced_hw(now + lag + 1));
+        if waits {
+            assert_eq!(held, Some(1), "2 caught up a moment ago: the HW waits");
+        } else {
+            assert_eq!(held, Some(2), "the ISR alone");
+        }
+        assert_eq!(over_isr, Some(2), "the lag passed: 2 no longer counts");
+        assert_eq!(c.leader_advance_hw(0).unwrap(), if waits { 1 } else { 2 });
+        if waits {
+            // 2 is at the HW and may join; the HW then waits for it in the ISR.
+            c.leader_expand_isr(0, 2).unwrap();
+            assert!(not_enabled(c.leader_advance_hw(0)));
+            c.follower_fetch(2).unwrap();
+            c.follower_fetch(2).unwrap();
+            assert_eq!(c.leader_advance_hw(0).unwrap(), 2);
+        }
+    }
+}
+
+/// The step driver offers both HWs the model does: waiting for the
+/// caught-up follower, or over the ISR once the lag has passed; any other
+/// is refused.
+#[test]
+fn the_hw_step_takes_either_hw_the_model_offers() {
+    let (_d, mut c) = cluster(safe());
+    start(&mut c);
+    c.leader_shrink_isr(0, 2).unwrap();
+    c.produce(0).unwrap();
+    fetch_round(&mut c, &[2, 2]);
+    c.produce(0).unwrap();
+    fetch_round(&mut c, &[1, 1]);
+    assert!(not_enabled(c.leader_advance_hw_to(0, 3)));
+    let before = c.now();
+    c.leader_advance_hw_to(0, 2).unwrap();
+    assert_eq!(c.partition(0).unwrap().log_state().high_watermark, 2);
+    assert_eq!(c.now(), before + 1, "the lag passed for that step only");
+    assert!(not_enabled(c.leader_advance_hw_to(0, 1)), "never backwards");
+}

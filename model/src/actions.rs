@@ -40,7 +40,8 @@ pub enum Action {
         follower: ReplicaId,
         leader: ReplicaId,
     },
-    /// The leader moves its HW to the lowest LEO in its ISR.
+    /// The leader moves its HW to the lowest LEO in its ISR, or lower: to
+    /// that of a caught-up follower waiting to join it.
     LeaderAdvanceHw { leader: ReplicaId, hw: Offset },
     /// The leader drops a lagging follower, or one not on its epoch.
     LeaderShrinkIsr {
@@ -99,8 +100,8 @@ impl Action {
                  of those it lacks"
             }
             Action::LeaderAdvanceHw { .. } => {
-                "the leader moves its HW to the lowest LEO it knows in its ISR and answers \
-                 acks=all producers below it"
+                "the leader moves its HW to the lowest LEO it knows in its ISR (and of a \
+                 caught-up follower waiting to join it) and answers acks=all producers below it"
             }
             Action::LeaderShrinkIsr { .. } => {
                 "the leader drops a follower that lags or stopped fetching (AlterPartition)"
@@ -234,7 +235,7 @@ pub fn enabled(cfg: &Config, s: &State, out: &mut Vec<Action>) {
             let record = s.produced;
             out.push(Action::Produce { leader, record });
         }
-        if let Some(hw) = advanced_hw(cfg, s, leader) {
+        for hw in advanced_hws(cfg, s, leader).into_iter().flatten() {
             out.push(Action::LeaderAdvanceHw { leader, hw });
         }
     }
@@ -502,19 +503,46 @@ fn follower_fetch(s: &mut State, follower: ReplicaId, leader: ReplicaId, limit: 
 
 // --- High watermark ---------------------------------------------------------
 
-/// The HW the leader may move to: the lowest LEO over its ISR as it knows
-/// them; None when that is no higher than the current HW, or (with the ELR)
-/// while its ISR is below min.insync.replicas.
-fn advanced_hw(cfg: &Config, s: &State, leader: ReplicaId) -> Option<Offset> {
+/// The HWs the leader may move to (Kafka's `Partition.maybeIncrementLeaderHW`):
+/// the lowest LEO, as the leader knows them, over its maximal ISR and the
+/// followers `shouldWaitForReplicaToJoinIsr` counts. None while (with the
+/// ELR, Kafka 3.7's KAFKA-15583) its ISR is below min.insync.replicas.
+///
+/// The maximal ISR is the leader's ISR copy: the model's AlterPartition is
+/// atomic, so no addition is ever pending. A follower outside it waits to
+/// join (`shouldWaitForReplicaToJoinIsr`) while it is caught up
+/// (`ReplicaState.isCaughtUp`: within replica.lag.time.max.ms of having
+/// reached the leader's LEO) and may join (`isReplicaIsrEligible`: here,
+/// its last fetch is from its current incarnation). The model has no clock:
+/// any eligible follower that has fetched in this leadership may still be
+/// caught up, or the lag time may have passed for it. So up to two HWs are
+/// offered: the lowest LEO over the ISR and those followers (no time
+/// passed), and over the ISR alone (time passed). Counting a follower only
+/// holds the HW lower; the `hw-over-isr-only` mutation never counts one.
+pub fn advanced_hws(cfg: &Config, s: &State, leader: ReplicaId) -> [Option<Offset>; 2] {
     let l = s.replica(leader);
     if cfg.elr && l.isr.len() < cfg.min_isr {
-        return None;
+        return [None, None];
     }
-    let mut hw = l.leo();
+    let mut over_isr = l.leo();
     for f in l.isr.iter().filter(|&f| f != leader) {
-        hw = hw.min(l.follower_leo[f as usize]?);
+        match l.follower_leo[f as usize] {
+            Some(leo) => over_isr = over_isr.min(leo),
+            None => return [None, None],
+        }
     }
-    (hw > l.hw).then_some(hw)
+    let mut with_waiting = over_isr;
+    if cfg.mutation != Some(Mutation::HwOverIsrOnly) {
+        for f in s.ids().filter(|&f| f != leader && !l.isr.contains(f)) {
+            match l.follower_leo[f as usize] {
+                Some(leo) if !l.stale_fetch.contains(f) => with_waiting = with_waiting.min(leo),
+                _ => {}
+            }
+        }
+    }
+    let lower = (with_waiting > l.hw).then_some(with_waiting);
+    let upper = (over_isr > l.hw && over_isr != with_waiting).then_some(over_isr);
+    [lower, upper]
 }
 
 fn advance_hw(cfg: &Config, s: &mut State, leader: ReplicaId, hw: Offset) {

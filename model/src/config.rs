@@ -107,6 +107,11 @@ pub enum Mutation {
     /// change): the differential test against Kafka's controller must
     /// notice it.
     ElrElectionSettles,
+    /// The leader's HW counts its ISR only, never a caught-up follower
+    /// waiting to join it (Kafka's `shouldWaitForReplicaToJoinIsr` dropped):
+    /// the HW only moves sooner, so no property breaks; the model's action
+    /// tests and lockstep against the implementation notice it.
+    HwOverIsrOnly,
 }
 
 impl fmt::Display for Mutation {
@@ -116,6 +121,7 @@ impl fmt::Display for Mutation {
             Mutation::ExpandAtHw => "expand-at-hw",
             Mutation::NoElrElection => "no-elr-election",
             Mutation::ElrElectionSettles => "elr-election-settles",
+            Mutation::HwOverIsrOnly => "hw-over-isr-only",
         })
     }
 }

@@ -831,6 +831,107 @@ fn hw_advances_to_the_lowest_leo_the_leader_knows_over_its_isr() {
     assert!(hw_advances(&cfg, &s6).is_empty());
 }
 
+/// Kafka's `Partition.maybeIncrementLeaderHW` also waits for a follower
+/// outside the ISR that is caught up and eligible to join it
+/// (`shouldWaitForReplicaToJoinIsr`): with no clock, the model offers the
+/// HW that waits for it (no time passed) and the one over the ISR alone
+/// (replica.lag.time.max.ms passed). The `hw-over-isr-only` mutation drops
+/// the first, and this test notices.
+#[test]
+fn hw_waits_for_a_caught_up_follower_outside_the_isr_or_the_lag_passes() {
+    let cfg = base();
+    // C is out of the ISR {A,B}; it copied a (the leader knows it holds 1),
+    // then b was written; B holds both.
+    let s = run(
+        &cfg,
+        &led(&cfg),
+        &[
+            shrink(A, C),
+            produce(A, 0),
+            fetch(C, A),
+            fetch(C, A),
+            produce(A, 1),
+            fetch(B, A),
+            fetch(B, A),
+        ],
+    );
+    assert_eq!(s.replica(A).isr, set(&[A, B]));
+    assert_eq!(s.replica(A).follower_leo[B as usize], Some(2));
+    assert_eq!(s.replica(A).follower_leo[C as usize], Some(1));
+    assert_eq!(hw_advances(&cfg, &s), vec![advance(A, 1), advance(A, 2)]);
+    // Waiting for C holds the HW at C's LEO; C, at the HW, may then join.
+    let held = step(&cfg, &s, advance(A, 1));
+    assert_eq!(held.replica(A).hw, 1);
+    assert_enabled(&cfg, &held, expand(A, C));
+    assert_eq!(hw_advances(&cfg, &held), vec![advance(A, 2)]);
+
+    // Without the rule the HW goes straight over C.
+    let mutated = Config {
+        mutation: Some(Mutation::HwOverIsrOnly),
+        ..cfg
+    };
+    assert_eq!(hw_advances(&mutated, &s), vec![advance(A, 2)]);
+
+    // A follower whose last fetch came from an incarnation that crashed
+    // since is not eligible (KIP-903's broker epoch): it does not hold the HW.
+    let crashed = run(&cfg, &s, &[crash(C, true)]);
+    assert_eq!(hw_advances(&cfg, &crashed), vec![advance(A, 2)]);
+
+    // One at or below the HW holds it where it is: only the lag passing
+    // moves it.
+    let behind = run(
+        &cfg,
+        &s,
+        &[advance(A, 1), produce(A, 2), fetch(B, A), fetch(B, A)],
+    );
+    assert_eq!(behind.replica(A).follower_leo[B as usize], Some(3));
+    assert_eq!(hw_advances(&cfg, &behind), vec![advance(A, 3)]);
+}
+
+/// KAFKA-15583 (Kafka 3.7): the HW does not move while the ISR is below
+/// min.insync.replicas, even for a caught-up follower waiting to join.
+/// The model applies it with the ELR (off, it stands for Kafka before it).
+#[test]
+fn hw_stays_while_the_isr_is_below_min_isr_with_the_elr() {
+    // acks=1: acks=all would refuse the writes below min.insync.replicas.
+    let cfg = Config {
+        acks: Acks::Leader,
+        ..base()
+    };
+    let s = run(
+        &cfg,
+        &led(&cfg),
+        &[
+            shrink(A, B),
+            shrink(A, C),
+            produce(A, 0),
+            fetch(B, A),
+            fetch(B, A),
+        ],
+    );
+    assert_eq!(s.replica(A).isr, set(&[A]));
+    assert!(hw_advances(&cfg, &s).is_empty());
+    let no_elr = Config { elr: false, ..cfg };
+    let s = run(
+        &no_elr,
+        &led(&no_elr),
+        &[
+            shrink(A, B),
+            shrink(A, C),
+            produce(A, 0),
+            fetch(B, A),
+            produce(A, 1),
+            fetch(B, A),
+        ],
+    );
+    assert_eq!(s.replica(A).follower_leo[B as usize], Some(1));
+    assert_eq!(
+        hw_advances(&no_elr, &s),
+        vec![advance(A, 1), advance(A, 2)],
+        "waiting for B, or not"
+    );
+}
+
 #[test]
 fn hw_advance_acknowledges_acks_all_writes_and_publishes_them() {
     let cfg = base();

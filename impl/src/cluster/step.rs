@@ -552,15 +552,59 @@ impl<L: ReplicaLog> StepCluster<L> {
         Ok(leader)
     }
 
-    /// LeaderAdvanceHw: the leader moves its HW to the lowest LEO in its ISR
-    /// and answers the acks=all producers it passed. Returns the new HW.
+    /// LeaderAdvanceHw: the leader moves its HW as far as it may now
+    /// (Kafka's `Partition.maybeIncrementLeaderHW`): to the lowest LEO over
+    /// its ISR and the caught-up followers waiting to join it, or, when
+    /// that does not move it, after `replica.lag.time.max.ms` (see
+    /// [`StepCluster::lag_passed`]), over its ISR alone. It answers the
+    /// acks=all producers it passed. Returns the new HW.
     pub fn leader_advance_hw(&mut self, leader: ReplicaId) -> Result<u64> {
-        let now = self.clock + 1;
-        let out = self.input(leader, now, Input::Tick(Tick::AdvanceHw))?;
-        self.clock = now;
-        self.route(leader, now, out)?;
+        let p = self.up(leader)?.core();
+        let (soon, later) = (self.clock + 1, self.lag_passed());
+        let at = if p.advanced_hw(soon).is_some() {
+            soon
+        } else {
+            later
+        };
+        self.advance_hw_at(leader, at)
+    }
+
+    /// LeaderAdvanceHw to `hw`, the HW the leader moves to either now,
+    /// waiting for caught-up followers outside its ISR, or once
+    /// `replica.lag.time.max.ms` has passed for them (the model offers
+    /// both).
+    pub fn leader_advance_hw_to(&mut self, leader: ReplicaId, hw: u64) -> Result<()> {
+        let p = self.up(leader)?.core();
+        let (soon, later) = (self.clock + 1, self.lag_passed());
+        let at = if p.advanced_hw(soon) == Some(hw) {
+            soon
+        } else if p.advanced_hw(later) == Some(hw) {
+            later
+        } else {
+            return not_enabled(format!("leader {leader} cannot move its HW to {hw}"));
+        };
+        self.advance_hw_at(leader, at).map(drop)
+    }
+
+    /// The leader's HW step at time `at` (the step's time, or one where the
+    /// lag has passed); the clock then goes on from the step's time.
+    fn advance_hw_at(&mut self, leader: ReplicaId, at: u64) -> Result<u64> {
+        let out = self.input(leader, at, Input::Tick(Tick::AdvanceHw))?;
+        self.clock += 1;
+        self.route(leader, at, out)?;
         self.publish_visible(leader)?;
         Ok(self.up(leader)?.core().log_state().high_watermark)
+    }
+
+    /// A time at which `replica.lag.time.max.ms` has passed since every
+    /// follower last caught up, for a step that asks whether it has (a
+    /// shrink, an HW that stops waiting for a follower outside the ISR).
+    /// The clock does not stay there: the model has no clock, and lets the
+    /// lag time pass, or not, anew at each step; a follower timed out for
+    /// one step counts as caught up again at the next, as in the model.
+    /// (Runs are far shorter than the lag time, in steps of 1 ms.)
+    fn lag_passed(&self) -> u64 {
+        self.clock + self.config.replication.replica_lag_time_max_ms + 2
     }
 
     // --- ISR changes -------------------------------------------------------------------
@@ -568,8 +612,11 @@ impl<L: ReplicaLog> StepCluster<L> {
     /// LeaderShrinkIsr: replica.lag.time.max.ms passes, and the leader drops
     /// `follower` if it is out of sync; the controller must accept.
     pub fn leader_shrink_isr(&mut self, leader: ReplicaId, follower: ReplicaId) -> Result<()> {
-        let now = self.clock + self.config.replication.replica_lag_time_max_ms + 2;
-        self.leader_changes_isr(leader, now, Tick::ShrinkIsr(follower))
+        let now = self.lag_passed();
+        self.leader_changes_isr(leader, now, Tick::ShrinkIsr(follower))?;
+        // The lag passed for this step only (see `lag_passed`).
+        self.clock -= self.config.replication.replica_lag_time_max_ms + 1;
+        Ok(())
     }
 
     /// LeaderExpandIsr: the leader takes caught-up `follower` back; the
@@ -810,12 +857,7 @@ impl<L: ReplicaLog> StepCluster<L> {
                 }
                 self.follower_fetch_limited(follower, Some(1)).map(drop)
             }
-            StepAction::LeaderAdvanceHw { leader, hw } => {
-                if self.up(leader)?.core().advanced_hw() != Some(hw) {
-                    return not_enabled(format!("leader {leader} cannot move its HW to {hw}"));
-                }
-                self.leader_advance_hw(leader).map(drop)
-            }
+            StepAction::LeaderAdvanceHw { leader, hw } => self.leader_advance_hw_to(leader, hw),
             StepAction::LeaderShrinkIsr { leader, follower } => {
                 self.leader_shrink_isr(leader, follower)
             }

@@ -10,7 +10,7 @@ use super::messages::{
     IsrChange, OffsetsForLeaderEpochRequest, OffsetsForLeaderEpochResponse, Output, ProduceRequest,
     ProduceResponse,
 };
-use super::partition::{Partition, Pending, Ready, RoleState, Waiter};
+use super::partition::{FollowerView, Partition, Pending, Ready, RoleState, Waiter};
 use super::truncation::leader_end_offset;
 use super::types::{Acks, IsrJoinRule, LeaderEpoch, ReplicaId};
 
@@ -233,12 +233,16 @@ impl Partition {
 
     // --- High watermark -----------------------------------------------------------
 
-    /// The HW the leader may move to (`Partition.maybeIncrementLeaderHW`):
-    /// the lowest LEO over its ISR as it knows them (while an ISR change is
-    /// in flight, over both ISRs, as Kafka's maximal ISR); `None` when that
-    /// is not higher than its HW, when an ISR member has not fetched yet,
-    /// or (ELR) while |ISR| < min.insync.replicas.
-    pub fn advanced_hw(&self) -> Option<u64> {
+    /// The HW the leader may move to at `now` (`Partition.maybeIncrementLeaderHW`):
+    /// the lowest LEO, as it knows them, over its maximal ISR (its ISR, plus
+    /// the follower of an addition in flight) and over the followers
+    /// `shouldWaitForReplicaToJoinIsr` counts: outside it, caught up
+    /// (`ReplicaState.isCaughtUp`) and eligible (their last fetch from
+    /// their current incarnation, as `isReplicaIsrEligible` asks of the
+    /// broker epoch). `None` when that is not higher than its HW, when an
+    /// ISR member has not fetched yet, or (ELR) while
+    /// |ISR| < min.insync.replicas.
+    pub fn advanced_hw(&self, now: u64) -> Option<u64> {
         let RoleState::Leader(l) = &self.role else {
             return None;
         };
@@ -253,13 +257,24 @@ impl Partition {
         for f in members.iter().filter(|&&f| f != self.id) {
             hw = hw.min(l.followers.get(f)?.log_end_offset?);
         }
+        if self.config.hw_waits_for_caught_up {
+            for (f, v) in &l.followers {
+                let waits = *f != self.id
+                    && !members.contains(f)
+                    && !v.stale_fetch
+                    && self.is_caught_up(v, now);
+                if let (true, Some(leo)) = (waits, v.log_end_offset) {
+                    hw = hw.min(leo);
+                }
+            }
+        }
         (hw > self.log.high_watermark).then_some(hw)
     }
 
     /// The leader advances its HW (the model's LeaderAdvanceHw), checkpointed
     /// with it under [`HwCheckpointPolicy::EveryChange`](super::HwCheckpointPolicy).
-    pub(super) fn advance_hw(&mut self) -> Result<Ready> {
-        let Some(hw) = self.advanced_hw() else {
+    pub(super) fn advance_hw(&mut self, now: u64) -> Result<Ready> {
+        let Some(hw) = self.advanced_hw(now) else {
             return Err(Error::not_enabled(format!(
                 "leader {} cannot advance its HW",
                 self.id
@@ -311,13 +326,20 @@ impl Partition {
         let RoleState::Leader(l) = &self.role else {
             return false;
         };
-        let Some(v) = l.followers.get(&follower) else {
-            return false;
-        };
+        l.followers
+            .get(&follower)
+            .is_some_and(|v| !self.is_caught_up(v, now))
+    }
+
+    /// Kafka's `ReplicaState.isCaughtUp` at `now`, for a follower this
+    /// leader views as `v`: its LEO, as the leader knows it, is the
+    /// leader's LEO, or was within `replica.lag.time.max.ms` (its last
+    /// caught-up time).
+    fn is_caught_up(&self, v: &FollowerView, now: u64) -> bool {
         let caught_up = v.log_end_offset == Some(self.log.log_end_offset);
         let lag_passed =
             now.saturating_sub(v.last_caught_up_ms) > self.config.replica_lag_time_max_ms;
-        lag_passed && !caught_up
+        caught_up || !lag_passed
     }
 
     /// Whether `follower` may join the ISR: caught up to the HW, its last

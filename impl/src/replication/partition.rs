@@ -495,7 +495,7 @@ impl Partition {
     fn on_tick(&mut self, tick: Tick, now: u64) -> Result<Ready> {
         match tick {
             Tick::SendRequest => self.send_request(now),
-            Tick::AdvanceHw => self.advance_hw(),
+            Tick::AdvanceHw => self.advance_hw(now),
             Tick::ShrinkIsr(f) => self.shrink_isr(f, now),
             Tick::ExpandIsr(f) => self.expand_isr(f, now),
             Tick::Flush => Ok(if self.log.recovery_point < self.log.log_end_offset {

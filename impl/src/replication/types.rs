@@ -110,7 +110,8 @@ pub struct ReplicationConfig {
     #[serde(default = "fencing_default")]
     pub fencing: bool,
     /// KIP-966 (eligible leader replicas): the HW does not advance while
-    /// |ISR| < min.insync.replicas.
+    /// |ISR| < min.insync.replicas (Kafka 3.7's KAFKA-15583, which Kafka
+    /// applies with the ELR off too; off, this stands for Kafka before it).
     pub elr: bool,
     /// `replica.lag.time.max.ms`: a follower that has not caught up (or has
     /// not fetched from this leader in its epoch) for this long leaves the ISR.
@@ -125,6 +126,15 @@ pub struct ReplicationConfig {
     /// When the HW is written to `replication-offset-checkpoint`.
     #[serde(default)]
     pub hw_checkpoint: HwCheckpointPolicy,
+    /// Kafka's `shouldWaitForReplicaToJoinIsr`: the leader's HW also waits
+    /// for a caught-up, ISR-eligible follower outside the ISR. `false` is a
+    /// mutation (the model's `hw-over-isr-only`): the HW counts the ISR only.
+    #[serde(default = "hw_waits_default")]
+    pub hw_waits_for_caught_up: bool,
+}
+
+fn hw_waits_default() -> bool {
+    true
 }
 
 fn fencing_default() -> bool {
@@ -175,6 +185,7 @@ impl Default for ReplicationConfig {
             replica_fetch_max_bytes: 1 << 20,
             isr_join: IsrJoinRule::default(),
             hw_checkpoint: HwCheckpointPolicy::default(),
+            hw_waits_for_caught_up: true,
         }
     }
 }

@@ -127,7 +127,9 @@ pub struct ModelArgs {
     /// rejoins once it reaches the HW, short of the leader's epoch start:
     /// strong ISR breaks), no-elr-election (the controller
     /// never elects from the ELR), elr-election-settles (an ELR election
-    /// empties the rest of the ELR, highwater's rule before Kafka's).
+    /// empties the rest of the ELR, highwater's rule before Kafka's),
+    /// hw-over-isr-only (the HW never waits for a caught-up follower
+    /// outside the ISR: it only moves sooner, no property breaks).
     #[arg(long)]
     pub mutation: Option<Mutation>,
 }
