@@ -242,7 +242,9 @@ pub fn enabled(cfg: &Config, s: &State, out: &mut Vec<Action>) {
         if let Some(leader) = fetch_leader(cfg, s, follower) {
             out.push(Action::FollowerFetch { follower, leader });
             let (f, l) = (s.replica(follower), s.replica(leader));
-            if fetch_outcome(cfg, f, l) == FetchOutcome::Copy && f.leo() + 1 < l.leo() {
+            // A fetch cut short is answered like the full one when the
+            // answer is a truncation (a diverging epoch carries no records).
+            if f.leo() + 1 < l.leo() {
                 out.push(Action::FollowerFetchOne { follower, leader });
             }
         }
