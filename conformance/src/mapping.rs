@@ -57,12 +57,19 @@ pub const SEGMENT_BYTES: u32 = 200;
 /// `elr-election-settles` are mutations of the model's controller: the first
 /// for the progress check, the second for the differential test against
 /// Kafka's controller, which perturbs the implementation's controller
-/// through `Controller::set_mutation` itself.)
+/// through `Controller::set_mutation` itself; `no-last-fetched-epoch` is one
+/// of the model's fetch, and the implementation running the rule before
+/// truncation on fetch is noticed by `lockstep_notices_the_rule_before_truncation_on_fetch`.)
 pub fn isr_join(m: Option<Mutation>) -> imp::IsrJoinRule {
     match m {
         Some(Mutation::ExpandOnLeaderHw) => imp::IsrJoinRule::LeaderHwReachedEpochStart,
         Some(Mutation::ExpandAtHw) => imp::IsrJoinRule::HwOnly,
-        Some(Mutation::NoElrElection | Mutation::ElrElectionSettles | Mutation::HwOverIsrOnly)
+        Some(
+            Mutation::NoElrElection
+            | Mutation::ElrElectionSettles
+            | Mutation::HwOverIsrOnly
+            | Mutation::NoLastFetchedEpoch,
+        )
         | None => imp::IsrJoinRule::FollowerReachedEpochStart,
     }
 }
@@ -72,6 +79,7 @@ pub fn truncation(t: Truncation) -> imp::TruncationMode {
         Truncation::Hw => imp::TruncationMode::Hw,
         Truncation::Epoch => imp::TruncationMode::Epoch,
         Truncation::EpochIterative => imp::TruncationMode::EpochIterative,
+        Truncation::OnFetch => imp::TruncationMode::OnFetch,
     }
 }
 

@@ -156,3 +156,26 @@ fn lockstep_notices_an_implementation_whose_hw_never_waits() {
         d.what
     );
 }
+
+/// The implementation run with the rule before truncation on fetch (KIP-279's
+/// OffsetsForLeaderEpoch exchange when following) against the model's
+/// `safe`: lockstep must notice, or the implementation's truncation on fetch
+/// would go unchecked (a new follower there follows at once and truncates by
+/// its fetches).
+#[test]
+fn lockstep_notices_the_rule_before_truncation_on_fetch() {
+    let mut rng = TestRng::deterministic_rng(RngAlgorithm::ChaCha);
+    let mut imp = step_config(&SAFE);
+    imp.replication.truncation = highwater::replication::TruncationMode::EpochIterative;
+    let noticed = (1..=RUNS).find_map(|run| {
+        let choices: Vec<u16> = (0..STEPS).map(|_| rng.next_u32() as u16).collect();
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let result = Lockstep::start_with(&SAFE, imp.clone(), dir.path()).and_then(|mut both| {
+            both.check_refusals()?;
+            both.walk(&choices, Lockstep::check_refusals)
+        });
+        result.err().map(|d| (run, d.what))
+    });
+    let (run, what) = noticed.expect("lockstep notices KIP-279's exchange under safe");
+    println!("noticed in run {run}: {what}");
+}

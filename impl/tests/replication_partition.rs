@@ -196,6 +196,7 @@ fn fenced_requests_carry_the_leader_epoch() {
             fetch_offset: 0,
             current_leader_epoch: epoch,
             max_bytes: 1 << 20,
+            last_fetched_epoch: None,
         };
         take(&mut l, 0, Input::LeaderAndIsr(lai(3, Some(0))));
         let old = serve(&mut l, req(2), 1).error;
@@ -450,4 +451,66 @@ fn with_the_interval_policy_the_hw_reaches_the_checkpoint_on_its_tick() {
         (log.state().log_end_offset, log.state().high_watermark),
         (1, 0)
     );
+}
+
+/// Truncation on fetch (`on-fetch`): a new follower keeps its log and fetches
+/// at once with its last fetched epoch; the leader answers a divergence with
+/// a diverging epoch and no records, learning nothing; the follower cuts its
+/// log by it and its next fetch copies (the model's `fetch_divergence`).
+#[test]
+fn a_diverging_epoch_in_the_fetch_response_truncates_the_follower() {
+    use highwater::replication::DivergingEpoch;
+    let (mut l, mut f) = memory_pair(TruncationMode::OnFetch);
+    produce(&mut l, 0, Acks::Leader).unwrap();
+    fetch(&mut f, &mut l, 1);
+    // 1 leads epoch 1 and writes r1, which 0 never gets; 0 leads epoch 2
+    // and writes r2 at the same offset; 1 follows it.
+    take(&mut f, 2, Input::LeaderAndIsr(lai(1, Some(1))));
+    assert_eq!(produce(&mut f, 1, Acks::Leader), Ok(1));
+    take(&mut l, 3, Input::LeaderAndIsr(lai(2, Some(0))));
+    assert_eq!(produce(&mut l, 2, Acks::Leader), Ok(1));
+    take(&mut f, 4, Input::LeaderAndIsr(lai(2, Some(0))));
+    assert_eq!(leo(&f), 2, "no truncation on following");
+    assert!(!f.core().is_truncating());
+
+    let req = fetch_request(&mut f, 5).expect("fetching at once");
+    assert_eq!((req.fetch_offset, req.last_fetched_epoch), (2, Some(1)));
+    let resp = serve(&mut l, req, 5);
+    assert_eq!(
+        resp.diverging_epoch,
+        Some(DivergingEpoch {
+            epoch: 0,
+            end_offset: 1
+        }),
+        "epoch 1 is unknown to the leader; epoch 0 ends at 1 there"
+    );
+    assert!(resp.records.is_empty());
+    assert_eq!(
+        l.core().state().followers[&1].log_end_offset,
+        None,
+        "a diverging fetch teaches the leader nothing"
+    );
+    take(&mut f, 5, Input::FetchResponse(resp));
+    assert_eq!(leo(&f), 1);
+
+    fetch(&mut f, &mut l, 6);
+    let epochs: Vec<i32> = f.log().state().epochs.iter().map(|e| e.epoch).collect();
+    assert_eq!(epochs, vec![0, 2]);
+    assert_eq!(leo(&f), 2);
+    assert_eq!(l.core().state().followers[&1].log_end_offset, Some(1));
+}
+
+/// The rules before truncation on fetch send no last fetched epoch.
+#[test]
+fn only_on_fetch_sends_the_last_fetched_epoch() {
+    for (mode, expected) in [
+        (TruncationMode::EpochIterative, None),
+        (TruncationMode::OnFetch, Some(0)),
+    ] {
+        let (mut l, mut f) = memory_pair(mode);
+        produce(&mut l, 0, Acks::Leader).unwrap();
+        fetch(&mut f, &mut l, 1);
+        let req = fetch_request(&mut f, 2).expect("fetching");
+        assert_eq!(req.last_fetched_epoch, expected, "{mode}");
+    }
 }

@@ -8,7 +8,7 @@ use crate::state::{
     record_name, replica_name, Entry, Epoch, LeaderView, Offset, RecordId, Replica, ReplicaId,
     ReplicaSet, Request, State,
 };
-use crate::truncation::truncation_offset;
+use crate::truncation::{fetch_divergence, truncation_offset, FetchCheck};
 use std::fmt;
 
 /// Debug prints as Display does (replica letters): the explorer shows paths
@@ -243,6 +243,8 @@ pub fn enabled(cfg: &Config, s: &State, out: &mut Vec<Action>) {
         if let Some(leader) = fetch_leader(cfg, s, follower) {
             out.push(Action::FollowerFetch { follower, leader });
             let (f, l) = (s.replica(follower), s.replica(leader));
+            // A fetch cut short is answered like the full one when the
+            // answer is a truncation (a diverging epoch carries no records).
             if f.leo() + 1 < l.leo() {
                 out.push(Action::FollowerFetchOne { follower, leader });
             }
@@ -310,9 +312,11 @@ pub fn apply(cfg: &Config, s: &State, action: Action) -> Option<State> {
         Action::BecomeLeader { replica, epoch } => become_leader(n, replica, epoch),
         Action::BecomeFollower { replica, epoch } => become_follower(cfg, n, replica, epoch),
         Action::Produce { leader, .. } => produce(cfg, n, leader),
-        Action::FollowerFetch { follower, leader } => follower_fetch(n, follower, leader, None),
+        Action::FollowerFetch { follower, leader } => {
+            follower_fetch(cfg, n, follower, leader, None)
+        }
         Action::FollowerFetchOne { follower, leader } => {
-            follower_fetch(n, follower, leader, Some(1))
+            follower_fetch(cfg, n, follower, leader, Some(1))
         }
         Action::LeaderAdvanceHw { leader, hw } => advance_hw(cfg, n, leader, hw),
         Action::LeaderShrinkIsr { leader, follower } => {
@@ -390,13 +394,14 @@ pub fn accepts_request(s: &State, replica: ReplicaId, epoch: Epoch) -> bool {
         }
 }
 
-/// A follower that must consult its leader (every mode but `hw`) waits until
-/// the leader is alive and leads; with fencing, until it leads in that epoch.
+/// A follower that must consult its leader (`epoch`, `epoch-iterative`)
+/// waits until the leader is alive and leads; with fencing, until it leads
+/// in that epoch. Under `hw` and `on-fetch` it follows at once.
 fn follow_enabled(cfg: &Config, s: &State, epoch: Epoch, leader: Option<ReplicaId>) -> bool {
     let Some(leader) = leader else {
         return true;
     };
-    if cfg.truncation == Truncation::Hw {
+    if !cfg.truncation.looks_up_when_following() {
         return true;
     }
     let l = s.replica(leader);
@@ -416,7 +421,7 @@ fn become_leader(s: &mut State, replica: ReplicaId, epoch: Epoch) {
 fn become_follower(cfg: &Config, s: &mut State, replica: ReplicaId, epoch: Epoch) {
     let req = s.request(epoch).expect("enabled only for a sent request");
     let leader = match req.leader {
-        Some(l) if cfg.truncation != Truncation::Hw => Some(*s.replica(l)),
+        Some(l) if cfg.truncation.looks_up_when_following() => Some(*s.replica(l)),
         _ => None,
     };
     let r = s.replica_mut(replica);
@@ -463,7 +468,44 @@ fn fetch_leader(cfg: &Config, s: &State, follower: ReplicaId) -> Option<ReplicaI
     let l = s.replica(leader);
     let fenced_ok = !cfg.fencing || l.epoch == f.epoch;
     let may_fetch = f.alive && leader != follower && l.presumes_leadership(leader) && fenced_ok;
-    (may_fetch && fetch_changes_something(s, follower, leader)).then_some(leader)
+    let changes = match fetch_outcome(cfg, f, l) {
+        FetchOutcome::Truncate(offset) => offset < f.leo(),
+        FetchOutcome::Copy => fetch_changes_something(s, follower, leader),
+    };
+    (may_fetch && changes).then_some(leader)
+}
+
+/// What the leader's answer to a fetch makes the follower do.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum FetchOutcome {
+    /// No records: the follower truncates to this offset (a diverging epoch,
+    /// or OffsetOutOfRange) and the leader learns nothing from the fetch
+    /// (`Partition.fetchRecords` updates the follower's state only without
+    /// a diverging epoch).
+    Truncate(Offset),
+    /// Records from the fetch offset, and the leader's HW.
+    Copy,
+}
+
+fn fetch_outcome(cfg: &Config, f: &Replica, l: &Replica) -> FetchOutcome {
+    if cfg.truncation == Truncation::OnFetch && cfg.mutation != Some(Mutation::NoLastFetchedEpoch) {
+        match fetch_divergence(f, l) {
+            FetchCheck::Agrees => {}
+            FetchCheck::Diverging { truncate_to, .. } => {
+                return FetchOutcome::Truncate(truncate_to)
+            }
+            // OffsetOutOfRange (`AbstractFetcherThread.handleOutOfRangeError`):
+            // a follower ahead of the leader cuts back to the leader's LEO;
+            // one that is not gets the same answer again.
+            FetchCheck::Undefined => return FetchOutcome::Truncate(l.leo().min(f.leo())),
+        }
+    }
+    if f.leo() > l.leo() {
+        // OffsetOutOfRange: the follower is ahead of its leader and cuts back
+        // to the leader's LEO.
+        return FetchOutcome::Truncate(l.leo());
+    }
+    FetchOutcome::Copy
 }
 
 /// An idle fetch (nothing to copy, nothing new to learn on either side) is
@@ -477,14 +519,19 @@ fn fetch_changes_something(s: &State, follower: ReplicaId, leader: ReplicaId) ->
 }
 
 /// A fetch: the follower copies at most `limit` records (None: all it
-/// lacks) of the leader's log from its LEO on.
-fn follower_fetch(s: &mut State, follower: ReplicaId, leader: ReplicaId, limit: Option<Offset>) {
+/// lacks) of the leader's log from its LEO on, or truncates if the leader's
+/// answer says so.
+fn follower_fetch(
+    cfg: &Config,
+    s: &mut State,
+    follower: ReplicaId,
+    leader: ReplicaId,
+    limit: Option<Offset>,
+) {
     let l = *s.replica(leader);
     let f = s.replica_mut(follower);
-    if f.leo() > l.leo() {
-        // OffsetOutOfRange: the follower is ahead of its leader and cuts back
-        // to the leader's LEO.
-        f.truncate_to(l.leo());
+    if let FetchOutcome::Truncate(offset) = fetch_outcome(cfg, f, &l) {
+        f.truncate_to(offset);
         return;
     }
     // The leader learns the follower's LEO from the fetch offset; what is

@@ -35,7 +35,7 @@ impl fmt::Display for Acks {
 }
 
 /// How a follower finds where to truncate when it follows a new leader epoch:
-/// one lookup per historical Kafka rule. Fencing (KIP-320) is a separate
+/// one rule per Kafka version. Fencing (KIP-320) is a separate
 /// switch, [`Config::fencing`], so that each historical preset changes one
 /// rule.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
@@ -47,6 +47,20 @@ pub enum Truncation {
     Epoch,
     /// KIP-279: repeat the epoch lookup until the logs agree.
     EpochIterative,
+    /// Today (Kafka >= 2.7, `isTruncationOnFetchSupported`): no lookup when
+    /// following; each fetch carries the follower's last fetched epoch, and
+    /// a leader whose log diverges from it answers with a diverging epoch
+    /// instead of records, which the follower truncates by
+    /// (`AbstractFetcherThread.truncateOnFetchResponse`).
+    OnFetch,
+}
+
+impl Truncation {
+    /// Whether a follower asks the leader (OffsetsForLeaderEpoch) when it
+    /// follows a new epoch, and so waits for the leader to lead.
+    pub fn looks_up_when_following(self) -> bool {
+        matches!(self, Truncation::Epoch | Truncation::EpochIterative)
+    }
 }
 
 impl fmt::Display for Truncation {
@@ -55,6 +69,7 @@ impl fmt::Display for Truncation {
             Truncation::Hw => "hw",
             Truncation::Epoch => "epoch",
             Truncation::EpochIterative => "epoch-iterative",
+            Truncation::OnFetch => "on-fetch",
         })
     }
 }
@@ -112,6 +127,11 @@ pub enum Mutation {
     /// the HW only moves sooner, so no property breaks; the model's action
     /// tests and lockstep against the implementation notice it.
     HwOverIsrOnly,
+    /// Under truncation on fetch, the follower's fetch carries no last
+    /// fetched epoch, so the leader never checks it for divergence (Kafka's
+    /// `Partition.readRecords` checks only when it is present): a follower
+    /// appends the leader's records onto a suffix the leader does not have.
+    NoLastFetchedEpoch,
 }
 
 impl fmt::Display for Mutation {
@@ -122,6 +142,7 @@ impl fmt::Display for Mutation {
             Mutation::NoElrElection => "no-elr-election",
             Mutation::ElrElectionSettles => "elr-election-settles",
             Mutation::HwOverIsrOnly => "hw-over-isr-only",
+            Mutation::NoLastFetchedEpoch => "no-last-fetched-epoch",
         })
     }
 }

@@ -1,6 +1,7 @@
 //! Where a follower truncates when it follows a new leader epoch, one rule per
-//! historical Kafka version. Each returns the offset to truncate to; the
-//! follower never truncates above its own LEO.
+//! Kafka version. Each returns the offset to truncate to; the follower never
+//! truncates above its own LEO. Today's rule, truncation on fetch
+//! ([`fetch_divergence`]), learns it from the fetch response instead.
 //!
 //! The epoch-based rules run OffsetsForLeaderEpoch as Kafka does, on leader
 //! epoch caches: (epoch, start offset) pairs kept strictly rising in both, as
@@ -13,13 +14,70 @@ use crate::config::Truncation;
 use crate::state::{Epoch, Log, Offset, Replica};
 
 /// The offset `follower` truncates to on becoming a follower of `leader`
-/// (None under `hw`, which never consults the leader).
+/// (None under `hw`, which never consults the leader). Under `on-fetch` it
+/// keeps its log: the fetches find the divergence.
 pub fn truncation_offset(mode: Truncation, follower: &Replica, leader: Option<&Replica>) -> Offset {
     let offset = match (mode, leader) {
+        (Truncation::OnFetch, _) => follower.leo(),
         (Truncation::Hw, _) | (_, None) => follower.hw,
         (_, Some(leader)) => exchange(mode, follower, leader),
     };
     offset.min(follower.leo())
+}
+
+/// What the leader finds when it checks a fetch's last fetched epoch
+/// against its log (Kafka's `Partition.readRecords`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FetchCheck {
+    /// The follower's log agrees up to its fetch offset (or it has no epoch
+    /// to send): records are read from the fetch offset.
+    Agrees,
+    /// The leader answers with a diverging epoch, (epoch, end offset) from
+    /// its cache, and no records: the follower truncates to `truncate_to`.
+    Diverging {
+        epoch: Epoch,
+        end_offset: Offset,
+        truncate_to: Offset,
+    },
+    /// The leader knows no end for that epoch: OffsetOutOfRange (only a
+    /// stale leader, unfenced, can be asked).
+    Undefined,
+}
+
+/// Truncation on fetch (Kafka >= 2.7, `isTruncationOnFetchSupported`): the
+/// follower's fetch carries its LEO and the latest epoch in its log
+/// (`lastFetchedEpoch`); the leader looks that epoch up in its cache, which
+/// holds its own epoch from where it began leading (`Partition.makeLeader`,
+/// `UnifiedLog.maybeAssignEpochStartOffset`), and answers with the diverging
+/// epoch when it ended below the fetch offset or is an older epoch
+/// (`Partition.readRecords`). The follower then truncates as after an
+/// OffsetsForLeaderEpoch answer (`AbstractFetcherThread.truncateOnFetchResponse`,
+/// `getOffsetTruncationState`) and fetches again, with its new latest epoch:
+/// the iteration of KIP-279, one fetch per round.
+pub fn fetch_divergence(follower: &Replica, leader: &Replica) -> FetchCheck {
+    let leo = follower.leo();
+    let Some(last_fetched) = follower.log.last().map(|e| e.epoch) else {
+        return FetchCheck::Agrees;
+    };
+    let Some((epoch, end_offset)) = leader_answer(Truncation::OnFetch, leader, last_fetched) else {
+        return FetchCheck::Undefined;
+    };
+    if epoch == last_fetched && end_offset >= leo {
+        return FetchCheck::Agrees;
+    }
+    let own = cache_of(&follower.log, leo);
+    let truncate_to = match end_offset_for(&own, epoch, leo) {
+        // Not tracking epochs that old: the leader's offset decides.
+        None => end_offset,
+        // It lacks the leader's epoch: the end of its largest epoch below.
+        Some((own_epoch, own_end)) if own_epoch != epoch => own_end,
+        Some((_, own_end)) => own_end.min(end_offset),
+    };
+    FetchCheck::Diverging {
+        epoch,
+        end_offset,
+        truncate_to: truncate_to.min(leo),
+    }
 }
 
 /// A leader epoch cache: (epoch, start offset), both strictly rising.

@@ -118,6 +118,7 @@ pub fn model_config(c: &ConcurrentConfig) -> Config {
             highwater::replication::TruncationMode::Hw => Truncation::Hw,
             highwater::replication::TruncationMode::Epoch => Truncation::Epoch,
             highwater::replication::TruncationMode::EpochIterative => Truncation::EpochIterative,
+            highwater::replication::TruncationMode::OnFetch => Truncation::OnFetch,
         },
         fencing: c.replication.fencing,
         elr: c.replication.elr,

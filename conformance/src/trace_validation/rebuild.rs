@@ -480,7 +480,7 @@ impl Rebuild {
         if truncating {
             return true;
         }
-        if self.truncation == TruncationMode::Hw {
+        if !self.truncation.asks_leader() {
             return false;
         }
         let Some(l) = self.replicas.get(leader as usize) else {

@@ -9,7 +9,8 @@ use super::messages::{
     OffsetsForLeaderEpochResponse, Output,
 };
 use super::partition::{Partition, Pending, Phase, Ready, RoleState};
-use super::truncation::{follower_truncation, TruncationStep};
+use super::truncation::{follower_truncation, truncation_on_fetch, TruncationStep};
+use super::types::TruncationMode;
 use crate::storage::EpochEndOffset;
 
 impl Partition {
@@ -58,6 +59,10 @@ impl Partition {
                     fetch_offset: self.log.log_end_offset,
                     current_leader_epoch: epoch,
                     max_bytes: self.config.replica_fetch_max_bytes,
+                    // Kafka's `PartitionFetchState.lastFetchedEpoch`: the
+                    // latest epoch in the log (`UnifiedLog.latestEpoch`).
+                    last_fetched_epoch: latest
+                        .filter(|_| self.config.truncation == TruncationMode::OnFetch),
                 },
             },
         };
@@ -154,7 +159,10 @@ impl Partition {
     /// model's FollowerFetch; `ReplicaFetcherThread.processPartitionData`):
     /// appends the records, then sets its HW to min(leader's HW, own LEO).
     /// OffsetOutOfRange with a leader behind it cuts its log back to the
-    /// leader's LEO. Late responses are ignored.
+    /// leader's LEO; a diverging epoch cuts it where the model's
+    /// `fetch_divergence` says (`AbstractFetcherThread.truncateOnFetchResponse`),
+    /// and the next fetch carries its new latest epoch. Late responses are
+    /// ignored.
     pub(super) fn on_fetch_response(&mut self, resp: FetchResponse) -> Ready {
         if !self.answers(Phase::Fetching, resp.leader_id, resp.correlation_id) {
             return Ready::none();
@@ -178,6 +186,14 @@ impl Partition {
                 self.fetch_answered();
                 return Ready::none();
             }
+        }
+        if let Some(d) = resp.diverging_epoch {
+            let offset = truncation_on_fetch(&self.log.epochs, leo, d);
+            if offset < leo {
+                return self.persist(StorageOp::Truncate { offset }, Pending::DivergingTruncation);
+            }
+            self.fetch_answered();
+            return Ready::none();
         }
         let checkpoint = self.checkpoint_every_hw();
         if !resp.records.is_empty() {

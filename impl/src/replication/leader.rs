@@ -6,13 +6,13 @@ use std::collections::BTreeSet;
 use super::error::{Error, Result};
 use super::log::StorageOp;
 use super::messages::{
-    AlterPartitionRequest, AlterPartitionResponse, ApiError, FetchRequest, FetchResponse,
-    IsrChange, OffsetsForLeaderEpochRequest, OffsetsForLeaderEpochResponse, Output, ProduceRequest,
-    ProduceResponse,
+    AlterPartitionRequest, AlterPartitionResponse, ApiError, DivergingEpoch, FetchRequest,
+    FetchResponse, IsrChange, OffsetsForLeaderEpochRequest, OffsetsForLeaderEpochResponse, Output,
+    ProduceRequest, ProduceResponse,
 };
 use super::partition::{FollowerView, Partition, Pending, Ready, RoleState, Waiter};
 use super::truncation::leader_end_offset;
-use super::types::{Acks, IsrJoinRule, LeaderEpoch, ReplicaId};
+use super::types::{Acks, IsrJoinRule, LeaderEpoch, ReplicaId, TruncationMode};
 
 impl Partition {
     // --- Produce --------------------------------------------------------------
@@ -98,6 +98,7 @@ impl Partition {
             error: None,
             high_watermark: self.log.high_watermark,
             log_end_offset: self.log.log_end_offset,
+            diverging_epoch: None,
             records: Vec::new(),
         }
     }
@@ -114,6 +115,16 @@ impl Partition {
             Some(ApiError::NotLeaderOrFollower)
         } else if let Some(e) = self.fence(req.current_leader_epoch) {
             Some(e)
+        } else if let Some(check) = self.check_last_fetched_epoch(&req) {
+            let mut response = self.fetch_response(&req);
+            match check {
+                Ok(d) => response.diverging_epoch = Some(d),
+                Err(e) => response.error = Some(e),
+            }
+            return Ready::Send(vec![Output::FetchResponse {
+                to: req.replica_id,
+                response,
+            }]);
         } else if req.fetch_offset > self.log.log_end_offset
             || req.fetch_offset < self.log.log_start_offset
         {
@@ -137,6 +148,41 @@ impl Partition {
             return self.persist(read, Pending::ServeFetch(req));
         }
         Ready::Send(vec![self.serve_fetch(req, now, Vec::new())])
+    }
+
+    /// Truncation on fetch, the leader's side (Kafka's `Partition.readRecords`;
+    /// the model's `fetch_divergence`): the fetch's last fetched epoch is
+    /// looked up in the leader's cache, its own epoch counting from where it
+    /// began leading (`Partition.makeLeader`). `Some(Ok)`: a diverging epoch
+    /// (that epoch ended below the fetch offset, or the leader knows only an
+    /// older one), answered without records and learnt nothing from
+    /// (`Partition.fetchRecords`); `Some(Err)`: OffsetOutOfRange, no end is
+    /// known; `None`: the fetch is served.
+    fn check_last_fetched_epoch(
+        &self,
+        req: &FetchRequest,
+    ) -> Option<std::result::Result<DivergingEpoch, ApiError>> {
+        let last = req.last_fetched_epoch?;
+        let RoleState::Leader(l) = &self.role else {
+            return None;
+        };
+        if self.config.truncation != TruncationMode::OnFetch {
+            return None;
+        }
+        let Some(a) = leader_end_offset(
+            self.config.truncation,
+            &self.log.epochs,
+            self.log.log_end_offset,
+            self.leader_epoch.unwrap_or(-1),
+            l.epoch_start_offset,
+            last,
+        ) else {
+            return Some(Err(ApiError::OffsetOutOfRange));
+        };
+        (a.epoch < last || a.end_offset < req.fetch_offset).then_some(Ok(DivergingEpoch {
+            epoch: a.epoch,
+            end_offset: a.end_offset,
+        }))
     }
 
     /// Answers a fetch with what was read, and learns from it (Kafka's

@@ -86,6 +86,18 @@ pub struct FetchRequest {
     /// KIP-320: the follower's leader epoch (checked only when fenced).
     pub current_leader_epoch: LeaderEpoch,
     pub max_bytes: usize,
+    /// Truncation on fetch: the latest epoch in the follower's log (Kafka's
+    /// `lastFetchedEpoch`), checked by the leader for divergence.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_fetched_epoch: Option<LeaderEpoch>,
+}
+
+/// Where the follower's last fetched epoch ends in the leader's log, when
+/// the logs diverge (Kafka's `FetchResponseData.EpochEndOffset`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DivergingEpoch {
+    pub epoch: LeaderEpoch,
+    pub end_offset: u64,
 }
 
 /// The leader's answer to a fetch.
@@ -100,6 +112,10 @@ pub struct FetchResponse {
     pub error: Option<ApiError>,
     pub high_watermark: u64,
     pub log_end_offset: u64,
+    /// Truncation on fetch: the follower's log diverges from the leader's;
+    /// no records, and the follower truncates by it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diverging_epoch: Option<DivergingEpoch>,
     /// Record batches from `fetch_offset`, as stored (offsets and epochs kept).
     #[serde(skip)]
     pub records: Vec<u8>,

@@ -64,9 +64,9 @@ pub use log::{
 };
 pub use memory_log::{MemoryLog, MemoryStopped};
 pub use messages::{
-    AlterPartitionRequest, AlterPartitionResponse, ApiError, FetchRequest, FetchResponse,
-    IsrChange, LeaderAndIsr, OffsetsForLeaderEpochRequest, OffsetsForLeaderEpochResponse, Output,
-    ProduceRequest, ProduceResponse,
+    AlterPartitionRequest, AlterPartitionResponse, ApiError, DivergingEpoch, FetchRequest,
+    FetchResponse, IsrChange, LeaderAndIsr, OffsetsForLeaderEpochRequest,
+    OffsetsForLeaderEpochResponse, Output, ProduceRequest, ProduceResponse,
 };
 pub use partition::{FollowerView, Input, Partition, PartitionState, Ready, Role, Tick};
 pub use replica::Replica;

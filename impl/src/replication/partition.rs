@@ -260,6 +260,8 @@ pub(super) enum Pending {
     },
     /// A fetch answered OffsetOutOfRange: the cut to the leader's LEO.
     OutOfRangeTruncation,
+    /// A fetch answered with a diverging epoch: the cut it asks for.
+    DivergingTruncation,
     /// A fetch response's records and HW (or its HW alone).
     FetchApplied,
     /// A producer's batch.
@@ -552,7 +554,9 @@ impl Partition {
                 self.exchange_step_done(done);
                 Ready::none()
             }
-            Pending::OutOfRangeTruncation | Pending::FetchApplied => {
+            Pending::OutOfRangeTruncation
+            | Pending::DivergingTruncation
+            | Pending::FetchApplied => {
                 self.fetch_answered();
                 Ready::none()
             }
@@ -627,7 +631,9 @@ impl Partition {
                 return Err(Error::UnknownReplica(l));
             }
             let hw = self.log.high_watermark;
-            if l != self.id && !self.config.truncation.asks_leader() && hw < self.log.log_end_offset
+            if l != self.id
+                && self.config.truncation.truncates_to_hw()
+                && hw < self.log.log_end_offset
             {
                 return Ok(self.persist(StorageOp::Truncate { offset: hw }, Pending::Follow(req)));
             }

@@ -4,6 +4,7 @@
 
 use std::path::Path;
 
+use super::messages::DivergingEpoch;
 use super::types::{LeaderEpoch, TruncationMode};
 use crate::storage::checkpoint::EpochEntry;
 use crate::storage::{EpochCache, EpochEndOffset};
@@ -15,7 +16,7 @@ use crate::storage::{EpochCache, EpochEndOffset};
 /// - `epoch` (KIP-101): the cache of the leader's records, as Kafka 0.11:
 ///   its LEO when `requested` is its latest epoch, else the start of the
 ///   first later epoch, else UNDEFINED (the follower falls back to its HW).
-/// - `epoch-iterative`, `fenced` (KIP-279): the leader's own epoch counts
+/// - `epoch-iterative`, `on-fetch` (KIP-279): the leader's own epoch counts
 ///   from the offset where it became leader, written or not (Kafka >= 2.1,
 ///   KAFKA-7415). A request beyond every epoch the leader knows (only a
 ///   stale leader, unfenced, can get one) is UNDEFINED, and the follower
@@ -37,6 +38,28 @@ pub fn leader_end_offset(
         return None;
     }
     cache.end_offset_for(requested, log_end_offset)
+}
+
+/// Truncation on fetch, the follower's side (Kafka's
+/// `AbstractFetcherThread.truncateOnFetchResponse` through
+/// `getOffsetTruncationState`; the model's `fetch_divergence`): the offset
+/// to cut its log to, given its epoch cache and LEO and the leader's
+/// diverging epoch. One cut per fetch; the next fetch carries the new latest
+/// epoch, so several fetches do what KIP-279's exchange does.
+pub fn truncation_on_fetch(
+    follower: &[EpochEntry],
+    log_end_offset: u64,
+    diverging: DivergingEpoch,
+) -> u64 {
+    let own = EpochCache::new(Path::new(""), follower.to_vec());
+    let offset = match own.end_offset_for(diverging.epoch, log_end_offset) {
+        // Not tracking epochs that old: the leader's offset decides.
+        None => diverging.end_offset,
+        // It lacks the leader's epoch: the end of its largest epoch below.
+        Some(f) if f.epoch != diverging.epoch => f.end_offset,
+        Some(f) => f.end_offset.min(diverging.end_offset),
+    };
+    offset.min(log_end_offset)
 }
 
 /// What a follower does with an answer.

@@ -56,12 +56,22 @@ pub enum TruncationMode {
     Epoch,
     /// KIP-279: repeat OffsetsForLeaderEpoch until the logs agree.
     EpochIterative,
+    /// Today (Kafka >= 2.7, `isTruncationOnFetchSupported`): a new follower
+    /// fetches at once with its last fetched epoch; a leader whose log
+    /// diverges answers with a diverging epoch, and the follower truncates
+    /// by it (`AbstractFetcherThread.truncateOnFetchResponse`).
+    OnFetch,
 }
 
 impl TruncationMode {
-    /// Whether a new follower asks its leader where to truncate.
+    /// Whether a new follower asks its leader (OffsetsForLeaderEpoch) where
+    /// to truncate before it fetches.
     pub fn asks_leader(self) -> bool {
-        self != TruncationMode::Hw
+        matches!(self, TruncationMode::Epoch | TruncationMode::EpochIterative)
+    }
+    /// Whether a new follower truncates to its HW before taking the epoch.
+    pub fn truncates_to_hw(self) -> bool {
+        self == TruncationMode::Hw
     }
 }
 
@@ -71,6 +81,7 @@ impl fmt::Display for TruncationMode {
             TruncationMode::Hw => "hw",
             TruncationMode::Epoch => "epoch",
             TruncationMode::EpochIterative => "epoch-iterative",
+            TruncationMode::OnFetch => "on-fetch",
         })
     }
 }
@@ -82,6 +93,7 @@ impl FromStr for TruncationMode {
             "hw" => TruncationMode::Hw,
             "epoch" => TruncationMode::Epoch,
             "epoch-iterative" => TruncationMode::EpochIterative,
+            "on-fetch" => TruncationMode::OnFetch,
             "fenced" => {
                 return Err(
                     "truncation mode \"fenced\" is now epoch-iterative with fencing on (fencing is its own switch)"
@@ -90,7 +102,7 @@ impl FromStr for TruncationMode {
             }
             _ => {
                 return Err(format!(
-                    "unknown truncation mode {s:?}: expected hw, epoch or epoch-iterative"
+                    "unknown truncation mode {s:?}: expected hw, epoch, epoch-iterative or on-fetch"
                 ))
             }
         })
@@ -173,12 +185,12 @@ pub enum IsrJoinRule {
 }
 
 impl Default for ReplicationConfig {
-    /// Today's rules (as the model's `safe` preset): KIP-320 fencing,
-    /// KIP-966 ELR, min.insync.replicas=2.
+    /// Today's rules (as the model's `safe` preset): truncation on fetch,
+    /// KIP-320 fencing, KIP-966 ELR, min.insync.replicas=2.
     fn default() -> Self {
         ReplicationConfig {
             min_insync_replicas: 2,
-            truncation: TruncationMode::EpochIterative,
+            truncation: TruncationMode::OnFetch,
             fencing: true,
             elr: true,
             replica_lag_time_max_ms: 30_000,

@@ -89,7 +89,8 @@ pub struct ModelArgs {
     #[arg(long)]
     pub acks: Option<Acks>,
     /// Where a new follower truncates: hw (before KIP-101), epoch (KIP-101's
-    /// single leader-epoch lookup), epoch-iterative (KIP-279).
+    /// single leader-epoch lookup), epoch-iterative (KIP-279), on-fetch
+    /// (today: the fetch response carries the diverging epoch).
     #[arg(long)]
     pub truncation: Option<Truncation>,
     /// KIP-320 fencing (on or off): fetch and truncation fenced by the
@@ -129,7 +130,9 @@ pub struct ModelArgs {
     /// never elects from the ELR), elr-election-settles (an ELR election
     /// empties the rest of the ELR, highwater's rule before Kafka's),
     /// hw-over-isr-only (the HW never waits for a caught-up follower
-    /// outside the ISR: it only moves sooner, no property breaks).
+    /// outside the ISR: it only moves sooner, no property breaks),
+    /// no-last-fetched-epoch (under on-fetch the leader never sees a
+    /// divergence: strong ISR breaks).
     #[arg(long)]
     pub mutation: Option<Mutation>,
 }
