@@ -11,7 +11,7 @@ use std::thread;
 use highwater::cluster::concurrent::InjectedFault;
 use highwater_conformance::lockstep::Lockstep;
 use highwater_conformance::trace_validation::{
-    model_config, run_and_validate, seeded_config, MisfitKind,
+    model_config, seeded_config, validated_run, MisfitKind,
 };
 
 /// Seeded concurrent runs with faults, every trace validated.
@@ -32,7 +32,7 @@ fn every_seeded_concurrent_run_is_a_behaviour_of_the_model() {
                 }
                 let dir = tempfile::tempdir().unwrap();
                 let config = seeded_config(seed, &dir.path().join("trace.jsonl"));
-                let run = run_and_validate(&config, dir.path()).expect("the run starts");
+                let run = validated_run(config, dir.path()).expect("the run starts");
                 results.lock().unwrap().push((seed, run));
             });
         }
@@ -79,7 +79,7 @@ fn caught(fault: InjectedFault) -> Option<String> {
         let dir = tempfile::tempdir().unwrap();
         let mut config = seeded_config(1000 + seed, &dir.path().join("trace.jsonl"));
         config.inject = Some(fault);
-        let run = run_and_validate(&config, dir.path()).expect("the run starts");
+        let run = validated_run(config, dir.path()).expect("the run starts");
         if let Err(m) = run.validation {
             if m.kind == MisfitKind::DoesNotFit {
                 return Some(m.to_string());
