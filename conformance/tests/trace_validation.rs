@@ -150,12 +150,12 @@ fn bad_trace_files_are_reported_not_panicked_on() {
     let path = dir.path().join("trace.jsonl");
     let config = seeded_config(0, &path);
     let cfg = model_config(&config);
-    std::fs::write(&path, "{\"seq\": 0, \"micros\": 0, \"actor\"").unwrap();
+    std::fs::write(&path, "{\"t\": 0, \"a\"").unwrap();
     let m = highwater_conformance::trace_validation::validate_file(&cfg, &config, &path)
         .expect_err("a torn line");
     assert_eq!(m.kind, MisfitKind::DoesNotFit);
     assert!(m.why.contains("unreadable trace: line 1"), "{}", m.why);
-    let line = r#"{"seq":0,"micros":0,"actor":{"Replica":9},"event":{"Crash":{"clean":true}},"replica":null,"controller":null}"#;
+    let line = r#"{"t":0,"a":{"Replica":9},"e":{"Crash":{"clean":true}}}"#;
     std::fs::write(&path, line).unwrap();
     let m = highwater_conformance::trace_validation::validate_file(&cfg, &config, &path)
         .expect_err("a replica beyond the run's");
