@@ -173,8 +173,13 @@ fn producers_back_off_after_error_answers() {
     producers_backed_off(&config, &report).unwrap();
 }
 
+/// Caught in one of a few runs (a run on a loaded machine may make too
+/// few requests to spin).
 #[test]
 fn producers_without_backoff_are_caught() {
-    let (config, report) = crashes(Some(Regression::NoProducerBackoff), 3);
-    producers_backed_off(&config, &report).expect_err("no spinning producer seen");
+    let caught = (0..3).any(|_| {
+        let (config, report) = crashes(Some(Regression::NoProducerBackoff), 3);
+        producers_backed_off(&config, &report).is_err()
+    });
+    assert!(caught, "no spinning producer seen");
 }
