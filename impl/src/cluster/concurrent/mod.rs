@@ -100,7 +100,8 @@ pub struct ConcurrentConfig {
     pub settle_timeout: Duration,
     /// Record a trace of every event (costly: a state copy per event).
     pub trace: bool,
-    /// With `trace`: stream the trace to this file, one JSON entry a line,
+    /// With `trace`: stream the trace to this file, one JSON line an entry
+    /// (each actor's state as the fields that changed),
     /// instead of keeping it in memory (memory stays bounded however long
     /// the run; the report's trace is then empty).
     pub trace_file: Option<std::path::PathBuf>,
