@@ -11,7 +11,7 @@ use std::thread;
 use highwater::cluster::concurrent::InjectedFault;
 use highwater_conformance::lockstep::Lockstep;
 use highwater_conformance::trace_validation::{
-    model_config, run_and_validate, seeded_config, MisfitKind,
+    model_config, seeded_config, validated_run, MisfitKind,
 };
 
 /// Seeded concurrent runs with faults, every trace validated.
@@ -32,7 +32,7 @@ fn every_seeded_concurrent_run_is_a_behaviour_of_the_model() {
                 }
                 let dir = tempfile::tempdir().unwrap();
                 let config = seeded_config(seed, &dir.path().join("trace.jsonl"));
-                let run = run_and_validate(&config, dir.path()).expect("the run starts");
+                let run = validated_run(config, dir.path()).expect("the run starts");
                 results.lock().unwrap().push((seed, run));
             });
         }
@@ -79,7 +79,7 @@ fn caught(fault: InjectedFault) -> Option<String> {
         let dir = tempfile::tempdir().unwrap();
         let mut config = seeded_config(1000 + seed, &dir.path().join("trace.jsonl"));
         config.inject = Some(fault);
-        let run = run_and_validate(&config, dir.path()).expect("the run starts");
+        let run = validated_run(config, dir.path()).expect("the run starts");
         if let Err(m) = run.validation {
             if m.kind == MisfitKind::DoesNotFit {
                 return Some(m.to_string());
@@ -150,12 +150,12 @@ fn bad_trace_files_are_reported_not_panicked_on() {
     let path = dir.path().join("trace.jsonl");
     let config = seeded_config(0, &path);
     let cfg = model_config(&config);
-    std::fs::write(&path, "{\"seq\": 0, \"micros\": 0, \"actor\"").unwrap();
+    std::fs::write(&path, "{\"t\": 0, \"a\"").unwrap();
     let m = highwater_conformance::trace_validation::validate_file(&cfg, &config, &path)
         .expect_err("a torn line");
     assert_eq!(m.kind, MisfitKind::DoesNotFit);
     assert!(m.why.contains("unreadable trace: line 1"), "{}", m.why);
-    let line = r#"{"seq":0,"micros":0,"actor":{"Replica":9},"event":{"Crash":{"clean":true}},"replica":null,"controller":null}"#;
+    let line = r#"{"t":0,"a":{"Replica":9},"e":{"Crash":{"clean":true}}}"#;
     std::fs::write(&path, line).unwrap();
     let m = highwater_conformance::trace_validation::validate_file(&cfg, &config, &path)
         .expect_err("a replica beyond the run's");

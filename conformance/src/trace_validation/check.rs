@@ -13,6 +13,7 @@ use highwater_model::properties::{
     explain, logs_agree_below_hw, records_survive, strong_isr, ACKNOWLEDGED_RECORDS_SURVIVE,
     COMMITTED_RECORDS_SURVIVE, HW_WITHIN_LOG, LEADER_IN_ISR, NO_DIVERGENCE_BELOW_HW, STRONG_ISR,
 };
+use highwater_model::state::{Replica, MAX_REPLICAS};
 use highwater_model::{Action, Config, PartitionModel, State};
 
 use super::rebuild::Gap;
@@ -28,8 +29,39 @@ pub struct Checker {
     cfg: Config,
     model: State,
     summary: Summary,
-    /// The last actions taken, each with the model state before it.
-    recent: VecDeque<(State, Action)>,
+    /// The last steps taken, each with the model state before it.
+    recent: VecDeque<(State, Taken)>,
+}
+
+/// A step the checker took: a model action, or, at a gap, the followers
+/// that lost a served response set to the implementation's (`Resync`).
+/// A resync touches only those followers, so an event of another replica
+/// may still be placed before it (`Checker::reorder`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Taken {
+    Act(Action),
+    Resync([Option<Replica>; MAX_REPLICAS]),
+}
+
+/// The state after `step` from `s`, if the step may be taken there (an
+/// action must be enabled).
+fn take(cfg: &Config, s: &State, step: Taken) -> Option<State> {
+    match step {
+        Taken::Act(a) => {
+            let mut en = Vec::new();
+            enabled(cfg, s, &mut en);
+            en.contains(&a).then(|| apply(cfg, s, a)).flatten()
+        }
+        Taken::Resync(set) => {
+            let mut next = *s;
+            for (r, rep) in set.iter().enumerate() {
+                if let Some(rep) = rep {
+                    *next.replica_mut(r as u8) = *rep;
+                }
+            }
+            Some(next)
+        }
+    }
 }
 
 /// Actions kept for [`Checker::reorder`].
@@ -114,15 +146,20 @@ impl Checker {
             return Ok(());
         }
         let model = self.model;
-        let found = self.search(&model, &target).map(|(p, e)| (model, p, e));
+        let acts = |p: Vec<Action>| p.into_iter().map(Taken::Act).collect::<Vec<_>>();
+        let found = self
+            .search(&model, &target)
+            .map(|(p, e)| (model, acts(p), e));
         let found = found.or_else(|| {
             // Only the followers that lost a served response are taken as
             // the implementation has them; everything else must still fit.
             let gap = gap.as_ref()?;
-            let mut from = self.model;
+            let mut set = [None; MAX_REPLICAS];
             for &f in &gap.followers {
-                *from.replica_mut(f as u8) = *imp.replica(f as u8);
+                set[f as usize] = Some(*imp.replica(f as u8));
             }
+            let resync = Taken::Resync(set);
+            let from = take(&self.cfg, &model, resync)?;
             let found = if comparable(&from) == target {
                 Some((Vec::new(), from))
             } else {
@@ -133,19 +170,23 @@ impl Checker {
                 if self.summary.resync_reasons.len() < 8 {
                     self.summary.resync_reasons.push(gap.why.clone());
                 }
-                // The actions before the gap can no longer be reordered.
-                self.recent.clear();
             }
-            found.map(|(p, e)| (from, p, e))
+            found.map(|(p, e)| {
+                let mut path = vec![resync];
+                path.extend(acts(p));
+                (model, path, e)
+            })
         });
         let found = found.or_else(|| self.reorder(&target));
         match found {
             Some((start, path, state)) => {
                 let mut at = start;
-                for a in &path {
-                    *self.summary.actions.entry(action_name(a)).or_default() += 1;
-                    self.recent.push_back((at, *a));
-                    at = apply(&self.cfg, &at, *a).unwrap_or(at);
+                for step in &path {
+                    if let Taken::Act(a) = step {
+                        *self.summary.actions.entry(action_name(a)).or_default() += 1;
+                    }
+                    self.recent.push_back((at, *step));
+                    at = take(&self.cfg, &at, *step).unwrap_or(at);
                     if self.recent.len() > RECENT {
                         self.recent.pop_front();
                     }
@@ -172,7 +213,7 @@ impl Checker {
     /// action inserted into the last few actions taken, the rest replayed
     /// (each must still be enabled), then a short search; the new path
     /// replaces the old (counted as a reordering).
-    fn reorder(&mut self, target: &State) -> Option<(State, Vec<Action>, State)> {
+    fn reorder(&mut self, target: &State) -> Option<(State, Vec<Taken>, State)> {
         let mut acts = Vec::new();
         for i in (0..self.recent.len()).rev() {
             let (base, _) = self.recent[i];
@@ -182,13 +223,10 @@ impl Checker {
                 let Some(mut s) = apply(&self.cfg, &base, a) else {
                     continue;
                 };
-                let mut path = vec![a];
+                let mut path = vec![Taken::Act(a)];
                 let replayed = self.recent.iter().skip(i).all(|&(_, b)| {
-                    let mut en = Vec::new();
-                    enabled(&self.cfg, &s, &mut en);
                     // Only an enabled action may be applied.
-                    let next = en.contains(&b).then(|| apply(&self.cfg, &s, b)).flatten();
-                    match next {
+                    match take(&self.cfg, &s, b) {
                         Some(next) => {
                             s = next;
                             path.push(b);
@@ -210,7 +248,7 @@ impl Checker {
                     // taken since.
                     self.summary.reorderings += 1;
                     self.recent.truncate(i);
-                    path.extend(more);
+                    path.extend(more.into_iter().map(Taken::Act));
                     return Some((base, path, end));
                 }
             }

@@ -314,6 +314,50 @@ pub struct ValidatedRun {
     pub trace_bytes: u64,
 }
 
+/// Every concurrent run of the test suites goes through here (a test in
+/// conformance/tests/concurrent_driver.rs checks that no test calls
+/// `concurrent::run` directly): the run's trace is streamed to
+/// `dir/trace.jsonl` whatever `config` said, and validated against the
+/// model.
+pub fn validated_run(
+    mut config: ConcurrentConfig,
+    dir: &Path,
+) -> highwater::replication::Result<ValidatedRun> {
+    config.trace = true;
+    config.trace_file = Some(dir.join("trace.jsonl"));
+    run_and_validate(&config, dir)
+}
+
+impl ValidatedRun {
+    /// The events validated: the whole trace, or those before the first
+    /// event beyond the model's bounds. A trace that does not fit is an
+    /// error.
+    pub fn events_validated(&self) -> Result<u64, &Misfit> {
+        match &self.validation {
+            Ok(s) => Ok(s.events),
+            Err(m) if m.kind == MisfitKind::BeyondModel => Ok(m.seq),
+            Err(m) => Err(m),
+        }
+    }
+
+    /// The run's report, once its trace fitted the model (as far as the
+    /// model's bounds reach); panics with the misfit otherwise.
+    pub fn fitted(self, what: &str) -> highwater::cluster::concurrent::RunReport {
+        match self.events_validated() {
+            Ok(n) => eprintln!(
+                "{what}: {n} events validated{}",
+                if self.validation.is_ok() {
+                    " (the whole trace)"
+                } else {
+                    " (then beyond the model's bounds)"
+                }
+            ),
+            Err(m) => panic!("{what}: the trace is not a behaviour of the model:\n{m}"),
+        }
+        self.report
+    }
+}
+
 /// Runs `config` in `dir` and validates its trace file.
 pub fn run_and_validate(
     config: &ConcurrentConfig,

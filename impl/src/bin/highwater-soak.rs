@@ -6,9 +6,9 @@
 //! healed after the last fault. Exits non-zero on any loss under today's
 //! rules (a historical rule set is expected to lose).
 //!
-//! Traces are validated against the model by the conformance crate
-//! (`conformance/tests/trace_validation.rs`), which sees both; this binary
-//! sees only the implementation.
+//! Traces are validated against the model by the conformance crate, which
+//! sees both (conformance/tests/soak.rs runs these soaks with every trace
+//! validated); this binary sees only the implementation.
 
 use std::process::ExitCode;
 use std::time::{Duration, Instant};

@@ -73,7 +73,8 @@ pub(super) fn run_producer(
     let mut errors_seen = 0;
     while !shared.stop_clients.load(Ordering::Relaxed) {
         let errors_now: u64 = out.errors.values().sum();
-        if errors_now > errors_seen {
+        if errors_now > errors_seen && config.regress != Some(super::Regression::NoProducerBackoff)
+        {
             errors_seen = errors_now;
             backoff_until = Instant::now() + RETRY_BACKOFF;
         }
@@ -151,17 +152,27 @@ pub(super) struct ConsumerResult {
     pub(super) errors: BTreeMap<String, u64>,
 }
 
-pub(super) fn run_consumer(k: usize, shared: Arc<Shared>) -> ConsumerResult {
+/// A consumer reads the leader's log below the HW the leader published
+/// (`PublishedHw`), and sleeps there until it passes. `storage_hw` is the
+/// order once had (`InjectedFault::HwPublishedBeforeCheckpoint`): the HW
+/// the storage layer publishes as it is set, before its checkpoint.
+pub(super) fn run_consumer(k: usize, shared: Arc<Shared>, storage_hw: bool) -> ConsumerResult {
     let mut result = ConsumerResult::default();
     let out = &mut result.consumed;
     let mut pos = 0u64;
     while !shared.stop_clients.load(Ordering::Relaxed) {
-        let reader = shared.metadata().leader.and_then(|l| shared.reader(l));
-        let Some(reader) = reader else {
+        let leader = shared.metadata().leader;
+        let reader = leader.and_then(|l| Some((shared.reader(l)?, shared.published_hw(l)?)));
+        let Some((reader, published)) = reader else {
             thread::sleep(Duration::from_millis(1));
             continue;
         };
-        match read_entries_once(&reader, pos) {
+        let hw = if storage_hw {
+            reader.high_watermark()
+        } else {
+            published.get().unwrap_or(0)
+        };
+        match read_entries_below(&reader, pos, hw) {
             Err(e) => {
                 *result.errors.entry(e.to_string()).or_default() += 1;
                 thread::sleep(Duration::from_millis(1));
@@ -177,20 +188,23 @@ pub(super) fn run_consumer(k: usize, shared: Arc<Shared>) -> ConsumerResult {
                     });
                 }
             }
-            Ok(_) => {
+            Ok(_) if storage_hw => {
                 reader.wait_for_high_watermark(pos, Duration::from_millis(5));
+            }
+            Ok(_) => {
+                published.wait_past(pos, Duration::from_millis(5));
             }
         }
     }
     result
 }
 
-/// Records from `pos` below the reader's HW, in one read.
-fn read_entries_once(
+/// Records from `pos` below `hw`, in one read.
+fn read_entries_below(
     reader: &LogReader,
     pos: u64,
+    hw: u64,
 ) -> crate::replication::Result<Option<Vec<LogEntry>>> {
-    let hw = reader.high_watermark();
     if pos >= hw {
         return Ok(None);
     }

@@ -18,7 +18,13 @@ use crate::storage::{self, LogReader, RecoveryReport};
 pub(crate) struct NemesisDisk {
     inner: DiskLog,
     full: Arc<AtomicBool>,
+    /// HW checkpoints fail (`ConcurrentConfig::hw_checkpoints_fail`).
+    checkpoints_fail: Arc<AtomicBool>,
 }
+
+/// How long a failing HW checkpoint write takes (a write or fsync that
+/// fails does not fail at once): the storage layer's HW is set meanwhile.
+const FAILING_CHECKPOINT: std::time::Duration = std::time::Duration::from_millis(5);
 
 /// The error a write to a full disk meets.
 pub(crate) fn disk_full(path: &Path) -> Error {
@@ -29,18 +35,35 @@ pub(crate) fn disk_full(path: &Path) -> Error {
     })
 }
 
+/// The error a failing HW checkpoint write meets.
+pub(crate) fn checkpoint_failed(path: &Path) -> Error {
+    Error::Storage(storage::Error::Io {
+        path: path.to_path_buf(),
+        op: "write the HW checkpoint",
+        source: io::Error::other("injected checkpoint failure"),
+    })
+}
+
 impl NemesisDisk {
     /// Opens the log at `path`; fails as a full disk would while `full`.
     pub(crate) fn open(
         path: &Path,
         config: &DiskLogConfig,
         full: Arc<AtomicBool>,
+        checkpoints_fail: Arc<AtomicBool>,
     ) -> Result<(NemesisDisk, RecoveryReport)> {
         if full.load(Ordering::SeqCst) {
             return Err(disk_full(path));
         }
         let (inner, report) = DiskLog::open(path, config)?;
-        Ok((NemesisDisk { inner, full }, report))
+        Ok((
+            NemesisDisk {
+                inner,
+                full,
+                checkpoints_fail,
+            },
+            report,
+        ))
     }
 
     pub(crate) fn reader(&self) -> LogReader {
@@ -63,7 +86,30 @@ impl ReplicaLog for NemesisDisk {
         if self.full() {
             return Err(disk_full(self.inner.path()));
         }
-        self.inner.apply(op)
+        match op {
+            StorageOp::SetHighWatermark {
+                hw,
+                checkpoint: true,
+            } if self.checkpoints_fail.load(Ordering::SeqCst)
+                && hw != self.inner.state().high_watermark =>
+            {
+                // What `DiskLog` does when the checkpoint write fails: the
+                // HW is set (the storage layer publishes it to readers),
+                // the write fails, the HW is set back.
+                let old = self.inner.state().high_watermark;
+                self.inner.apply(StorageOp::SetHighWatermark {
+                    hw,
+                    checkpoint: false,
+                })?;
+                std::thread::sleep(FAILING_CHECKPOINT);
+                let _ = self.inner.apply(StorageOp::SetHighWatermark {
+                    hw: old,
+                    checkpoint: false,
+                });
+                Err(checkpoint_failed(self.inner.path()))
+            }
+            op => self.inner.apply(op),
+        }
     }
 
     fn entries(&self) -> Result<Vec<LogEntry>> {
@@ -89,6 +135,14 @@ impl ReplicaLog for NemesisDisk {
     fn restart(stopped: &DiskStopped) -> Result<(NemesisDisk, RecoveryReport)> {
         let (inner, report) = DiskLog::restart(stopped)?;
         let full = Arc::new(AtomicBool::new(false));
-        Ok((NemesisDisk { inner, full }, report))
+        let checkpoints_fail = Arc::new(AtomicBool::new(false));
+        Ok((
+            NemesisDisk {
+                inner,
+                full,
+                checkpoints_fail,
+            },
+            report,
+        ))
     }
 }

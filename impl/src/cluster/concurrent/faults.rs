@@ -18,6 +18,9 @@ pub enum Fault {
     CrashLeader { clean: bool },
     /// A broker that is not the leader crashes (the lowest such id).
     CrashFollower { clean: bool },
+    /// The leader's disk fills and it shuts down cleanly, which then fails;
+    /// the disk has room again before its restart.
+    CrashLeaderOnFullDisk,
 }
 
 /// When faults happen: the first after `first_after`, then one every
@@ -55,6 +58,7 @@ pub(super) fn run_faults(schedule: FaultSchedule, shared: Arc<Shared>, replicas:
         i += 1;
         let (victim, clean) = match fault {
             Fault::CrashLeader { clean } => (m.leader.expect("checked"), clean),
+            Fault::CrashLeaderOnFullDisk => (m.leader.expect("checked"), true),
             Fault::CrashFollower { clean } => {
                 // The follower crashed least so far.
                 let l = m.leader.expect("checked");
@@ -66,7 +70,11 @@ pub(super) fn run_faults(schedule: FaultSchedule, shared: Arc<Shared>, replicas:
             }
         };
         hits[victim as usize] += 1;
-        let _ = replicas[victim as usize].send(Msg::Crash { clean });
+        let msg = match fault {
+            Fault::CrashLeaderOnFullDisk => Msg::CrashOnFullDisk,
+            _ => Msg::Crash { clean },
+        };
+        let _ = replicas[victim as usize].send(msg);
         shared
             .crashes
             .lock()
@@ -74,6 +82,9 @@ pub(super) fn run_faults(schedule: FaultSchedule, shared: Arc<Shared>, replicas:
             .push((victim, clean));
         // Restart even when the run is stopping: the settle phase needs it.
         thread::sleep(schedule.down_for);
+        if let Some(full) = shared.disk_full.get(victim as usize) {
+            full.store(false, Ordering::SeqCst);
+        }
         let _ = replicas[victim as usize].send(Msg::Restart);
         sleep(schedule.every, &shared);
     }

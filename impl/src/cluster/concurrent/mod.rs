@@ -100,7 +100,8 @@ pub struct ConcurrentConfig {
     pub settle_timeout: Duration,
     /// Record a trace of every event (costly: a state copy per event).
     pub trace: bool,
-    /// With `trace`: stream the trace to this file, one JSON entry a line,
+    /// With `trace`: stream the trace to this file, one JSON line an entry
+    /// (each actor's state as the fields that changed),
     /// instead of keeping it in memory (memory stays bounded however long
     /// the run; the report's trace is then empty).
     pub trace_file: Option<std::path::PathBuf>,
@@ -111,6 +112,27 @@ pub struct ConcurrentConfig {
     /// A deliberately broken rule of the driver (test-only switch), to show
     /// that trace validation catches concurrency bugs; `None` in real runs.
     pub inject: Option<InjectedFault>,
+    /// Fault injection: while producers run, every write of a leader's HW
+    /// with its checkpoint fails after the storage layer set the HW (as
+    /// `DiskLog` does when the checkpoint write fails: set, fail, set
+    /// back); the replica goes offline. Off in real runs.
+    pub hw_checkpoints_fail: bool,
+    /// A fault issue 12 found in the driver, brought back (test-only
+    /// switch), to show that the test asserting its fix catches it; `None`
+    /// in real runs.
+    pub regress: Option<Regression>,
+}
+
+/// The faults of the driver that issue 12 fixed, each of which can be
+/// brought back by `ConcurrentConfig::regress`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Regression {
+    /// `crash()` returns at once when the log's close or crash fails: the
+    /// controller and the peers never hear of it, the trace does not
+    /// either, and the broker comes back as after a clean shutdown.
+    CrashReturnsEarlyOnError,
+    /// Producers send again at once after an error answer.
+    NoProducerBackoff,
 }
 
 /// A concurrency bug the driver can be told to have, each in the driver
@@ -130,6 +152,11 @@ pub enum InjectedFault {
     /// update (a removal) is taken again after the leader's next accepted
     /// AlterPartition.
     IsrChangeAppliedTwice,
+    /// The order the driver once had: consumers read below the HW the
+    /// storage layer publishes as soon as it is set, before the checkpoint
+    /// that may fail (and set it back), instead of the HW the replica
+    /// publishes once the operation completed.
+    HwPublishedBeforeCheckpoint,
 }
 
 impl ConcurrentConfig {
@@ -163,6 +190,8 @@ impl ConcurrentConfig {
             trace_file: None,
             max_records: None,
             inject: None,
+            hw_checkpoints_fail: false,
+            regress: None,
         }
     }
 }
@@ -204,6 +233,9 @@ pub(super) enum Msg {
     Crash {
         clean: bool,
     },
+    /// The broker's disk fills, then it shuts down cleanly: the shutdown
+    /// fails (its checkpoints cannot be written).
+    CrashOnFullDisk,
     Restart,
     /// The broker stops handling messages this long (a pause).
     Pause(Duration),
@@ -236,6 +268,11 @@ pub(super) struct Shared {
     pub(super) start: Instant,
     pub(super) metadata: published::MetadataCell,
     pub(super) readers: RwLock<Vec<Option<LogReader>>>,
+    /// Each replica's HW as published to consumers.
+    pub(super) hws: Vec<published::PublishedHw>,
+    /// HW checkpoints fail (`ConcurrentConfig::hw_checkpoints_fail`) until
+    /// producers stop.
+    pub(super) checkpoints_fail: Arc<AtomicBool>,
     pub(super) tracer: Tracer,
     pub(super) errors: std::sync::Mutex<Vec<String>>,
     pub(super) crashes: std::sync::Mutex<Vec<(ReplicaId, bool)>>,
@@ -268,6 +305,10 @@ impl Shared {
             .get(r as usize)
             .cloned()
             .flatten()
+    }
+    /// The HW replica `r` published to consumers.
+    pub(super) fn published_hw(&self, r: ReplicaId) -> Option<&published::PublishedHw> {
+        self.hws.get(r as usize)
     }
     pub(super) fn set_reader(&self, r: ReplicaId, reader: Option<LogReader>) {
         let mut g = self.readers.write().unwrap_or_else(|e| e.into_inner());
@@ -306,6 +347,11 @@ pub fn run(root: &Path, config: ConcurrentConfig) -> Result<RunReport> {
         start: Instant::now(),
         metadata: published::MetadataCell::default(),
         readers: RwLock::new(vec![None; ids.len()]),
+        hws: ids
+            .iter()
+            .map(|_| published::PublishedHw::default())
+            .collect(),
+        checkpoints_fail: Arc::new(AtomicBool::new(config.hw_checkpoints_fail)),
         tracer: match (&config.trace_file, config.trace) {
             (Some(path), true) => Tracer::to_file(path)?,
             _ => Tracer::new(config.trace),
@@ -368,7 +414,8 @@ pub fn run(root: &Path, config: ConcurrentConfig) -> Result<RunReport> {
     let consumer_threads: Vec<_> = (0..config.consumers)
         .map(|k| {
             let sh = shared.clone();
-            thread::spawn(move || run_consumer(k, sh))
+            let early = config.inject == Some(InjectedFault::HwPublishedBeforeCheckpoint);
+            thread::spawn(move || run_consumer(k, sh, early))
         })
         .collect();
     let fault_thread = config.faults.clone().map(|f| {
@@ -384,6 +431,7 @@ pub fn run(root: &Path, config: ConcurrentConfig) -> Result<RunReport> {
     let started = Instant::now();
     thread::sleep(config.duration);
     shared.stop_clients.store(true, Ordering::Relaxed);
+    shared.checkpoints_fail.store(false, Ordering::SeqCst);
     let produce_elapsed = started.elapsed();
     if let Some(t) = fault_thread {
         let _ = t.join();

@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use super::super::trace::{Actor, Event};
 use super::disk::NemesisDisk;
-use super::InjectedFault;
 use super::{ConcurrentConfig, CtlMsg, Msg, Shared, PRODUCER_SHIFT};
+use super::{InjectedFault, Regression};
 use crate::replication::log::record_id;
 use crate::replication::{
     ApiError, Controller, DiskLogConfig, Error, FetchRequest, FetchResponse, Input, IsrChange,
@@ -129,7 +129,16 @@ impl ReplicaNode {
             return Ok(Vec::new());
         };
         match p.handle(now, input) {
-            Ok(out) => Ok(out),
+            Ok(out) => {
+                // The operation, its checkpoint included, completed: only
+                // now may consumers read below its HW (a failed one was
+                // set back and is never published).
+                let hw = p.core().log_state().high_watermark;
+                if let Some(cell) = self.shared.published_hw(self.id) {
+                    cell.publish(Some(hw));
+                }
+                Ok(out)
+            }
             Err(e) => {
                 let answers = p.take_failure_answers();
                 self.route(answers);
@@ -140,7 +149,8 @@ impl ReplicaNode {
 
     pub(super) fn open(&mut self) -> Result<()> {
         let full = self.shared.disk_full[self.id as usize].clone();
-        let (log, report) = NemesisDisk::open(&self.dir, &self.disk, full)?;
+        let failing = self.shared.checkpoints_fail.clone();
+        let (log, report) = NemesisDisk::open(&self.dir, &self.disk, full, failing)?;
         let (tx, rx) = mpsc::channel();
         let _ = self.controller.send(CtlMsg::BrokerRegistered {
             replica: self.id,
@@ -158,6 +168,10 @@ impl ReplicaNode {
         )?;
         p.set_request_timeout_ms(self.config.request_timeout.as_millis() as u64);
         self.shared.set_reader(self.id, Some(p.log().reader()));
+        if let Some(cell) = self.shared.published_hw(self.id) {
+            // The HW recovered from the checkpoint.
+            cell.publish(Some(p.core().log_state().high_watermark));
+        }
         self.partition = Some(p);
         self.down_unclean = false;
         self.trace(Event::Restart {
@@ -180,6 +194,9 @@ impl ReplicaNode {
             });
         }
         self.shared.set_reader(self.id, None);
+        if let Some(cell) = self.shared.published_hw(self.id) {
+            cell.publish(None);
+        }
         self.parked.clear();
         // Its connections drop: what it sent and is still unread is lost.
         if let Some(i) = self.shared.incarnations.get(self.id as usize) {
@@ -187,6 +204,12 @@ impl ReplicaNode {
         }
         let log = p.into_log();
         let stopped = if clean { log.close() } else { log.crash() };
+        if self.config.regress == Some(Regression::CrashReturnsEarlyOnError) {
+            // Deliberately broken: the protocol never hears of the crash.
+            if let Err(e) = stopped {
+                return Err(e);
+            }
+        }
         // Whatever the log did, the broker is down: the protocol hears of
         // it below. A clean shutdown that failed did not complete, so the
         // broker comes back as after an unclean one (KIP-966's rule).
@@ -265,6 +288,14 @@ impl ReplicaNode {
                 return self.handle(*msg);
             }
             Msg::Crash { clean } => self.crash(clean)?,
+            Msg::CrashOnFullDisk => {
+                if self.partition.is_some() {
+                    if let Some(full) = self.shared.disk_full.get(self.id as usize) {
+                        full.store(true, std::sync::atomic::Ordering::SeqCst);
+                    }
+                }
+                self.crash(true)?
+            }
             Msg::Restart => {
                 if self.partition.is_none() {
                     self.open()?;
@@ -428,6 +459,7 @@ impl ReplicaNode {
             }
             Msg::Stop
             | Msg::Crash { .. }
+            | Msg::CrashOnFullDisk
             | Msg::Restart
             | Msg::Pause(_)
             | Msg::Produce { .. }

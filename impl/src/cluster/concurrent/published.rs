@@ -1,11 +1,14 @@
 //! The state the driver's threads share rather than send: the controller's
-//! published metadata (what clients and leaders read), and the producers'
-//! record budget. Built on the `sync` shim, so that
+//! published metadata (what clients and leaders read), each replica's HW as
+//! published to consumers (and their wake-up), and the producers' record
+//! budget. Built on the `sync` shim, so that
 //! `RUSTFLAGS="--cfg loom" cargo test -p highwater --release --lib loom`
 //! checks them under every interleaving.
 
+use std::time::{Duration, Instant};
+
 use super::Metadata;
-use crate::sync::{read, write, AtomicU64, Ordering, RwLock};
+use crate::sync::{lock, read, write, AtomicU64, Condvar, Mutex, Ordering, RwLock};
 
 /// The controller's metadata, as published.
 #[derive(Debug, Default)]
@@ -29,6 +32,54 @@ impl MetadataCell {
     pub(crate) fn publish_then(&self, m: Metadata, announce: impl FnOnce()) {
         self.publish(m);
         announce();
+    }
+}
+
+/// A replica's HW as published to its consumers (`None` while it is down).
+/// The replica thread publishes an HW only once the operation that set it,
+/// its checkpoint included, has completed (`ReplicaNode::input`): a
+/// consumer never reads below an HW whose checkpoint failed and was set
+/// back. Consumers waiting for the HW to pass their position sleep here and
+/// are woken by the publication.
+#[derive(Debug, Default)]
+pub(crate) struct PublishedHw {
+    hw: Mutex<Option<u64>>,
+    changed: Condvar,
+}
+
+impl PublishedHw {
+    pub(crate) fn get(&self) -> Option<u64> {
+        *lock(&self.hw)
+    }
+
+    /// Publishes `hw`, then wakes the waiters: the update and the check a
+    /// waiter makes before sleeping are under one lock, so no waiter can
+    /// check the old value and then sleep through the notification.
+    pub(crate) fn publish(&self, hw: Option<u64>) {
+        let mut g = lock(&self.hw);
+        if *g != hw {
+            *g = hw;
+            self.changed.notify_all();
+        }
+    }
+
+    /// Waits until the HW passes `pos` or `timeout` passes; whether it did.
+    pub(crate) fn wait_past(&self, pos: u64, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        let mut g = lock(&self.hw);
+        loop {
+            if g.is_some_and(|hw| hw > pos) {
+                return true;
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return false;
+            }
+            g = match self.changed.wait_timeout(g, deadline - now) {
+                Ok((g, _)) => g,
+                Err(e) => e.into_inner().0,
+            };
+        }
     }
 }
 
@@ -101,17 +152,72 @@ mod loom_tests {
     }
 
     /// Two producers share a budget of 3 records, taking 2 at a time:
-    /// together they never take more than the budget.
-    #[test]
-    fn loom_producers_never_exceed_the_record_budget() {
-        loom::model(|| {
+    /// together they never take more than the budget. `take` is the rule
+    /// under test.
+    fn budget_holds(take: fn(&AtomicU64, u64, u64) -> bool) {
+        loom::model(move || {
             let sent = Arc::new(AtomicU64::new(0));
             let s2 = sent.clone();
-            let other = loom::thread::spawn(move || take_records(&s2, 2, 3));
-            let mine = take_records(&sent, 2, 3);
+            let other = loom::thread::spawn(move || take(&s2, 2, 3));
+            let mine = take(&sent, 2, 3);
             let theirs = other.join().unwrap();
             assert!(!(mine && theirs), "both took 2 of 3");
             assert!(sent.load(Ordering::SeqCst) <= 3);
         });
+    }
+
+    #[test]
+    fn loom_producers_never_exceed_the_record_budget() {
+        budget_holds(take_records);
+    }
+
+    /// The budget checked, then taken in a second step (deliberately
+    /// broken: a check-then-act race): loom finds both producers taking.
+    fn take_records_check_then_add(sent: &AtomicU64, n: u64, max: u64) -> bool {
+        if sent.load(Ordering::SeqCst) + n > max {
+            return false;
+        }
+        sent.fetch_add(n, Ordering::SeqCst);
+        true
+    }
+
+    #[test]
+    fn loom_a_check_then_take_budget_is_caught() {
+        let caught = std::panic::catch_unwind(|| budget_holds(take_records_check_then_add));
+        assert!(caught.is_err(), "loom found no overdrawn budget");
+    }
+
+    /// A consumer waits for the HW to pass 0 while the replica publishes 1:
+    /// it is woken in every interleaving. loom's wait_timeout never times
+    /// out by itself, so a lost wake-up is a deadlock loom reports.
+    /// `notify_first` is the broken order (wake the waiters, then update
+    /// the HW, outside the lock), shown to lose the wake-up.
+    fn consumer_wakes(notify_first: bool) {
+        loom::model(move || {
+            let hw = Arc::new(PublishedHw::default());
+            hw.publish(Some(0));
+            let h2 = hw.clone();
+            let replica = loom::thread::spawn(move || {
+                if notify_first {
+                    h2.changed.notify_all();
+                    *lock(&h2.hw) = Some(1);
+                } else {
+                    h2.publish(Some(1));
+                }
+            });
+            assert!(hw.wait_past(0, Duration::from_secs(3600)));
+            replica.join().unwrap();
+        });
+    }
+
+    #[test]
+    fn loom_a_consumer_waiting_for_the_hw_is_woken() {
+        consumer_wakes(false);
+    }
+
+    #[test]
+    fn loom_notifying_before_publishing_the_hw_is_caught() {
+        let caught = std::panic::catch_unwind(|| consumer_wakes(true));
+        assert!(caught.is_err(), "loom found no lost wake-up");
     }
 }

@@ -3,17 +3,22 @@
 //! sets acks=1, min.insync.replicas=1 without the ELR, and unclean leader
 //! election, the same nemesis finds losses within a bounded number of
 //! seeds (each rule set shown to break where the model says it does).
+//! Every run's trace is validated against the model (`validated_run`): a
+//! historical rule set's trace fits the model run with the same rules.
 
 use std::time::Duration;
 
-use highwater::cluster::concurrent::{self, soak_config, RuleSet, SoakFigures};
+use highwater::cluster::concurrent::{soak_config, RuleSet, SoakFigures};
+use highwater_conformance::trace_validation::validated_run;
 
 const SECONDS: f64 = 1.5;
 
 fn soak(rules: RuleSet, seed: u64) -> SoakFigures {
     let dir = tempfile::tempdir().unwrap();
     let config = soak_config(rules, seed, Duration::from_secs_f64(SECONDS));
-    let report = concurrent::run(dir.path(), config).unwrap();
+    let report = validated_run(config, dir.path())
+        .unwrap()
+        .fitted(&format!("{rules:?} seed {seed}"));
     let f = SoakFigures::of(&report);
     eprintln!("{rules:?} seed {seed}: {f:?} {:?}", report.nemesis_faults);
     f
@@ -61,7 +66,9 @@ fn a_full_disk_takes_the_replica_offline_and_the_partition_heals() {
     if let Some(n) = config.nemesis.as_mut() {
         n.faults = vec![NemesisFault::FullDisk];
     }
-    let report = concurrent::run(dir.path(), config).expect("a report despite full disks");
+    let report = validated_run(config, dir.path())
+        .expect("a report despite full disks")
+        .fitted("full disks");
     let f = SoakFigures::of(&report);
     eprintln!("{f:?} {:?} {:?}", report.nemesis_faults, report.errors);
     assert!(f.faults >= 3, "disks filled: {f:?}");
