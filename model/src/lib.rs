@@ -6,6 +6,7 @@ pub mod actions;
 pub mod config;
 pub mod controller;
 pub mod explorer;
+pub mod fptable;
 pub mod graph;
 pub mod itf;
 pub mod model;

@@ -126,12 +126,21 @@ pub struct ProgressReport {
 pub fn check(graph: &Graph) -> ProgressReport {
     let start = std::time::Instant::now();
     let reverse = Reverse::of(graph);
-    let offline = reverse.reachable_from(graph, |f| f & flag::OFFLINE != 0);
-    let healthy = reverse.reachable_from(graph, |f| f & flag::HEALTHY != 0);
-    let acked = reverse.reachable_from(graph, |f| f & flag::ACKED_REPLICATED != 0);
+    // Three independent backward searches over the same reversed graph.
+    let reachable = |goal: u8| reverse.reachable_from(graph, move |f| f & goal != 0);
+    let (offline, healthy, acked) = std::thread::scope(|scope| {
+        let offline = scope.spawn(|| reachable(flag::OFFLINE));
+        let healthy = scope.spawn(|| reachable(flag::HEALTHY));
+        let acked = reachable(flag::ACKED_REPLICATED);
+        let join = |h: std::thread::ScopedJoinHandle<'_, Vec<bool>>| {
+            h.join().expect("a backward search panicked")
+        };
+        (join(offline), join(healthy), acked)
+    });
+    let by_depth = nodes_by_depth(graph);
     let mut offline_states = 0;
     let mut offline_example = None;
-    for n in nodes_by_depth(graph) {
+    for &n in &by_depth {
         if !healthy[n as usize] && offline[n as usize] {
             offline_states += 1;
         }
@@ -145,7 +154,7 @@ pub fn check(graph: &Graph) -> ProgressReport {
             let stuck = |n: NodeId| !reach[n as usize] && !offline[n as usize];
             let mut count = 0;
             let mut first = None;
-            for n in nodes_by_depth(graph) {
+            for &n in &by_depth {
                 if stuck(n) {
                     count += 1;
                     first.get_or_insert(n);
@@ -169,12 +178,12 @@ pub fn check(graph: &Graph) -> ProgressReport {
 }
 
 /// The bounded model's states, shallowest first (ties in search order).
-fn nodes_by_depth(graph: &Graph) -> impl Iterator<Item = NodeId> + '_ {
+fn nodes_by_depth(graph: &Graph) -> Vec<NodeId> {
     let mut order: Vec<NodeId> = (0..graph.len() as NodeId)
         .filter(|&n| graph.in_bounds(n))
         .collect();
     order.sort_by_key(|&n| (graph.depth(n), n));
-    order.into_iter()
+    order
 }
 
 fn stuck_report(graph: &Graph, n: NodeId, stuck: &dyn Fn(NodeId) -> bool) -> Stuck {

@@ -1,0 +1,210 @@
+//! The search's index from state fingerprint to graph node.
+//!
+//! One writer (the merge) inserts while the expansion threads of the next
+//! batch read it, so the search can merge one batch while it expands the
+//! next. Readers only use what they find as a hint (the merge looks a state
+//! up again before it adds it), so a reader that misses an entry being
+//! written costs a copied state, never a wrong answer.
+//!
+//! Open addressing with linear probing, laid out as general-purpose maps
+//! are: a byte of tag per slot (7 bits of the fingerprint) in an array of
+//! its own, small enough to stay mostly in cache, and the entries apart. A
+//! lookup of a state not yet seen (most lookups) reads tags only; a hit
+//! reads one entry. Fingerprints are uniform 64-bit hashes, so their top
+//! bits pick the slot and their low bits make the tag.
+
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
+
+/// The tag of a slot that holds no entry.
+const EMPTY: u8 = 0;
+
+/// Grown when more than this share of slots is in use (7/10).
+const MAX_LOAD_NUM: usize = 7;
+const MAX_LOAD_DEN: usize = 10;
+
+#[repr(align(16))]
+struct Entry {
+    key: AtomicU64,
+    value: AtomicU32,
+}
+
+/// A map from fingerprint to a `u32` value.
+pub struct FingerprintTable {
+    tags: Box<[AtomicU8]>,
+    entries: Box<[Entry]>,
+    /// log2 of the slot count.
+    bits: u32,
+    len: AtomicU64,
+}
+
+impl Default for FingerprintTable {
+    fn default() -> Self {
+        Self::with_slots_log2(10)
+    }
+}
+
+fn tag(fp: u64) -> u8 {
+    (fp as u8 & 0x7f) | 0x80
+}
+
+impl FingerprintTable {
+    fn with_slots_log2(bits: u32) -> Self {
+        let n = 1usize << bits;
+        FingerprintTable {
+            tags: (0..n).map(|_| AtomicU8::new(EMPTY)).collect(),
+            entries: (0..n)
+                .map(|_| Entry {
+                    key: AtomicU64::new(0),
+                    value: AtomicU32::new(0),
+                })
+                .collect(),
+            bits,
+            len: AtomicU64::new(0),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.len.load(Ordering::Relaxed) as usize
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Bytes held by the table.
+    pub fn memory_bytes(&self) -> usize {
+        self.tags.len() * (1 + std::mem::size_of::<Entry>())
+    }
+
+    fn mask(&self) -> usize {
+        self.tags.len() - 1
+    }
+
+    fn home(&self, fp: u64) -> usize {
+        (fp >> (64 - self.bits)) as usize
+    }
+
+    /// Asks the CPU to start loading the tags `fp`'s lookup reads first.
+    pub fn prefetch(&self, fp: u64) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+            let tag: *const AtomicU8 = &self.tags[self.home(fp)];
+            // SAFETY: a prefetch is a hint; it reads nothing and cannot
+            // fault, whatever the address. SSE is part of x86_64's baseline.
+            unsafe { _mm_prefetch::<_MM_HINT_T0>(tag.cast()) };
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = fp;
+    }
+
+    /// The slot holding `fp`, or the empty slot where it would go.
+    fn find(&self, fp: u64) -> Result<usize, usize> {
+        let want = tag(fp);
+        let mut i = self.home(fp);
+        loop {
+            // Acquire: an entry whose tag is seen is seen whole.
+            match self.tags[i].load(Ordering::Acquire) {
+                EMPTY => return Err(i),
+                t if t == want && self.entries[i].key.load(Ordering::Relaxed) == fp => {
+                    return Ok(i)
+                }
+                _ => i = (i + 1) & self.mask(),
+            }
+        }
+    }
+
+    pub fn get(&self, fp: u64) -> Option<u32> {
+        let i = self.find(fp).ok()?;
+        Some(self.entries[i].value.load(Ordering::Relaxed))
+    }
+
+    /// Inserts or replaces. Only one thread may write at a time; readers may
+    /// run alongside (a reader sees the old value or the new one). The
+    /// caller keeps room with [`reserve`](Self::reserve): inserting into a
+    /// full table is a bug, not an input error.
+    pub fn insert(&self, fp: u64, value: u32) {
+        match self.find(fp) {
+            Ok(i) => self.entries[i].value.store(value, Ordering::Relaxed),
+            Err(i) => {
+                assert!(
+                    (self.len() + 1) * MAX_LOAD_DEN
+                        <= self.tags.len() * MAX_LOAD_NUM + MAX_LOAD_DEN,
+                    "fingerprint table over its load: reserve before inserting"
+                );
+                self.entries[i].key.store(fp, Ordering::Relaxed);
+                self.entries[i].value.store(value, Ordering::Relaxed);
+                // Release: a reader that sees the tag sees the entry.
+                self.tags[i].store(tag(fp), Ordering::Release);
+                self.len.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Makes room for `additional` more entries (no reader may run: it
+    /// takes `&mut self`).
+    pub fn reserve(&mut self, additional: usize) {
+        let needed = self.len() + additional;
+        let mut bits = self.bits;
+        while needed * MAX_LOAD_DEN > (1usize << bits) * MAX_LOAD_NUM {
+            bits += 1;
+        }
+        if bits == self.bits {
+            return;
+        }
+        let grown = Self::with_slots_log2(bits);
+        for (t, e) in self.tags.iter().zip(self.entries.iter()) {
+            if t.load(Ordering::Relaxed) != EMPTY {
+                grown.insert(
+                    e.key.load(Ordering::Relaxed),
+                    e.value.load(Ordering::Relaxed),
+                );
+            }
+        }
+        *self = grown;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_what_was_inserted_and_nothing_else() {
+        let mut t = FingerprintTable::default();
+        // Keys that share their top bits probe past each other.
+        let keys: Vec<u64> = (0..5000u64)
+            .map(|i| (i % 7) << 60 | i.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 8)
+            .collect();
+        for (i, &k) in keys.iter().enumerate() {
+            t.reserve(1);
+            t.insert(k, i as u32);
+        }
+        assert_eq!(t.len(), keys.len());
+        for (i, &k) in keys.iter().enumerate() {
+            assert_eq!(t.get(k), Some(i as u32));
+        }
+        assert_eq!(t.get(0xdead_beef), None);
+        t.insert(keys[3], 77);
+        assert_eq!(t.get(keys[3]), Some(77));
+        assert_eq!(t.len(), keys.len());
+    }
+
+    #[test]
+    fn zero_is_a_key_like_any_other() {
+        let mut t = FingerprintTable::default();
+        assert_eq!(t.get(0), None);
+        t.reserve(1);
+        t.insert(0, 5);
+        assert_eq!(t.get(0), Some(5));
+    }
+
+    #[test]
+    #[should_panic(expected = "reserve before inserting")]
+    fn inserting_past_the_load_without_reserving_is_caught() {
+        let t = FingerprintTable::default();
+        for i in 0..2000u64 {
+            t.insert(i.wrapping_mul(0x9e37_79b9_7f4a_7c15), 1);
+        }
+    }
+}
