@@ -22,6 +22,10 @@
 //!   leader-epoch-checkpoint cut valid batches. This implementation writes
 //!   the file correctly, so only the flipped bit lockstep puts in a copy of
 //!   a stopped replica's files shows it.
+//! - Issue 9, item 5 (`HwWithEveryCheckpoint`): the HW written with the
+//!   recovery point's checkpoint, not only on CheckpointHw. Lockstep of
+//!   `safe-hw-checkpoint` compares the checkpointed HW, so a steered run
+//!   notices it at the first flush, reading the disk or not.
 
 mod common;
 
@@ -274,4 +278,76 @@ fn without_a_mutation_reading_the_disk_notices_nothing() {
             .and_then(|mut both| both.walk(&choices, |_| Ok(())))
             .unwrap_or_else(|d| panic!("{d}"));
     }
+}
+
+/// Issue 9, item 5 (`HwWithEveryCheckpoint`): with Kafka's periodic HW
+/// checkpoint, `replication-offset-checkpoint` moves only on CheckpointHw
+/// and clean shutdowns. The broken rule writes the live HW with the
+/// recovery point's checkpoint too, so a crash would bring back a newer HW
+/// than the last checkpointed one. A steered run: A leads, both followers
+/// copy a record, A's HW reaches 1, and A flushes without checkpointing
+/// its HW. Lockstep notices at the flush (the model's `hw_checkpoint` is
+/// 0, the file says 1), and, after an unclean crash of A, that the HW it
+/// comes back with is the file's. The same run with the rule intact passes.
+#[test]
+fn lockstep_notices_the_hw_written_with_the_other_checkpoints() {
+    use highwater_model::controller::Election::Clean;
+    use highwater_model::Action::*;
+    let (a, b, c) = (0, 1, 2);
+    let mut path = vec![
+        ControllerElectLeader {
+            replica: a,
+            election: Clean,
+        },
+        BecomeLeader {
+            replica: a,
+            epoch: 0,
+        },
+        BecomeFollower {
+            replica: b,
+            epoch: 0,
+        },
+        BecomeFollower {
+            replica: c,
+            epoch: 0,
+        },
+        Produce {
+            leader: a,
+            record: 0,
+        },
+    ];
+    for _ in 0..2 {
+        for follower in [b, c] {
+            path.push(FollowerFetch {
+                follower,
+                leader: a,
+            });
+        }
+    }
+    path.extend([LeaderAdvanceHw { leader: a, hw: 1 }, Flush { replica: a }]);
+    let cfg = wide(&Preset::find("safe-hw-checkpoint").expect("a preset").config);
+    for read_disk in [true, false] {
+        let d = steered(
+            &cfg,
+            &path,
+            read_disk,
+            Some(Mutation::HwWithEveryCheckpoint),
+        )
+        .expect_err("lockstep notices");
+        println!("HwWithEveryCheckpoint, steered (reading the disk: {read_disk}):\n{d}");
+        assert_eq!(d.steps.len(), path.len(), "noticed at the flush: {d}");
+        assert!(
+            d.what
+                .contains("A.hw_checkpoint: model 0, implementation 1"),
+            "{}",
+            d.what
+        );
+    }
+    // Intact, the run goes on: A crashes uncleanly and comes back with the
+    // HW it checkpointed (0), not the one it had (1).
+    path.push(Crash {
+        replica: a,
+        clean: false,
+    });
+    steered(&cfg, &path, true, None).unwrap_or_else(|d| panic!("{d}"));
 }

@@ -99,8 +99,12 @@ fn fetch<L: ReplicaLog>(f: &mut Replica<L>, l: &mut Replica<L>, now: u64) {
 
 /// 0 leads epoch 0, 1 follows.
 fn pair<L: ReplicaLog>(a: L, b: L, mode: TruncationMode) -> (Replica<L>, Replica<L>) {
-    let mut l = replica(a, 0, mode);
-    let mut f = replica(b, 1, mode);
+    pair_with(a, b, config(mode))
+}
+
+fn pair_with<L: ReplicaLog>(a: L, b: L, cfg: ReplicationConfig) -> (Replica<L>, Replica<L>) {
+    let mut l = Replica::new(0, vec![0, 1], cfg.clone(), a, None).unwrap();
+    let mut f = Replica::new(1, vec![0, 1], cfg, b, None).unwrap();
     take(&mut l, 0, Input::LeaderAndIsr(lai(0, Some(0))));
     take(&mut f, 0, Input::LeaderAndIsr(lai(0, Some(0))));
     (l, f)
@@ -369,7 +373,11 @@ fn the_hw_is_checkpointed_on_every_change_on<L: ReplicaLog>(
     b: L,
     checkpointed: impl Fn(&Replica<L>) -> u64,
 ) -> (L::Stopped, L::Stopped) {
-    let (mut l, mut f) = pair(a, b, TruncationMode::EpochIterative);
+    let every_change = ReplicationConfig {
+        hw_checkpoint: HwCheckpointPolicy::EveryChange,
+        ..config(TruncationMode::EpochIterative)
+    };
+    let (mut l, mut f) = pair_with(a, b, every_change);
     produce(&mut l, 0, Acks::All).unwrap();
     fetch(&mut f, &mut l, 1);
     fetch(&mut f, &mut l, 2);
@@ -433,6 +441,10 @@ fn with_the_interval_policy_the_hw_reaches_the_checkpoint_on_its_tick() {
     take(&mut l, 3, Input::Tick(Tick::AdvanceHw));
     assert_eq!(l.log().state().high_watermark, 1);
     assert_eq!(l.log().checkpointed_high_watermark(), 0, "not yet");
+    // A flush writes the recovery point's checkpoint, not the HW's.
+    take(&mut l, 4, Input::Tick(Tick::Flush));
+    assert_eq!(l.log().state().recovery_point, 1);
+    assert_eq!(l.log().checkpointed_high_watermark(), 0, "not with a flush");
     take(&mut l, 50, Input::Tick(Tick::CheckpointHw));
     assert_eq!(
         l.log().checkpointed_high_watermark(),

@@ -36,9 +36,10 @@ struct Shadow {
     /// Between a LeaderAndIsr taken and its truncation done: the replica as
     /// it was before (the model's BecomeFollower is the pair, atomic).
     frozen: Option<ReplicaSnapshot>,
-    /// The last HW and recovery point seen while up.
+    /// The last HW, recovery point and HW checkpoint seen while up.
     last_hw: u64,
     last_rp: u64,
+    last_hw_checkpoint: u64,
 }
 
 /// The cluster rebuilt from a trace, event by event.
@@ -215,10 +216,14 @@ impl Rebuild {
                 if *clean {
                     // A clean shutdown flushes everything.
                     s.last_rp = s.log.len() as u64;
+                    // And checkpoints the HW.
+                    s.last_hw_checkpoint = s.last_hw;
                     self.clean_crashes += 1;
                 } else {
                     let rp = s.last_rp as usize;
                     s.log.truncate(rp);
+                    // The HW comes back from its last checkpoint.
+                    s.last_hw = s.last_hw_checkpoint;
                     s.unclean_down = true;
                     self.unclean_crashes += 1;
                 }
@@ -442,6 +447,7 @@ impl Rebuild {
         s.log.truncate(leo as usize);
         s.last_hw = state.high_watermark;
         s.last_rp = state.recovery_point;
+        s.last_hw_checkpoint = state.hw_checkpoint;
         s.state = Some(state);
         Ok(())
     }
@@ -511,6 +517,7 @@ impl Rebuild {
             leo,
             s.last_hw.min(leo),
             s.last_rp.min(leo),
+            s.last_hw_checkpoint,
             s.unclean_down,
         );
         let st = match (&s.state, s.alive) {
@@ -584,6 +591,7 @@ impl Rebuild {
             log,
             high_watermark: hw,
             recovery_point: st.recovery_point,
+            hw_checkpoint: st.hw_checkpoint,
             leader_epoch: st.leader_epoch,
             leader: st.leader,
             isr,

@@ -122,7 +122,10 @@ impl Partition {
         };
         if offset < leo {
             return self.persist(
-                StorageOp::Truncate { offset },
+                StorageOp::Truncate {
+                    offset,
+                    checkpoint: self.checkpoint_every_hw(),
+                },
                 Pending::ExchangeTruncation { done },
             );
         }
@@ -178,6 +181,7 @@ impl Partition {
                 return self.persist(
                     StorageOp::Truncate {
                         offset: resp.log_end_offset,
+                        checkpoint: self.checkpoint_every_hw(),
                     },
                     Pending::OutOfRangeTruncation,
                 );
