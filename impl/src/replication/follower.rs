@@ -194,7 +194,13 @@ impl Partition {
         if let Some(d) = resp.diverging_epoch {
             let offset = truncation_on_fetch(&self.log.epochs, leo, d);
             if offset < leo {
-                return self.persist(StorageOp::Truncate { offset }, Pending::DivergingTruncation);
+                return self.persist(
+                    StorageOp::Truncate {
+                        offset,
+                        checkpoint: self.checkpoint_every_hw(),
+                    },
+                    Pending::DivergingTruncation,
+                );
             }
             self.fetch_answered();
             return Ready::none();
