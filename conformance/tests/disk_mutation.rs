@@ -88,9 +88,13 @@ fn noticed_by_reading(preset: &str, mutation: Mutation, expect: &str) -> Option<
     predicted.map(|(p, _)| p)
 }
 
+/// Under `kip-279` (safe with KIP-279's OffsetsForLeaderEpoch exchange):
+/// there a follower truncates as it follows, often; under `safe`'s
+/// truncation on fetch 200 random runs truncate a multi-segment log too
+/// rarely to be killed inside it (the steered run below does it on `safe`).
 #[test]
 fn reading_the_disk_notices_a_hole_left_by_a_killed_truncation() {
-    let predicted = noticed_by_reading("safe", Mutation::HoleAfterTruncation, "killed during");
+    let predicted = noticed_by_reading("kip-279", Mutation::HoleAfterTruncation, "killed during");
     assert_eq!(predicted, None, "predicting cannot see inside a step");
 }
 
@@ -106,7 +110,7 @@ fn reading_the_disk_notices_a_hole_left_by_a_killed_truncation() {
 /// takes the cut segment's end from the next one's base: the log opens
 /// with a hole. Random runs flush too rarely to reach it, so this run is
 /// steered: B copies four records (two segments), flushes, and truncates
-/// to 0 when C, which has none, leads.
+/// to 0 at its first fetch from C, which has none, when C leads.
 #[test]
 fn reading_the_disk_notices_a_hole_that_opens_without_complaint() {
     use highwater_model::controller::Election::Clean;
@@ -146,6 +150,12 @@ fn reading_the_disk_notices_a_hole_that_opens_without_complaint() {
         BecomeFollower {
             replica: b,
             epoch: 1,
+        },
+        // Truncation on fetch: B's first fetch from C is answered with a
+        // diverging epoch, and B truncates to 0.
+        FollowerFetch {
+            follower: b,
+            leader: c,
         },
     ]);
     let cfg = wide(&Preset::find("safe").expect("a preset").config);
