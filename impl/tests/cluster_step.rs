@@ -105,9 +105,12 @@ fn acks_1_write_is_lost_when_the_leader_changes() {
         vec![a],
         "the acknowledged write is gone"
     );
-    // The old leader comes back and truncates it away.
+    // The old leader comes back and truncates it away: its first fetch is
+    // answered with a diverging epoch (truncation on fetch).
     c.restart(0).unwrap();
     c.become_follower(0, 2).unwrap();
+    assert_eq!(ids(&c.snapshot().unwrap(), 0), vec![a]);
+    c.follower_fetch(0).unwrap();
     assert!(ids(&c.snapshot().unwrap(), 0).is_empty());
 }
 
@@ -345,19 +348,40 @@ fn stale_leader_cannot_change_the_isr() {
     assert_eq!(c.partition(0).unwrap().isr(), vec![0, 1, 2]);
 }
 
+/// Started, then 0 crashes and the controller elects 1 in epoch 2.
+fn leader_0_crashes_and_1_is_elected(c: &mut StepCluster) {
+    start(c);
+    c.crash(0, true).unwrap();
+    c.controller_shrink_isr(0).unwrap();
+    c.controller_elect_leader(1).unwrap();
+}
+
 #[test]
 fn fenced_fetch_waits_for_the_leader_epoch() {
     let (_d, mut c) = cluster(safe());
-    start(&mut c);
-    c.crash(0, true).unwrap();
-    c.controller_shrink_isr(0).unwrap();
-    c.controller_elect_leader(1).unwrap(); // epoch 2
-                                           // 2 cannot follow epoch 2 until 1 leads in it (KIP-320).
+    leader_0_crashes_and_1_is_elected(&mut c);
+    // Under truncation on fetch 2 follows epoch 2 at once (it asks nothing
+    // when following), but its fetch waits until 1 leads in it (KIP-320).
+    c.become_follower(2, 2).unwrap();
+    assert!(not_enabled(c.follower_fetch(2)));
+    c.become_leader(1, 2).unwrap();
+    c.follower_fetch(2).unwrap();
+    // A stale LeaderAndIsr is refused.
+    assert!(not_enabled(c.become_follower(2, 0)));
+}
+
+#[test]
+fn fenced_offsets_for_leader_epoch_waits_for_the_leader_epoch() {
+    let mut config = safe();
+    config.replication.truncation = TruncationMode::EpochIterative;
+    let (_d, mut c) = cluster(config);
+    leader_0_crashes_and_1_is_elected(&mut c);
+    // KIP-279's follower asks the leader of epoch 2 first: it cannot follow
+    // until 1 leads in it (KIP-320).
     assert!(not_enabled(c.become_follower(2, 2)));
     c.become_leader(1, 2).unwrap();
     c.become_follower(2, 2).unwrap();
     c.follower_fetch(2).unwrap();
-    // A stale LeaderAndIsr is refused.
     assert!(not_enabled(c.become_follower(2, 0)));
 }
 

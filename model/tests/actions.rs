@@ -36,24 +36,6 @@ fn replicated_one(cfg: &Config) -> State {
     )
 }
 
-/// A hand-built state: controller leader `leader` at `epoch` with ISR `isr`
-/// and the matching LeaderAndIsr; the leader has taken it.
-fn leading(cfg: &Config, leader: ReplicaId, epoch: Epoch, isr: ReplicaSet) -> State {
-    let mut s = init(cfg);
-    s.controller.leader = Some(leader);
-    s.controller.epoch = Some(epoch);
-    s.controller.isr = isr;
-    s.requests[epoch as usize] = Some(Request {
-        leader: Some(leader),
-        isr,
-    });
-    let l = s.replica_mut(leader);
-    l.epoch = Some(epoch);
-    l.leader = LeaderView::Replica(leader);
-    l.isr = isr;
-    s
-}
-
 // --- ControllerElectLeader ----------------------------------------------------
 
 #[test]

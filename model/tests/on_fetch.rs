@@ -22,20 +22,9 @@ fn on_fetch() -> Config {
 /// `leader` leads `epoch` (ISR all three) with `leader_log`; A took the
 /// epoch's LeaderAndIsr with `a_log` and follows it; C is down.
 fn following(cfg: &Config, epoch: Epoch, leader: ReplicaId, leader_log: Log, a_log: Log) -> State {
-    let isr = set(&[A, B, C]);
-    let mut s = init(cfg);
+    let mut s = leading(cfg, leader, epoch, set(&[A, B, C]));
     s.produced = 4;
-    s.controller.leader = Some(leader);
-    s.controller.epoch = Some(epoch);
-    s.controller.isr = isr;
-    s.requests[epoch as usize] = Some(Request {
-        leader: Some(leader),
-        isr,
-    });
     let l = s.replica_mut(leader);
-    l.epoch = Some(epoch);
-    l.leader = LeaderView::Replica(leader);
-    l.isr = isr;
     l.log = leader_log;
     l.hw = 1;
     let a = s.replica_mut(A);

@@ -4,7 +4,9 @@
 use highwater_model::actions::{apply, enabled};
 use highwater_model::controller::Election;
 use highwater_model::render::state_table;
-use highwater_model::state::{Entry, Epoch, Log, Offset, RecordId, ReplicaId, ReplicaSet};
+use highwater_model::state::{
+    Entry, Epoch, LeaderView, Log, Offset, RecordId, ReplicaId, ReplicaSet, Request,
+};
 use highwater_model::{Acks, Action, Config, HwCheckpoint, PartitionModel, State, Truncation};
 
 pub const A: ReplicaId = 0;
@@ -231,4 +233,22 @@ pub fn explore(
             }
         }
     }
+}
+
+/// A hand-built state: controller leader `leader` at `epoch` with ISR `isr`
+/// and the matching LeaderAndIsr; the leader has taken it.
+pub fn leading(cfg: &Config, leader: ReplicaId, epoch: Epoch, isr: ReplicaSet) -> State {
+    let mut s = init(cfg);
+    s.controller.leader = Some(leader);
+    s.controller.epoch = Some(epoch);
+    s.controller.isr = isr;
+    s.requests[epoch as usize] = Some(Request {
+        leader: Some(leader),
+        isr,
+    });
+    let l = s.replica_mut(leader);
+    l.epoch = Some(epoch);
+    l.leader = LeaderView::Replica(leader);
+    l.isr = isr;
+    s
 }
