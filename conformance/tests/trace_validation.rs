@@ -8,10 +8,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::thread;
 
-use highwater::cluster::concurrent::InjectedFault;
+use std::path::Path;
+
+use highwater::cluster::concurrent::{read_trace_file, InjectedFault};
+use highwater::cluster::Event;
 use highwater_conformance::lockstep::Lockstep;
 use highwater_conformance::trace_validation::{
-    model_config, seeded_config, validated_run, MisfitKind,
+    model_config, seeded_config, validate, validate_file, validated_run, MisfitKind,
 };
 
 /// Seeded concurrent runs with faults, every trace validated.
@@ -164,4 +167,53 @@ fn bad_trace_files_are_reported_not_panicked_on() {
     let m = highwater_conformance::trace_validation::validate_file(&cfg, &config, &missing)
         .expect_err("no file");
     assert!(m.why.contains("none.jsonl"), "{}", m.why);
+}
+
+/// Truncation on fetch through the driver: a fetch answered with a
+/// diverging epoch carries no records and sets no HW; the follower cuts its
+/// log. Two traces of seeded runs (conformance/tests/traces/) where the
+/// answer went to a follower holding records its leader never had: one
+/// fetching past the leader's LEO (seed 19: shown taking the leader's HW,
+/// 1, over its own divergent log), one below it (seed 137: shown with the
+/// leader's record at offset 1 after its own at 0). Both fit; without the
+/// diverging epoch in the trace (as the driver wrote it before) the rebuild
+/// takes the answer for a copy and the trace does not fit, at that answer.
+#[test]
+fn a_fetch_answered_with_a_diverging_epoch_is_a_truncation() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/traces");
+    for (seed, file, answer) in [
+        (19, "diverging-past-the-leaders-leo.jsonl", 49),
+        (137, "diverging-below-the-leaders-leo.jsonl", 40),
+    ] {
+        let path = dir.join(file);
+        let config = seeded_config(seed, &path);
+        let cfg = model_config(&config);
+        match validate_file(&cfg, &config, &path) {
+            Ok(s) => assert!(s.events > answer, "{file}: {} events", s.events),
+            Err(m) if m.kind == MisfitKind::BeyondModel => {
+                assert!(m.seq > answer, "{file}: beyond the model at {}", m.seq)
+            }
+            Err(m) => panic!("{file}: the trace does not fit:\n{m}"),
+        }
+        let entries = read_trace_file(&path).expect("the trace reads");
+        let mut diverging = 0;
+        let stripped = entries.map(|e| {
+            e.map(|mut e| {
+                if let Event::FetchServed {
+                    diverging_epoch, ..
+                } = &mut e.event
+                {
+                    diverging += usize::from(diverging_epoch.take().is_some());
+                }
+                e
+            })
+        });
+        let m = validate(&cfg, &config, stripped).expect_err("a copy that never was");
+        assert_eq!(m.kind, MisfitKind::DoesNotFit, "{file}:\n{m}");
+        assert_eq!(m.seq, answer, "{file}:\n{m}");
+        assert!(
+            diverging >= 1,
+            "{file}: no diverging answer before the misfit"
+        );
+    }
 }

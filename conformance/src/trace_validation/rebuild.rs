@@ -11,10 +11,12 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use highwater::cluster::{
     Actor, ClusterSnapshot, Event, RecordHistory, ReplicaSnapshot, TraceEntry,
 };
+use highwater::replication::truncation::truncation_on_fetch;
 use highwater::replication::{
-    Acks, ControllerState, LeaderAndIsr, LeaderEpoch, LeaderView, LogEntry, PartitionState,
-    RecordId, ReplicaId, Role, TruncationMode,
+    Acks, ControllerState, DivergingEpoch, LeaderAndIsr, LeaderEpoch, LeaderView, LogEntry,
+    PartitionState, RecordId, ReplicaId, Role, TruncationMode,
 };
+use highwater::storage::checkpoint::EpochEntry;
 
 /// What a leader served a follower, kept until the follower applies it.
 #[derive(Debug, Clone)]
@@ -22,6 +24,8 @@ struct Served {
     fetch_offset: u64,
     entries: Vec<LogEntry>,
     high_watermark: u64,
+    /// Truncation on fetch: no records, a cut (`entries` is empty).
+    diverging: Option<DivergingEpoch>,
 }
 
 /// One replica as rebuilt.
@@ -308,18 +312,25 @@ impl Rebuild {
                 error: None,
                 log_end_offset,
                 high_watermark,
+                diverging_epoch,
                 ..
             } => {
                 let log = &self.shadow(r)?.log;
                 let from = (*fetch_offset as usize).min(log.len());
                 let to = (*log_end_offset as usize).min(log.len());
-                let entries = log.get(from..to).unwrap_or_default().to_vec();
+                // A diverging epoch comes without records, whatever the
+                // leader holds past the fetch offset.
+                let entries = match diverging_epoch {
+                    Some(_) => Vec::new(),
+                    None => log.get(from..to).unwrap_or_default().to_vec(),
+                };
                 self.served.insert(
                     (*follower, r),
                     Served {
                         fetch_offset: *fetch_offset,
                         entries,
                         high_watermark: *high_watermark,
+                        diverging: *diverging_epoch,
                     },
                 );
             }
@@ -544,6 +555,7 @@ impl Rebuild {
         };
         let mut log = s.log.clone();
         let mut hw = st.high_watermark;
+        let mut recovery_point = st.recovery_point;
         if let LeaderView::Replica(l) = st.leader {
             let fetching = matches!(
                 st.role,
@@ -553,7 +565,17 @@ impl Rebuild {
                 }
             );
             if let Some(x) = self.served.get(&(r, l)).filter(|_| fetching) {
-                if x.fetch_offset == log.len() as u64 {
+                if x.fetch_offset != log.len() as u64 {
+                    // Not the answer to its fetch at its LEO: ignored.
+                } else if let Some(d) = x.diverging {
+                    // Truncation on fetch: cut where the follower will
+                    // (its own cache is the epochs of its log), its HW and
+                    // recovery point within; the leader's HW is not taken.
+                    let cut = truncation_on_fetch(&epochs_of(&log), log.len() as u64, d);
+                    log.truncate(cut as usize);
+                    hw = hw.min(cut);
+                    recovery_point = recovery_point.min(cut);
+                } else {
                     log.extend_from_slice(&x.entries);
                     hw = x.high_watermark.min(log.len() as u64);
                 }
@@ -590,7 +612,7 @@ impl Rebuild {
             log_end_offset: log.len() as u64,
             log,
             high_watermark: hw,
-            recovery_point: st.recovery_point,
+            recovery_point,
             hw_checkpoint: st.hw_checkpoint,
             leader_epoch: st.leader_epoch,
             leader: st.leader,
@@ -661,4 +683,18 @@ impl Rebuild {
         out.push_str(&format!("  controller: {:?}\n", self.controller));
         out
     }
+}
+
+/// A log's epoch cache: each epoch's first offset.
+fn epochs_of(log: &[LogEntry]) -> Vec<EpochEntry> {
+    let mut out: Vec<EpochEntry> = Vec::new();
+    for e in log {
+        if out.last().is_none_or(|x| x.epoch != e.epoch) {
+            out.push(EpochEntry {
+                epoch: e.epoch,
+                start_offset: e.offset,
+            });
+        }
+    }
+    out
 }

@@ -49,6 +49,15 @@ pub(super) struct ReplicaNode {
 }
 
 /// A refusal (a tick with nothing to do) rather than a failure.
+/// Whether a leader answers a follower's fetch at once rather than holding
+/// it until there is data or fetch.max.wait.ms passed (Kafka's
+/// `ReplicaManager.fetchMessages` answers at once on an error, on data to
+/// send, and on a diverging epoch: the follower must truncate before it can
+/// take anything, and held it would only wait).
+fn answered_at_once(response: &FetchResponse) -> bool {
+    response.error.is_some() || !response.records.is_empty() || response.diverging_epoch.is_some()
+}
+
 fn refused<T>(r: &Result<T>) -> bool {
     matches!(r, Err(Error::NotEnabled(_)))
 }
@@ -571,8 +580,7 @@ impl ReplicaNode {
             let Output::FetchResponse { to, response } = o else {
                 continue;
             };
-            let hold = response.error.is_none()
-                && response.records.is_empty()
+            let hold = !answered_at_once(&response)
                 && !self
                     .parked
                     .iter()
@@ -584,6 +592,7 @@ impl ReplicaNode {
                 error: response.error,
                 log_end_offset: response.log_end_offset,
                 high_watermark: response.high_watermark,
+                diverging_epoch: response.diverging_epoch,
             });
             // Kafka expands the ISR while serving a fetch.
             self.maybe_expand(from, now);
@@ -672,6 +681,7 @@ impl ReplicaNode {
                         error: response.error,
                         log_end_offset: response.log_end_offset,
                         high_watermark: response.high_watermark,
+                        diverging_epoch: response.diverging_epoch,
                     });
                     self.send(to, Msg::FetchResponse(response));
                 }
@@ -950,5 +960,53 @@ impl ControllerNode {
             self.publish();
         }
         self.controller
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::replication::DivergingEpoch;
+
+    fn empty_answer() -> FetchResponse {
+        FetchResponse {
+            correlation_id: 7,
+            leader_id: 1,
+            leader_epoch: Some(2),
+            fetch_offset: 1,
+            error: None,
+            high_watermark: 0,
+            log_end_offset: 0,
+            diverging_epoch: None,
+            records: Vec::new(),
+        }
+    }
+
+    /// A diverging epoch is answered at once, as data and errors are; only
+    /// an answer with nothing in it waits (seed 137 of the trace
+    /// validation: the follower's truncation was held until the leader had
+    /// data past the fetch offset).
+    #[test]
+    fn a_diverging_epoch_is_answered_at_once() {
+        let nothing = empty_answer();
+        assert!(!answered_at_once(&nothing), "an empty answer waits");
+        let diverging = FetchResponse {
+            diverging_epoch: Some(DivergingEpoch {
+                epoch: 0,
+                end_offset: 0,
+            }),
+            ..empty_answer()
+        };
+        assert!(answered_at_once(&diverging));
+        let error = FetchResponse {
+            error: Some(ApiError::FencedLeaderEpoch),
+            ..empty_answer()
+        };
+        assert!(answered_at_once(&error));
+        let data = FetchResponse {
+            records: vec![0; 8],
+            ..empty_answer()
+        };
+        assert!(answered_at_once(&data));
     }
 }
