@@ -12,6 +12,7 @@ use std::path::Path;
 
 use highwater::cluster::concurrent::{read_trace_file, InjectedFault};
 use highwater::cluster::Event;
+use highwater::replication::HwCheckpointPolicy;
 use highwater_conformance::lockstep::Lockstep;
 use highwater_conformance::trace_validation::{
     model_config, seeded_config, validate, validate_file, validated_run, MisfitKind,
@@ -186,7 +187,9 @@ fn a_fetch_answered_with_a_diverging_epoch_is_a_truncation() {
         (137, "diverging-below-the-leaders-leo.jsonl", 40),
     ] {
         let path = dir.join(file);
-        let config = seeded_config(seed, &path);
+        let mut config = seeded_config(seed, &path);
+        // As the runs were: the default HW checkpoint, every 5 s.
+        config.replication.hw_checkpoint = HwCheckpointPolicy::KAFKA_DEFAULT;
         let cfg = model_config(&config);
         match validate_file(&cfg, &config, &path) {
             Ok(s) => assert!(s.events > answer, "{file}: {} events", s.events),
@@ -216,4 +219,32 @@ fn a_fetch_answered_with_a_diverging_epoch_is_a_truncation() {
             "{file}: no diverging answer before the misfit"
         );
     }
+}
+
+/// The periodic HW checkpoint is traced (`Event::CheckpointHw`, the model's
+/// CheckpointHw): an unclean crash brings the checkpointed HW back, and the
+/// crash's entry carries no state to learn it from. A trace of a seeded run
+/// (seed 1, conformance/tests/traces/) where replica A checkpoints HW 4 and
+/// crashes uncleanly at once fits; without its checkpoint events (as the
+/// driver wrote it before: the value appeared only with the replica's next
+/// event) A comes back with a checkpoint the model never saw written.
+#[test]
+fn an_hw_checkpoint_followed_by_an_unclean_crash_fits() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/traces/checkpoint-then-unclean-crash.jsonl");
+    let mut config = seeded_config(1, &path);
+    config.replication.hw_checkpoint = HwCheckpointPolicy::KAFKA_DEFAULT;
+    let cfg = model_config(&config);
+    let s = validate_file(&cfg, &config, &path).unwrap_or_else(|m| panic!("{m}"));
+    assert!(
+        s.actions.get("CheckpointHw").copied().unwrap_or(0) >= 1,
+        "{:?}",
+        s.actions
+    );
+    let entries = read_trace_file(&path).expect("the trace reads");
+    let stripped =
+        entries.filter(|e| !matches!(e, Ok(e) if matches!(e.event, Event::CheckpointHw { .. })));
+    let m = validate(&cfg, &config, stripped).expect_err("a checkpoint never written");
+    assert_eq!(m.kind, MisfitKind::DoesNotFit, "{m}");
+    assert!(m.event.contains("Restart"), "{m}");
 }

@@ -718,8 +718,17 @@ impl ReplicaNode {
                 }
             }
         }
+        let before = self.hw_checkpoint();
         if let Err(e) = self.input(now, Input::Tick(Tick::CheckpointHw)) {
             failed = failed.or(Some(e));
+        }
+        let checkpointed = self.hw_checkpoint();
+        if checkpointed != before {
+            // Traced: an unclean crash brings this HW back, and the crash's
+            // entry carries no state to learn it from.
+            self.trace(Event::CheckpointHw {
+                high_watermark: checkpointed,
+            });
         }
         failed.map_or(Ok(()), Err)
     }
@@ -751,6 +760,12 @@ impl ReplicaNode {
                 self.trace(Event::IsrUpdated { isr: m.isr });
             }
         }
+    }
+
+    fn hw_checkpoint(&self) -> u64 {
+        self.partition
+            .as_ref()
+            .map_or(0, |p| p.core().log_state().hw_checkpoint)
     }
 
     fn rp(&self) -> u64 {
