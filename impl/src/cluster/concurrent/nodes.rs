@@ -48,7 +48,6 @@ pub(super) struct ReplicaNode {
     last_isr_update: Option<(crate::replication::LeaderEpoch, Vec<ReplicaId>)>,
 }
 
-/// A refusal (a tick with nothing to do) rather than a failure.
 /// Whether a leader answers a follower's fetch at once rather than holding
 /// it until there is data or fetch.max.wait.ms passed (Kafka's
 /// `ReplicaManager.fetchMessages` answers at once on an error, on data to
@@ -58,6 +57,7 @@ fn answered_at_once(response: &FetchResponse) -> bool {
     response.error.is_some() || !response.records.is_empty() || response.diverging_epoch.is_some()
 }
 
+/// A refusal (a tick with nothing to do) rather than a failure.
 fn refused<T>(r: &Result<T>) -> bool {
     matches!(r, Err(Error::NotEnabled(_)))
 }
