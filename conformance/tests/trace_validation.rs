@@ -248,3 +248,42 @@ fn an_hw_checkpoint_followed_by_an_unclean_crash_fits() {
     assert_eq!(m.kind, MisfitKind::DoesNotFit, "{m}");
     assert!(m.event.contains("Restart"), "{m}");
 }
+
+/// A follower's periodic HW checkpoint between the serve of its fetch
+/// (where the model's FollowerFetch is placed) and the apply writes the HW
+/// it had before the fetch: in the model's order it comes before the
+/// serve, however many other events came between. A trace of a seeded run
+/// (seed 84, conformance/tests/traces/): B is served HW 3 at event 39, the
+/// leader stops cleanly at 43, an election follows, and B checkpoints its
+/// own HW, 1, at 51, more model steps after its fetch than any other event
+/// may be moved back (without the longer reach for a follower's own Flush
+/// and CheckpointHw, event 51 does not fit); the trace fits. The same trace
+/// with B checkpointing an HW it never had (2) does not.
+#[test]
+fn a_followers_checkpoint_between_serve_and_apply_goes_before_its_fetch() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/traces/checkpoint-between-serve-and-apply.jsonl");
+    let mut config = seeded_config(84, &path);
+    config.replication.hw_checkpoint = HwCheckpointPolicy::KAFKA_DEFAULT;
+    let cfg = model_config(&config);
+    let s = validate_file(&cfg, &config, &path).unwrap_or_else(|m| panic!("{m}"));
+    assert!(s.reorderings >= 1, "{s:?}");
+    let entries = read_trace_file(&path).expect("the trace reads");
+    let never_had = entries.map(|e| {
+        e.map(|mut e| {
+            if e.seq == 51 {
+                assert!(
+                    matches!(e.event, Event::CheckpointHw { high_watermark: 1 }),
+                    "{e:?}"
+                );
+                e.event = Event::CheckpointHw { high_watermark: 2 };
+                if let Some(r) = e.replica.as_mut() {
+                    r.hw_checkpoint = 2;
+                }
+            }
+            e
+        })
+    });
+    let m = validate(&cfg, &config, never_had).expect_err("an HW B never had");
+    assert_eq!((m.kind, m.seq), (MisfitKind::DoesNotFit, 51), "{m}");
+}

@@ -64,8 +64,27 @@ fn take(cfg: &Config, s: &State, step: Taken) -> Option<State> {
     }
 }
 
-/// Actions kept for [`Checker::reorder`].
+/// Steps any action may be placed before ([`Checker::reorder`]).
 const RECENT: usize = 8;
+/// Steps back a follower's own Flush or CheckpointHw may be placed, just
+/// before its fetch: it records the LEO or HW of its moment, so between the
+/// serve of its fetch (where the model's FollowerFetch is placed) and the
+/// apply it belongs before the serve, and other actors' events, any number
+/// (a crash, an election and their steps), may come between.
+const RECENT_DURABILITY: usize = 32;
+
+/// `a` is `follower`'s own write of what it holds (the recovery point, the
+/// HW checkpoint), and `before` its fetch: it reads no other replica's
+/// state, and no other replica's action reads what it writes.
+fn durability_before_fetch(a: &Action, before: &Taken) -> bool {
+    let Taken::Act(
+        Action::FollowerFetch { follower, .. } | Action::FollowerFetchOne { follower, .. },
+    ) = before
+    else {
+        return false;
+    };
+    matches!(a, Action::Flush { replica } | Action::CheckpointHw { replica } if replica == follower)
+}
 
 type StepError = (MisfitKind, String, Option<Box<State>>);
 
@@ -187,7 +206,7 @@ impl Checker {
                     }
                     self.recent.push_back((at, *step));
                     at = take(&self.cfg, &at, *step).unwrap_or(at);
-                    if self.recent.len() > RECENT {
+                    if self.recent.len() > RECENT_DURABILITY {
                         self.recent.pop_front();
                     }
                 }
@@ -212,13 +231,21 @@ impl Checker {
     /// FollowerFetch is placed, and the follower applying it). Tries one
     /// action inserted into the last few actions taken, the rest replayed
     /// (each must still be enabled), then a short search; the new path
-    /// replaces the old (counted as a reordering).
+    /// replaces the old (counted as a reordering). A follower's Flush or
+    /// CheckpointHw may go further back, to just before its fetch
+    /// (`RECENT_DURABILITY`).
     fn reorder(&mut self, target: &State) -> Option<(State, Vec<Taken>, State)> {
+        let n = self.recent.len();
+        let near = (n.saturating_sub(RECENT)..n).rev().map(|i| (i, false));
+        let far = (0..n.saturating_sub(RECENT)).rev().map(|i| (i, true));
         let mut acts = Vec::new();
-        for i in (0..self.recent.len()).rev() {
-            let (base, _) = self.recent[i];
+        for (i, only_before_fetch) in near.chain(far) {
+            let (base, step) = self.recent[i];
             acts.clear();
             enabled(&self.cfg, &base, &mut acts);
+            if only_before_fetch {
+                acts.retain(|a| durability_before_fetch(a, &step));
+            }
             for &a in &acts {
                 let Some(mut s) = apply(&self.cfg, &base, a) else {
                     continue;
