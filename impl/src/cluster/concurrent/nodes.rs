@@ -386,7 +386,11 @@ impl ReplicaNode {
                 let leader = resp.leader_id;
                 let (fetch_offset, error) = (resp.fetch_offset, resp.error);
                 let p = self.partition.as_ref().expect("checked by the caller");
-                let expected = p.core().fetching_from() == Some(leader);
+                // Only the answer to the fetch in flight is taken: one to a
+                // fetch that timed out and was sent again is dropped, and
+                // tracing it as applied would show records never copied.
+                let expected = p.core().fetching_from() == Some(leader)
+                    && p.core().fetch_in_flight() == Some(resp.correlation_id);
                 self.input(now, Input::FetchResponse(resp))?;
                 if error.is_some() {
                     self.backoff_until = now + 10;
