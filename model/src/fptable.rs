@@ -84,15 +84,22 @@ impl FingerprintTable {
         (fp >> (64 - self.bits)) as usize
     }
 
-    /// Asks the CPU to start loading the tags `fp`'s lookup reads first.
+    /// Asks the CPU to start loading what `fp`'s lookup reads first: its
+    /// tag, and its entry (most lookups find a state already seen, and
+    /// read the entry to compare keys).
     pub fn prefetch(&self, fp: u64) {
         #[cfg(target_arch = "x86_64")]
         {
             use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-            let tag: *const AtomicU8 = &self.tags[self.home(fp)];
+            let home = self.home(fp);
+            let tag: *const AtomicU8 = &self.tags[home];
+            let entry: *const Entry = &self.entries[home];
             // SAFETY: a prefetch is a hint; it reads nothing and cannot
             // fault, whatever the address. SSE is part of x86_64's baseline.
-            unsafe { _mm_prefetch::<_MM_HINT_T0>(tag.cast()) };
+            unsafe {
+                _mm_prefetch::<_MM_HINT_T0>(tag.cast());
+                _mm_prefetch::<_MM_HINT_T0>(entry.cast());
+            }
         }
         #[cfg(not(target_arch = "x86_64"))]
         let _ = fp;
