@@ -617,9 +617,7 @@ fn expand_chunk(
             if phase == Phase::Recovery && !heals(s, a) {
                 continue;
             }
-            let Some(next) = actions::apply(cfg, s, a) else {
-                continue;
-            };
+            let next = actions::successor(cfg, s, a);
             let in_bounds = phase == Phase::Bounded && within(bound, &next);
             if !in_bounds && !heals(s, a) {
                 continue;

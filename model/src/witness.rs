@@ -66,7 +66,7 @@ pub fn goals_reached(cfg: &Config, recovery: &Config, preds: &NodePredicates, s:
         enabled.clear();
         actions::enabled(recovery, &here, &mut enabled);
         let step = enabled.iter().filter(|&&a| heals(&here, a)).find_map(|&a| {
-            let next = recovery_view(*cfg, actions::apply(recovery, &here, a)?);
+            let next = recovery_view(*cfg, actions::successor(recovery, &here, a));
             (!walk.contains(&next)).then_some(next)
         });
         let Some(next) = step else {
