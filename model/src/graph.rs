@@ -225,6 +225,16 @@ struct Expanded {
     states: Vec<State>,
 }
 
+impl Expanded {
+    /// Empty, with its buffers kept for the next batch.
+    fn clear(&mut self) {
+        self.walked = 0;
+        self.expansions.clear();
+        self.successors.clear();
+        self.states.clear();
+    }
+}
+
 const BATCH: usize = 4096;
 
 impl Graph {
@@ -492,9 +502,17 @@ impl Run<'_> {
         // The index leaves the graph while the level runs: the expansion
         // threads read it while the merge writes it and the rest of the graph.
         let mut index = std::mem::take(&mut g.index);
-        let mut merge = |g: &mut Graph, index: &FingerprintTable, parts: Vec<Expanded>| {
-            for part in parts {
-                g.merge(ctx, index, phase, part, next, recovery);
+        // Merged parts go back to `spare`, so that their buffers are
+        // reused: fresh ones cost a page fault per page, batch after batch.
+        let mut spare: Vec<Expanded> = Vec::new();
+        let mut merge = |g: &mut Graph,
+                         index: &FingerprintTable,
+                         parts: Vec<Expanded>,
+                         spare: &mut Vec<Expanded>| {
+            for mut part in parts {
+                g.merge(ctx, index, phase, &part, next, recovery);
+                part.clear();
+                spare.push(part);
             }
         };
         // Expanded, not yet merged: merged while the next batch expands.
@@ -516,16 +534,20 @@ impl Run<'_> {
             index.reserve(pending.iter().map(|p| p.successors.len()).sum());
             let index = &index;
             pending = if self.threads == 1 {
-                merge(g, index, std::mem::take(&mut pending));
-                vec![expand_chunk(ctx, index, phase, batch)]
+                merge(g, index, std::mem::take(&mut pending), &mut spare);
+                let out = spare.pop().unwrap_or_default();
+                vec![expand_chunk(ctx, index, phase, batch, out)]
             } else {
                 let chunk = batch.len().div_ceil(self.threads).max(1);
                 std::thread::scope(|scope| {
                     let workers: Vec<_> = batch
                         .chunks(chunk)
-                        .map(|c| scope.spawn(move || expand_chunk(ctx, index, phase, c)))
+                        .map(|c| {
+                            let out = spare.pop().unwrap_or_default();
+                            scope.spawn(move || expand_chunk(ctx, index, phase, c, out))
+                        })
                         .collect();
-                    merge(g, index, std::mem::take(&mut pending));
+                    merge(g, index, std::mem::take(&mut pending), &mut spare);
                     workers
                         .into_iter()
                         .map(|w| w.join().expect("an expansion thread panicked"))
@@ -534,7 +556,7 @@ impl Run<'_> {
             };
         }
         index.reserve(pending.iter().map(|p| p.successors.len()).sum());
-        merge(g, &index, pending);
+        merge(g, &index, pending, &mut spare);
         g.index = index;
         completed
     }
@@ -545,9 +567,9 @@ fn expand_chunk(
     index: &FingerprintTable,
     phase: Phase,
     chunk: &[(NodeId, State)],
+    mut out: Expanded,
 ) -> Expanded {
     let bound = ctx.model.cfg.max_epoch;
-    let mut out = Expanded::default();
     let mut enabled = Vec::new();
     let mut local: Vec<(u64, State, bool, bool)> = Vec::new();
     let mut known: Vec<NodeId> = Vec::new();
@@ -763,7 +785,7 @@ impl Graph {
         ctx: &Ctx<'_>,
         index: &FingerprintTable,
         phase: Phase,
-        batch: Expanded,
+        batch: &Expanded,
         next: &mut Vec<(NodeId, State)>,
         recovery: &mut Vec<(NodeId, State)>,
     ) {
