@@ -17,6 +17,7 @@ use highwater_model::state::{Replica, MAX_REPLICAS};
 use highwater_model::{Action, Config, PartitionModel, State};
 
 use super::rebuild::Gap;
+use super::window::{behaves_alike, settled, shift_action, shift_state, Shift};
 use super::{MisfitKind, Summary};
 use crate::abstraction::{abstract_state, comparable};
 
@@ -31,6 +32,8 @@ pub struct Checker {
     summary: Summary,
     /// The last steps taken, each with the model state before it.
     recent: VecDeque<(State, Taken)>,
+    /// Why the window did not move when the record budget was last full.
+    window_stuck: Option<String>,
 }
 
 /// A step the checker took: a model action, or, at a gap, the followers
@@ -112,11 +115,16 @@ impl Checker {
             model: PartitionModel::new(cfg).init_state(),
             summary: Summary::default(),
             recent: VecDeque::new(),
+            window_stuck: None,
         }
     }
 
     pub fn model(&self) -> &State {
         &self.model
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.cfg
     }
 
     pub fn into_summary(self) -> Summary {
@@ -130,7 +138,13 @@ impl Checker {
         self.summary.events += 1;
         let imp = match abstract_state(&self.cfg, snap) {
             Ok(s) => s,
-            Err(why) => return Err((MisfitKind::BeyondModel, why, None)),
+            Err(why) => {
+                let why = match &self.window_stuck {
+                    Some(stuck) => format!("{why}; the window could not move: {stuck}"),
+                    None => why,
+                };
+                return Err((MisfitKind::BeyondModel, why, None));
+            }
         };
         let broken = broken_properties(&imp);
         if !broken.is_empty() {
@@ -204,6 +218,62 @@ impl Checker {
                 Some(Box::new(imp)),
             )),
         }
+    }
+
+    /// Moves the window (`window.rs`) once the model's record budget is
+    /// full and a prefix has settled: the model's state, and the recent
+    /// steps kept for `reorder` (those that hold the prefix; older ones are
+    /// forgotten), drop it. The move is taken only where the model behaves
+    /// alike from the moved state, two steps deep (`behaves_alike`).
+    pub fn move_window(&mut self) -> Option<Shift> {
+        if self.model.produced < self.cfg.records {
+            return None;
+        }
+        let shift = match settled(&self.cfg, &self.model) {
+            Ok(shift) => shift,
+            Err(why) => {
+                self.window_stuck = Some(why);
+                return None;
+            }
+        };
+        if let Err(why) = behaves_alike(&self.cfg, &self.model, &shift, 2) {
+            self.summary.window_refused += 1;
+            self.window_stuck = Some(format!("the moved state would not behave alike: {why}"));
+            return None;
+        }
+        let model = shift_state(&self.cfg, &self.model, &shift)?;
+        let mut recent = VecDeque::new();
+        while let Some((s, taken)) = self.recent.pop_back() {
+            let step = match taken {
+                Taken::Act(a) => shift_action(a, &shift).map(Taken::Act),
+                Taken::Resync(set) => {
+                    let mut t = s;
+                    for (r, rep) in set.iter().enumerate() {
+                        if let Some(rep) = rep {
+                            *t.replica_mut(r as u8) = *rep;
+                        }
+                    }
+                    shift_state(&self.cfg, &t, &shift).map(|t| {
+                        let mut moved = [None; MAX_REPLICAS];
+                        for (r, rep) in set.iter().enumerate() {
+                            moved[r] = rep.map(|_| *t.replica(r as u8));
+                        }
+                        Taken::Resync(moved)
+                    })
+                }
+            };
+            match (shift_state(&self.cfg, &s, &shift), step) {
+                (Some(s), Some(step)) => recent.push_front((s, step)),
+                _ => break,
+            }
+        }
+        self.recent = recent;
+        self.model = model;
+        self.window_stuck = None;
+        self.summary.window_moves += 1;
+        self.summary.offsets_dropped += u64::from(shift.k);
+        self.summary.records_dropped += u64::from(shift.dropped);
+        Some(shift)
     }
 
     /// An event of one actor may have happened, in the model's order,

@@ -367,7 +367,14 @@ impl ReplicaNode {
             Msg::LeaderAndIsr(req) => self.leader_and_isr(req, now)?,
             Msg::Fetch { from, req } => self.serve_fetch(from, req, now)?,
             Msg::FetchResponse(mut resp) => {
-                if self.injected(InjectedFault::HwPublishedEarly) {
+                let early = match self.config.inject {
+                    Some(InjectedFault::HwPublishedEarly) => true,
+                    Some(InjectedFault::HwPublishedEarlyFrom { offset }) => {
+                        resp.fetch_offset >= offset
+                    }
+                    _ => false,
+                };
+                if early {
                     // Deliberately broken: the leader's LEO taken as its HW.
                     resp.high_watermark = resp.log_end_offset;
                 }
@@ -442,6 +449,9 @@ impl ReplicaNode {
             Msg::PeerCrashed(r) => {
                 self.input(now, Input::PeerCrashed(r))?;
                 self.trace(Event::PeerCrashNoticed { peer: r });
+            }
+            Msg::IsrUpdate { .. } if self.config.isr_updates_lost => {
+                // Lost (fault injection), as while down or busy.
             }
             Msg::IsrUpdate { leader_epoch, isr } => {
                 if self.injected(InjectedFault::IsrChangeAppliedTwice) {
@@ -645,9 +655,12 @@ impl ReplicaNode {
                 .log_state()
                 .log_end_offset;
             let wait = self.config.fetch_max_wait.as_millis() as u64;
+            let woken = self.config.regress != Some(Regression::HeldFetchWakesOnTimerOnly);
             let (ready, held): (Vec<_>, Vec<_>) = std::mem::take(&mut self.parked)
                 .into_iter()
-                .partition(|(_, q, since, _)| leo > q.fetch_offset || now >= since + wait);
+                .partition(|(_, q, since, _)| {
+                    (woken && leo > q.fetch_offset) || now >= since + wait
+                });
             self.parked = held;
             for (from, req, _, incarnation) in ready {
                 if incarnation != self.shared.incarnation(from) {
@@ -720,6 +733,9 @@ impl ReplicaNode {
     /// lost while it was down, or ignored while its own change was in
     /// flight, is not lost for good.
     fn learn_isr(&mut self, now: u64) {
+        if self.config.regress == Some(Regression::IsrFromOneShotUpdateOnly) {
+            return;
+        }
         let m = self.shared.metadata();
         let Some(p) = self.partition.as_ref() else {
             return;
