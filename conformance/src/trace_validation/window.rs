@@ -113,20 +113,26 @@ fn settled_as(cfg: &Config, s: &State, ignore_recovery_point: bool) -> Result<Sh
         }
     }
     let pending = s.ids().fold(0u8, |p, r| p | s.replica(r).pending_acks);
-    for o in 0..k {
+    let unsettled = (0..k).find_map(|o| {
         let e = first.get(o).expect("below every LEO");
         let h = s.records[e.id as usize];
         if h.offset != o {
-            return Err(format!("record {} at offset {o} says {}", e.id, h.offset));
+            return Some(Err(format!(
+                "record {} at offset {o} says {}",
+                e.id, h.offset
+            )));
         }
-        if h.visible.is_none() || pending & (1 << e.id) != 0 {
-            lower(
-                &mut k,
-                o,
-                format!("record {} is not committed and answered", e.id),
-            );
-            break;
-        }
+        let open = h.visible.is_none() || pending & (1 << e.id) != 0;
+        open.then_some(Ok((o, e.id)))
+    });
+    match unsettled {
+        Some(Err(why)) => return Err(why),
+        Some(Ok((o, id))) => lower(
+            &mut k,
+            o,
+            format!("record {id} is not committed and answered"),
+        ),
+        None => {}
     }
     let in_a_log = |id: RecordId| {
         s.ids()
@@ -297,7 +303,7 @@ pub fn behaves_alike(cfg: &Config, s: &State, shift: &Shift, depth: usize) -> Re
     let budget_refused = s.produced >= cfg.records;
     for &b in &after {
         let produce = matches!(b, Action::Produce { .. });
-        if !images.contains(&b) && !(produce && budget_refused) {
+        if !(images.contains(&b) || produce && budget_refused) {
             return Err(format!("{b} is enabled after the move only"));
         }
     }

@@ -196,7 +196,7 @@ pub(super) fn run_consumer(k: usize, shared: Arc<Shared>, how: ConsumerRules) ->
             published.get().unwrap_or(0)
         };
         reads += 1;
-        let read = if how.reads_fail && pos < hw && reads % 2 == 0 {
+        let read = if how.reads_fail && pos < hw && reads.is_multiple_of(2) {
             Err(read_failed())
         } else {
             read_entries_below(&reader, pos, hw)
