@@ -36,15 +36,26 @@ fn every_seeded_concurrent_run_is_a_behaviour_of_the_model() {
                 }
                 let dir = tempfile::tempdir().unwrap();
                 let config = seeded_config(seed, &dir.path().join("trace.jsonl"));
-                let run = validated_run(config, dir.path()).expect("the run starts");
-                results.lock().unwrap().push((seed, run));
+                let run = validated_run(config.clone(), dir.path()).expect("the run starts");
+                // A misfit says whether the window had a part in it.
+                let unmoved = match &run.validation {
+                    Err(m) if m.kind == MisfitKind::DoesNotFit => {
+                        let trace = dir.path().join("trace.jsonl");
+                        match validate_file_with(&model_config(&config), &config, &trace, false) {
+                            Ok(_) => "the whole trace".to_string(),
+                            Err(m) => format!("{:?} at event {}: {}", m.kind, m.seq, m.why),
+                        }
+                    }
+                    _ => String::new(),
+                };
+                results.lock().unwrap().push((seed, run, unmoved));
             });
         }
     });
     let results = results.into_inner().unwrap();
     let (mut validated, mut beyond, mut events, mut resyncs, mut crashes) = (0, 0, 0, 0, 0);
     let mut moves = 0;
-    for (seed, run) in &results {
+    for (seed, run, unmoved) in &results {
         assert!(
             run.report.errors.is_empty(),
             "seed {seed}: {:?}",
@@ -59,7 +70,10 @@ fn every_seeded_concurrent_run_is_a_behaviour_of_the_model() {
                 moves += s.window_moves;
             }
             Err(m) if m.kind == MisfitKind::BeyondModel => beyond += 1,
-            Err(m) => panic!("seed {seed}: the trace is not a behaviour of the model:\n{m}"),
+            Err(m) => panic!(
+                "seed {seed}: the trace is not a behaviour of the model:\n{m}\n\
+                 validated without moving the window: {unmoved}"
+            ),
         }
     }
     eprintln!(
