@@ -41,6 +41,11 @@ fn every_seeded_concurrent_run_is_a_behaviour_of_the_model() {
                 let unmoved = match &run.validation {
                     Err(m) if m.kind == MisfitKind::DoesNotFit => {
                         let trace = dir.path().join("trace.jsonl");
+                        // To read a misfit's whole trace: HIGHWATER_KEEP_TRACES=dir.
+                        if let Some(keep) = std::env::var_os("HIGHWATER_KEEP_TRACES") {
+                            let to = Path::new(&keep).join(format!("seed-{seed}.jsonl"));
+                            let _ = std::fs::copy(&trace, to);
+                        }
                         match validate_file_with(&model_config(&config), &config, &trace, false) {
                             Ok(_) => "the whole trace".to_string(),
                             Err(m) => format!("{:?} at event {}: {}", m.kind, m.seq, m.why),
@@ -55,6 +60,7 @@ fn every_seeded_concurrent_run_is_a_behaviour_of_the_model() {
     let results = results.into_inner().unwrap();
     let (mut validated, mut beyond, mut events, mut resyncs, mut crashes) = (0, 0, 0, 0, 0);
     let mut moves = 0;
+    let mut misfits = Vec::new();
     for (seed, run, unmoved) in &results {
         assert!(
             run.report.errors.is_empty(),
@@ -70,12 +76,19 @@ fn every_seeded_concurrent_run_is_a_behaviour_of_the_model() {
                 moves += s.window_moves;
             }
             Err(m) if m.kind == MisfitKind::BeyondModel => beyond += 1,
-            Err(m) => panic!(
+            // Every misfit is reported, not only the first.
+            Err(m) => misfits.push(format!(
                 "seed {seed}: the trace is not a behaviour of the model:\n{m}\n\
                  validated without moving the window: {unmoved}"
-            ),
+            )),
         }
     }
+    assert!(
+        misfits.is_empty(),
+        "{} of {RUNS} runs do not fit:\n{}",
+        misfits.len(),
+        misfits.join("\n")
+    );
     eprintln!(
         "{} runs, {crashes} crashes: {validated} traces validated whole ({events} events, \
          {resyncs} lost fetch responses taken as they were, the window moved {moves} times), \

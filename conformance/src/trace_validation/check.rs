@@ -225,7 +225,10 @@ impl Checker {
     /// steps kept for `reorder` (those that hold the prefix; older ones are
     /// forgotten), drop it. The move is taken only where the model behaves
     /// alike from the moved state, two steps deep (`behaves_alike`).
-    pub fn move_window(&mut self) -> Option<Shift> {
+    /// `limit`: the window settles no offset at or above it (the
+    /// implementation can still go back there, `Rebuild::unapplied_floor`),
+    /// and the follower that can.
+    pub fn move_window(&mut self, limit: Option<(u8, u32)>) -> Option<Shift> {
         if self.model.produced < self.cfg.records {
             return None;
         }
@@ -236,6 +239,12 @@ impl Checker {
                 return None;
             }
         };
+        if let Some((o, f)) = limit.filter(|&(o, _)| shift.k > o) {
+            self.window_stuck = Some(format!(
+                "a fetch response served to replica {f} and not yet applied may still be                  lost, taking it back to offset {o}"
+            ));
+            return None;
+        }
         if let Err(why) = behaves_alike(&self.cfg, &self.model, &shift, 2) {
             self.summary.window_refused += 1;
             self.window_stuck = Some(format!("the moved state would not behave alike: {why}"));

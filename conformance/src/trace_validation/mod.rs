@@ -310,7 +310,13 @@ fn move_window(
     window: &mut Window,
     rebuild: &Rebuild,
 ) -> Result<(), String> {
-    let Some(shift) = checker.move_window() else {
+    // Offsets the window may settle (model offsets): none at or above
+    // where a served response still unapplied could take a follower back.
+    let limit = rebuild.unapplied_floor().map(|(o, f)| {
+        let o = o.saturating_sub(window.base);
+        (u8::try_from(o).unwrap_or(u8::MAX), f)
+    });
+    let Some(shift) = checker.move_window(limit) else {
         return Ok(());
     };
     window.advance(&shift);

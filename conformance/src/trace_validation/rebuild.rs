@@ -22,6 +22,9 @@ struct Served {
     fetch_offset: u64,
     entries: Vec<LogEntry>,
     high_watermark: u64,
+    /// A diverging epoch (KIP-320): no records, and the follower truncates
+    /// when it takes it, so it is not shown as applied before then.
+    diverging: bool,
 }
 
 /// One replica as rebuilt.
@@ -303,18 +306,26 @@ impl Rebuild {
                 error: None,
                 log_end_offset,
                 high_watermark,
+                diverging,
                 ..
             } => {
                 let log = &self.shadow(r)?.log;
                 let from = (*fetch_offset as usize).min(log.len());
                 let to = (*log_end_offset as usize).min(log.len());
-                let entries = log.get(from..to).unwrap_or_default().to_vec();
+                // A diverging epoch's answer holds no records, whatever
+                // the leader's LEO (`Partition::check_last_fetched_epoch`).
+                let entries = if *diverging {
+                    Vec::new()
+                } else {
+                    log.get(from..to).unwrap_or_default().to_vec()
+                };
                 self.served.insert(
                     (*follower, r),
                     Served {
                         fetch_offset: *fetch_offset,
                         entries,
                         high_watermark: *high_watermark,
+                        diverging: *diverging,
                     },
                 );
             }
@@ -494,6 +505,23 @@ impl Rebuild {
         !leads
     }
 
+    /// The lowest offset a served response not yet applied could still
+    /// take a follower back to, and which follower: shown as applied
+    /// (`replica_snapshot`), it is lost if the follower crashes or drops
+    /// it first (a gap, `Gap`), and the follower is then taken at its own
+    /// LEO and HW. The window must not settle above that.
+    pub fn unapplied_floor(&self) -> Option<(u64, ReplicaId)> {
+        self.served
+            .iter()
+            .filter(|(_, x)| !x.diverging)
+            .filter_map(|(&(f, _), _)| {
+                let s = self.replicas.get(f as usize)?;
+                let hw = s.state.as_ref().map_or(s.last_hw, |st| st.high_watermark);
+                Some(((s.log.len() as u64).min(hw), f))
+            })
+            .min()
+    }
+
     /// One replica as the model sees it, refinement applied: a follower
     /// still truncating shows as before its LeaderAndIsr; a response served
     /// and not yet applied shows as applied; a crash not yet noticed shows
@@ -545,7 +573,11 @@ impl Rebuild {
                     ..
                 }
             );
-            if let Some(x) = self.served.get(&(r, l)).filter(|_| fetching) {
+            let pending = self
+                .served
+                .get(&(r, l))
+                .filter(|x| fetching && !x.diverging);
+            if let Some(x) = pending {
                 if x.fetch_offset == log.len() as u64 {
                     log.extend_from_slice(&x.entries);
                     hw = x.high_watermark.min(log.len() as u64);

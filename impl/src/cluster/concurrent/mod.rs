@@ -156,6 +156,10 @@ pub enum Regression {
     /// A held fetch is released only when its wait ends, not when records
     /// arrive: the wake-up by new data is lost.
     HeldFetchWakesOnTimerOnly,
+    /// A follower traces as applied a late fetch response it dropped (one
+    /// answering a fetch it has since sent again): the validator then
+    /// forgets the response the follower will apply.
+    LateFetchResponseTraced,
 }
 
 /// A concurrency bug the driver can be told to have, each in the driver

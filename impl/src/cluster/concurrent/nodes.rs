@@ -384,7 +384,15 @@ impl ReplicaNode {
                 let leader = resp.leader_id;
                 let (fetch_offset, error) = (resp.fetch_offset, resp.error);
                 let p = self.partition.as_ref().expect("checked by the caller");
-                let expected = p.core().fetching_from() == Some(leader);
+                // Only the answer to the fetch in flight is taken
+                // (`Partition::on_fetch_response`, as Kafka's
+                // `AbstractFetcherThread.processFetchRequest`); a late
+                // answer to a fetch sent again is dropped unseen, and
+                // tracing it as applied would take from the validator the
+                // response the follower will apply.
+                let expected = p.core().fetching_from() == Some(leader)
+                    && (p.core().fetch_in_flight() == Some(resp.correlation_id)
+                        || self.config.regress == Some(Regression::LateFetchResponseTraced));
                 self.input(now, Input::FetchResponse(resp))?;
                 if error.is_some() {
                     self.backoff_until = now + 10;
@@ -581,7 +589,10 @@ impl ReplicaNode {
             let Output::FetchResponse { to, response } = o else {
                 continue;
             };
+            // A diverging epoch is answered at once, as Kafka's
+            // `ReplicaManager.fetchMessages` does (`hasDivergingEpoch`).
             let hold = response.error.is_none()
+                && response.diverging_epoch.is_none()
                 && response.records.is_empty()
                 && !self
                     .parked
@@ -594,6 +605,7 @@ impl ReplicaNode {
                 error: response.error,
                 log_end_offset: response.log_end_offset,
                 high_watermark: response.high_watermark,
+                diverging: response.diverging_epoch.is_some(),
             });
             // Kafka expands the ISR while serving a fetch.
             self.maybe_expand(from, now);
@@ -685,6 +697,7 @@ impl ReplicaNode {
                         error: response.error,
                         log_end_offset: response.log_end_offset,
                         high_watermark: response.high_watermark,
+                        diverging: response.diverging_epoch.is_some(),
                     });
                     self.send(to, Msg::FetchResponse(response));
                 }
