@@ -686,3 +686,171 @@ impl Rebuild {
         out
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use highwater::replication::{Controller, ControllerConfig};
+
+    fn state(r: ReplicaId, epoch: LeaderEpoch, role: Role, leo: u64, hw: u64) -> PartitionState {
+        let leader = match role {
+            Role::Leader => LeaderView::Replica(r),
+            Role::Follower { leader, .. } => LeaderView::Replica(leader),
+            Role::None => LeaderView::Unknown,
+        };
+        PartitionState {
+            replica_id: r,
+            leader_epoch: Some(epoch),
+            leader,
+            role,
+            isr: Vec::new(),
+            high_watermark: hw,
+            log_end_offset: leo,
+            log_start_offset: 0,
+            recovery_point: leo,
+            followers: BTreeMap::new(),
+            waiting_acks: Vec::new(),
+            epoch_start_offset: None,
+            pending_isr_change: None,
+        }
+    }
+
+    fn entry(seq: u64, r: ReplicaId, event: Event, state: Option<PartitionState>) -> TraceEntry {
+        TraceEntry {
+            seq,
+            micros: seq,
+            actor: Actor::Replica(r),
+            event,
+            replica: state,
+            controller: None,
+        }
+    }
+
+    fn produce(seq: u64, r: ReplicaId, id: u64, at: u64, epoch: LeaderEpoch) -> TraceEntry {
+        let event = Event::Produce {
+            request_id: id,
+            records: vec![id],
+            result: Ok((at, epoch)),
+        };
+        entry(
+            seq,
+            r,
+            event,
+            Some(state(r, epoch, Role::Leader, at + 1, 0)),
+        )
+    }
+
+    /// Replica 0 led epoch 0 and wrote a@0, went down; replica 1 leads
+    /// epoch 2 with b and c; replica 0 comes back fetching from 1 (truncation
+    /// on fetch) with a@0 below its fetch offset.
+    fn diverged() -> Rebuild {
+        let controller = Controller::new(vec![0, 1], ControllerConfig::default())
+            .unwrap()
+            .state();
+        let mut b = Rebuild::new(2, Acks::All, TruncationMode::OnFetch, true, 1, controller);
+        let follower = Role::Follower {
+            leader: 1,
+            truncating: false,
+        };
+        let restart = Event::Restart {
+            log_end_offset: 1,
+            high_watermark: 0,
+            recovery_point: 1,
+        };
+        for e in [
+            produce(0, 0, 0, 0, 0),
+            entry(1, 0, Event::Crash { clean: true }, None),
+            produce(2, 1, 1, 0, 2),
+            produce(3, 1, 2, 1, 2),
+            entry(4, 0, restart, Some(state(0, 2, Role::None, 1, 0))),
+            entry(
+                5,
+                0,
+                Event::BecomeFollower {
+                    epoch: 2,
+                    leader: Some(1),
+                },
+                Some(state(0, 2, follower, 1, 0)),
+            ),
+        ] {
+            b.apply(&e).unwrap();
+        }
+        b
+    }
+
+    fn served(diverging: bool) -> TraceEntry {
+        let event = Event::FetchServed {
+            follower: 0,
+            fetch_offset: 1,
+            follower_epoch: 2,
+            error: None,
+            log_end_offset: 2,
+            high_watermark: 1,
+            diverging,
+        };
+        entry(6, 1, event, Some(state(1, 2, Role::Leader, 2, 1)))
+    }
+
+    /// A diverging epoch's answer carries no records: replica 0 is not
+    /// shown holding c over a (which broke "logs agree below the HW" when
+    /// the rebuild took every answer as records, seed 102).
+    #[test]
+    fn a_diverging_answer_is_not_shown_as_records() {
+        let mut b = diverged();
+        b.apply(&served(true)).unwrap();
+        let r0 = &b.snapshot().replicas[0];
+        assert_eq!((r0.log.len(), r0.high_watermark), (1, 0));
+        assert_eq!(b.unapplied_floor(), None);
+
+        // The answer taken as records (the rebuild before the fix).
+        let mut b = diverged();
+        b.apply(&served(false)).unwrap();
+        let r0 = &b.snapshot().replicas[0];
+        assert_eq!((r0.log.len(), r0.high_watermark), (2, 1));
+    }
+
+    /// A response served and not applied is shown as applied, but the
+    /// window may not settle above where losing it takes the follower back.
+    #[test]
+    fn an_unapplied_response_bounds_the_window() {
+        let mut b = diverged();
+        let follower = Role::Follower {
+            leader: 1,
+            truncating: false,
+        };
+        let truncated = Event::FetchApplied {
+            leader: 1,
+            fetch_offset: 0,
+            error: None,
+            log_end_offset: 0,
+            high_watermark: 0,
+        };
+        b.apply(&served(true)).unwrap();
+        b.apply(&entry(7, 0, truncated, Some(state(0, 2, follower, 0, 0))))
+            .unwrap();
+        let event = Event::FetchServed {
+            follower: 0,
+            fetch_offset: 0,
+            follower_epoch: 2,
+            error: None,
+            log_end_offset: 2,
+            high_watermark: 1,
+            diverging: false,
+        };
+        b.apply(&entry(8, 1, event, Some(state(1, 2, Role::Leader, 2, 1))))
+            .unwrap();
+        assert_eq!(b.snapshot().replicas[0].high_watermark, 1);
+        assert_eq!(b.unapplied_floor(), Some((0, 0)));
+        let applied = Event::FetchApplied {
+            leader: 1,
+            fetch_offset: 0,
+            error: None,
+            log_end_offset: 2,
+            high_watermark: 1,
+        };
+        b.apply(&entry(9, 0, applied, Some(state(0, 2, follower, 2, 1))))
+            .unwrap();
+        assert_eq!(b.unapplied_floor(), None);
+        assert_eq!(b.snapshot().replicas[0].log.len(), 2);
+    }
+}
