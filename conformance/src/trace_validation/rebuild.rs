@@ -319,6 +319,22 @@ impl Rebuild {
                 } else {
                     log.get(from..to).unwrap_or_default().to_vec()
                 };
+                // A new fetch answered while records served before were
+                // not applied: the follower sent it again (its request
+                // timed out), and drops the late answer unread. The model
+                // has no step for a lost answer: a gap for that follower.
+                // (A held fetch is traced when held and again when sent,
+                // but a held answer holds no records.)
+                if self
+                    .served
+                    .get(&(*follower, r))
+                    .is_some_and(|x| !x.entries.is_empty())
+                {
+                    let why = format!(
+                        "replica {follower} fetched again with records served and not applied"
+                    );
+                    self.lost_responses(why, std::iter::once(*follower));
+                }
                 self.served.insert(
                     (*follower, r),
                     Served {
@@ -807,6 +823,32 @@ mod tests {
         b.apply(&served(false)).unwrap();
         let r0 = &b.snapshot().replicas[0];
         assert_eq!((r0.log.len(), r0.high_watermark), (2, 1));
+    }
+
+    /// A second fetch answered while records served before were not
+    /// applied: the follower dropped that answer, a gap the checker may
+    /// resynchronise over (a held answer, with no records, is none).
+    #[test]
+    fn a_fetch_sent_again_over_unapplied_records_is_a_gap() {
+        let serve = |seq, leo| {
+            let event = Event::FetchServed {
+                follower: 0,
+                fetch_offset: 1,
+                follower_epoch: 2,
+                error: None,
+                log_end_offset: leo,
+                high_watermark: 0,
+                diverging: false,
+            };
+            entry(seq, 1, event, Some(state(1, 2, Role::Leader, 2, 0)))
+        };
+        let mut b = diverged();
+        b.apply(&serve(6, 1)).unwrap();
+        b.apply(&serve(7, 2)).unwrap();
+        assert!(b.gap.is_none(), "a held answer re-served is no gap");
+        b.apply(&serve(8, 2)).unwrap();
+        let gap = b.gap.take().expect("the answer with records was lost");
+        assert_eq!(gap.followers, vec![0]);
     }
 
     /// A response served and not applied is shown as applied, but the
