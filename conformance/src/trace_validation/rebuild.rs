@@ -319,6 +319,16 @@ impl Rebuild {
                 } else {
                     log.get(from..to).unwrap_or_default().to_vec()
                 };
+                // Served to a follower that is down (the leader checked
+                // its incarnation just before it crashed): the answer
+                // never reaches it, and its next incarnation drops it
+                // (`Partition::set_correlation_base`). Not a fetch of the
+                // model's; the leader learnt nothing new (the fetch is the
+                // one it already learnt from when it held it, or one it
+                // took before the crash).
+                if !self.shadow(*follower)?.alive {
+                    return self.take_entry_state(r, entry);
+                }
                 // A new fetch answered while records served before were
                 // not applied: the follower sent it again (its request
                 // timed out), and drops the late answer unread. The model
@@ -386,6 +396,10 @@ impl Rebuild {
             }
             _ => {}
         }
+        self.take_entry_state(r, entry)
+    }
+
+    fn take_entry_state(&mut self, r: ReplicaId, entry: &TraceEntry) -> Result<(), String> {
         let state = entry
             .replica
             .clone()
@@ -823,6 +837,27 @@ mod tests {
         b.apply(&served(false)).unwrap();
         let r0 = &b.snapshot().replicas[0];
         assert_eq!((r0.log.len(), r0.high_watermark), (2, 1));
+    }
+
+    /// An answer served to a follower that crashed since is not shown as
+    /// applied when it comes back (seed 10).
+    #[test]
+    fn an_answer_served_to_a_down_follower_is_dropped() {
+        let mut b = diverged();
+        b.apply(&entry(6, 0, Event::Crash { clean: true }, None))
+            .unwrap();
+        let event = Event::FetchServed {
+            follower: 0,
+            fetch_offset: 1,
+            follower_epoch: 2,
+            error: None,
+            log_end_offset: 2,
+            high_watermark: 0,
+            diverging: false,
+        };
+        b.apply(&entry(7, 1, event, Some(state(1, 2, Role::Leader, 2, 0))))
+            .unwrap();
+        assert_eq!(b.unapplied_floor(), None);
     }
 
     /// A second fetch answered while records served before were not

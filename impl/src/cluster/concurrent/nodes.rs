@@ -167,6 +167,9 @@ impl ReplicaNode {
             epoch,
         )?;
         p.set_request_timeout_ms(self.config.request_timeout.as_millis() as u64);
+        // Answers to the last incarnation's requests may still arrive (a
+        // fetch held by the leader, released as this broker crashed).
+        p.set_correlation_base(self.shared.incarnation(self.id) << 32);
         self.shared.set_reader(self.id, Some(p.log().reader()));
         if let Some(cell) = self.shared.published_hw(self.id) {
             // The HW recovered from the checkpoint.
