@@ -191,6 +191,39 @@ impl Checker {
                 (model, path, e)
             })
         });
+        let found = found.or_else(|| {
+            // The loss may come after one model action of the event: a
+            // follower that crashed with a response served is taken as it
+            // is once down (the model's Crash, then the resync).
+            let gap = gap.as_ref()?;
+            let mut set = [None; MAX_REPLICAS];
+            for &f in &gap.followers {
+                set[f as usize] = Some(*imp.replica(f as u8));
+            }
+            let resync = Taken::Resync(set);
+            let mut first = Vec::new();
+            enabled(&self.cfg, &model, &mut first);
+            let found = first.into_iter().find_map(|a| {
+                let from = take(&self.cfg, &apply(&self.cfg, &model, a)?, resync)?;
+                let found = if comparable(&from) == target {
+                    Some((Vec::new(), from))
+                } else {
+                    self.search_depth(&from, &target, MAX_ACTIONS_PER_EVENT - 1)
+                };
+                found.map(|(p, e)| {
+                    let mut path = vec![Taken::Act(a), resync];
+                    path.extend(acts(p));
+                    (model, path, e)
+                })
+            });
+            if found.is_some() {
+                self.summary.resyncs += 1;
+                if self.summary.resync_reasons.len() < 8 {
+                    self.summary.resync_reasons.push(gap.why.clone());
+                }
+            }
+            found
+        });
         let found = found.or_else(|| self.reorder(&target));
         match found {
             Some((start, path, state)) => {
