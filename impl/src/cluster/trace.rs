@@ -77,6 +77,10 @@ pub enum Event {
         /// The leader's LEO and HW sent.
         log_end_offset: u64,
         high_watermark: u64,
+        /// The response named a diverging epoch (KIP-320): it carries no
+        /// records, and the follower truncates instead of appending.
+        #[serde(default)]
+        diverging: bool,
     },
     /// The follower took a fetch response (the follower's half).
     FetchApplied {
