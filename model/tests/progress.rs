@@ -9,7 +9,7 @@ use highwater_model::config::Mutation;
 use highwater_model::controller::Election;
 use highwater_model::graph::{self, SearchOptions};
 use highwater_model::presets::{Preset, SAFE};
-use highwater_model::progress::{self, ACKED_REPLICATED, RECOVERABLE};
+use highwater_model::progress::{self, ProgressReport, ACKED_REPLICATED, RECOVERABLE};
 use highwater_model::run::{self, Report, RunOptions, Search, Verdict};
 use highwater_model::state::{LeaderView, State, RECOVERY_EPOCHS};
 use highwater_model::witness::RecoveryWalk;
@@ -152,20 +152,7 @@ fn offline_by_design_is_counted_not_reported() {
 fn without_recovery_epochs_the_epoch_bound_looks_like_a_stall() {
     let cfg = Config { records: 1, ..SAFE };
     let stuck_with = |recovery_epochs: u8| {
-        let g = graph::search(
-            cfg,
-            SearchOptions {
-                threads: 2,
-                properties: None,
-                progress: Some(progress::PREDICATES),
-                recovery_epochs,
-                recovery_walk: Default::default(),
-                until: graph::Until::Exhausted,
-                stop: &|_| false,
-                on_progress: &mut |_| {},
-            },
-        );
-        let report = progress::check(&g);
+        let report = progress_report(cfg, recovery_epochs, RecoveryWalk::default());
         let p = &report.properties[0];
         assert_eq!(p.name, RECOVERABLE);
         (p.stuck_states, p.counterexample.clone())
@@ -249,21 +236,26 @@ struct UnderWalk {
     walked: u64,
 }
 
-fn progress_under(cfg: Config, walk: RecoveryWalk) -> UnderWalk {
+/// The progress check of an exhaustive search of `cfg`.
+fn progress_report(cfg: Config, recovery_epochs: u8, walk: RecoveryWalk) -> ProgressReport {
     let g = graph::search(
         cfg,
         SearchOptions {
             threads: 2,
             properties: None,
             progress: Some(progress::PREDICATES),
-            recovery_epochs: RECOVERY_EPOCHS,
+            recovery_epochs,
             recovery_walk: walk,
             until: graph::Until::Exhausted,
             stop: &|_| false,
             on_progress: &mut |_| {},
         },
     );
-    let report = progress::check(&g);
+    progress::check(&g)
+}
+
+fn progress_under(cfg: Config, walk: RecoveryWalk) -> UnderWalk {
+    let report = progress_report(cfg, RECOVERY_EPOCHS, walk);
     UnderWalk {
         stuck: report
             .properties
