@@ -590,14 +590,9 @@ fn expand_chunk(
         let mut flags = 0;
         if let Some(pr) = &ctx.predicates {
             let cfg = &ctx.model.cfg;
-            for (f, pred) in [
-                (flag::HEALTHY, pr.healthy),
-                (flag::OFFLINE, pr.offline),
-                (flag::ACKED_REPLICATED, pr.acked_replicated),
-            ] {
-                if pred(cfg, s) {
-                    flags |= f;
-                }
+            flags = witness::goals_of(cfg, pr, s);
+            if (pr.offline)(cfg, s) {
+                flags |= flag::OFFLINE;
             }
         }
         let first = out.successors.len();

@@ -161,18 +161,22 @@ impl Checker {
         }
         let model = self.model;
         let acts = |p: Vec<Action>| p.into_iter().map(Taken::Act).collect::<Vec<_>>();
+        // Only the followers that lost a served response are taken as the
+        // implementation has them.
+        let resync = gap.as_ref().map(|gap| {
+            let mut set = [None; MAX_REPLICAS];
+            for &f in &gap.followers {
+                set[f as usize] = Some(*imp.replica(f as u8));
+            }
+            Taken::Resync(set)
+        });
         let found = self
             .search(&model, &target)
             .map(|(p, e)| (model, acts(p), e));
         let found = found.or_else(|| {
             // Only the followers that lost a served response are taken as
             // the implementation has them; everything else must still fit.
-            let gap = gap.as_ref()?;
-            let mut set = [None; MAX_REPLICAS];
-            for &f in &gap.followers {
-                set[f as usize] = Some(*imp.replica(f as u8));
-            }
-            let resync = Taken::Resync(set);
+            let (gap, resync) = (gap.as_ref()?, resync?);
             let from = take(&self.cfg, &model, resync)?;
             let found = if comparable(&from) == target {
                 Some((Vec::new(), from))
@@ -180,10 +184,7 @@ impl Checker {
                 self.search(&from, &target)
             };
             if found.is_some() {
-                self.summary.resyncs += 1;
-                if self.summary.resync_reasons.len() < 8 {
-                    self.summary.resync_reasons.push(gap.why.clone());
-                }
+                self.summary.count_resync(&gap.why);
             }
             found.map(|(p, e)| {
                 let mut path = vec![resync];
@@ -195,12 +196,7 @@ impl Checker {
             // The loss may come after one model action of the event: a
             // follower that crashed with a response served is taken as it
             // is once down (the model's Crash, then the resync).
-            let gap = gap.as_ref()?;
-            let mut set = [None; MAX_REPLICAS];
-            for &f in &gap.followers {
-                set[f as usize] = Some(*imp.replica(f as u8));
-            }
-            let resync = Taken::Resync(set);
+            let (gap, resync) = (gap.as_ref()?, resync?);
             let mut first = Vec::new();
             enabled(&self.cfg, &model, &mut first);
             let found = first.into_iter().find_map(|a| {
@@ -217,10 +213,7 @@ impl Checker {
                 })
             });
             if found.is_some() {
-                self.summary.resyncs += 1;
-                if self.summary.resync_reasons.len() < 8 {
-                    self.summary.resync_reasons.push(gap.why.clone());
-                }
+                self.summary.count_resync(&gap.why);
             }
             found
         });

@@ -86,6 +86,16 @@ impl fmt::Display for Misfit {
     }
 }
 
+impl Summary {
+    /// A resync taken, and why (the first eight reasons kept).
+    fn count_resync(&mut self, why: &str) {
+        self.resyncs += 1;
+        if self.resync_reasons.len() < 8 {
+            self.resync_reasons.push(why.to_string());
+        }
+    }
+}
+
 /// What a validated trace held.
 #[derive(Debug, Clone, Default)]
 pub struct Summary {
@@ -232,7 +242,10 @@ pub fn validate_with(
             Ok(entry) => {
                 seq = entry.seq;
                 let event = describe(&entry);
-                match rebuild.apply(&entry) {
+                let viewed = rebuild
+                    .apply(&entry)
+                    .and_then(|()| window.view(rebuild.snapshot()));
+                match viewed {
                     Err(why) => Some(fail(
                         MisfitKind::DoesNotFit,
                         seq,
@@ -241,43 +254,26 @@ pub fn validate_with(
                         &checker,
                         &rebuild,
                     )),
-                    Ok(()) => match window.view(rebuild.snapshot()) {
-                        Err(why) => Some(fail(
-                            MisfitKind::DoesNotFit,
-                            seq,
-                            event,
-                            why,
-                            &checker,
-                            &rebuild,
-                        )),
-                        Ok(snap) => match checker.step(&snap, rebuild.gap.take()) {
-                            Ok(()) => {
-                                let moved = if moving {
-                                    move_window(&mut checker, &mut window, &rebuild)
-                                } else {
-                                    Ok(())
-                                };
-                                before.push_back(event.clone());
-                                if before.len() > 8 {
-                                    before.pop_front();
-                                }
-                                moved.err().map(|why| {
-                                    fail(
-                                        MisfitKind::DoesNotFit,
-                                        seq,
-                                        event,
-                                        why,
-                                        &checker,
-                                        &rebuild,
-                                    )
-                                })
+                    Ok(snap) => match checker.step(&snap, rebuild.gap.take()) {
+                        Ok(()) => {
+                            let moved = if moving {
+                                move_window(&mut checker, &mut window, &rebuild)
+                            } else {
+                                Ok(())
+                            };
+                            before.push_back(event.clone());
+                            if before.len() > 8 {
+                                before.pop_front();
                             }
-                            Err((kind, why, imp)) => {
-                                let mut m = fail(kind, seq, event, why, &checker, &rebuild);
-                                m.implementation = imp;
-                                Some(m)
-                            }
-                        },
+                            moved.err().map(|why| {
+                                fail(MisfitKind::DoesNotFit, seq, event, why, &checker, &rebuild)
+                            })
+                        }
+                        Err((kind, why, imp)) => {
+                            let mut m = fail(kind, seq, event, why, &checker, &rebuild);
+                            m.implementation = imp;
+                            Some(m)
+                        }
                     },
                 }
             }
