@@ -13,12 +13,32 @@ use highwater_conformance::trace_validation::validated_run;
 
 const SECONDS: f64 = 1.5;
 
-fn soak(rules: RuleSet, seed: u64) -> SoakFigures {
+/// Runs validated whole and runs stopped beyond the model's bounds.
+#[derive(Default)]
+struct Tally {
+    whole: u32,
+    stopped: u32,
+}
+
+impl Tally {
+    fn print(&self, what: &str) {
+        eprintln!(
+            "{what}: {} runs validated whole, {} stopped beyond the model's bounds",
+            self.whole, self.stopped
+        );
+    }
+}
+
+fn soak(rules: RuleSet, seed: u64, tally: &mut Tally) -> SoakFigures {
     let dir = tempfile::tempdir().unwrap();
     let config = soak_config(rules, seed, Duration::from_secs_f64(SECONDS));
-    let report = validated_run(config, dir.path())
-        .unwrap()
-        .fitted(&format!("{rules:?} seed {seed}"));
+    let run = validated_run(config, dir.path()).unwrap();
+    if run.whole() {
+        tally.whole += 1;
+    } else {
+        tally.stopped += 1;
+    }
+    let report = run.fitted(&format!("{rules:?} seed {seed}"));
     let f = SoakFigures::of(&report);
     eprintln!("{rules:?} seed {seed}: {f:?} {:?}", report.nemesis_faults);
     f
@@ -26,17 +46,22 @@ fn soak(rules: RuleSet, seed: u64) -> SoakFigures {
 
 /// The seed of the first run that loses something, trying at most `seeds`.
 fn first_loss(rules: RuleSet, seeds: u64) -> Option<u64> {
-    (0..seeds).find(|&seed| soak(rules, seed).loss())
+    let mut tally = Tally::default();
+    let found = (0..seeds).find(|&seed| soak(rules, seed, &mut tally).loss());
+    tally.print(&format!("{rules:?}"));
+    found
 }
 
 #[test]
 fn todays_rules_lose_nothing_under_the_nemesis() {
+    let mut tally = Tally::default();
     for seed in 0..2 {
-        let f = soak(RuleSet::Today, seed);
+        let f = soak(RuleSet::Today, seed, &mut tally);
         assert!(f.faults >= 5, "the nemesis struck: {f:?}");
         assert!(!f.loss(), "seed {seed}: {f:?}");
         assert!(f.healed, "seed {seed} healed after the last fault");
     }
+    tally.print("today's rules");
 }
 
 #[test]

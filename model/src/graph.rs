@@ -15,6 +15,7 @@
 //! [`RECOVERY_EPOCHS`] more: the search's first phase explores the bounded
 //! model (every action, epochs within `--max-epoch`); fault-free steps that
 //! go beyond the bound lead to *recovery states*, which a second phase
+//! walks (`witness.rs`) or, where one walk does not show them to heal,
 //! expands with fault-free actions only. Recovery states are never checked
 //! themselves: only the bounded model's states must satisfy the properties.
 //!
@@ -32,6 +33,7 @@ use crate::config::Config;
 use crate::fptable::FingerprintTable;
 use crate::model::PartitionModel;
 use crate::state::{State, RECOVERY_EPOCHS};
+use crate::witness::{self, RecoveryWalk};
 use stateright::{Expectation, Model, Property, Representative};
 use std::time::Instant;
 
@@ -85,6 +87,12 @@ pub mod flag {
     pub const OFFLINE: u8 = 8;
     /// Every acknowledged record is on every live replica below its HW.
     pub const ACKED_REPLICATED: u8 = 16;
+    /// A recovery state a fault-free walk took to a healthy state
+    /// (`witness.rs`).
+    pub const REACHES_HEALTHY: u8 = 32;
+    /// A recovery state a fault-free walk took to a state with every
+    /// acknowledged record replicated.
+    pub const REACHES_ACKED_REPLICATED: u8 = 64;
 }
 
 /// The state predicates the search records per node (as [`flag`] bits).
@@ -107,6 +115,8 @@ pub struct SearchOptions<'a> {
     /// Leader epochs recovery may use beyond the bound (at most
     /// [`RECOVERY_EPOCHS`]; fewer only to show why they are needed).
     pub recovery_epochs: u8,
+    /// How recovery states are shown to heal (`witness.rs`).
+    pub recovery_walk: RecoveryWalk,
     /// When to stop early: once the level at which these always-properties
     /// have broken is finished; only properties broken within that depth
     /// are then reported.
@@ -138,6 +148,9 @@ pub struct SearchProgress {
     pub unique_states: u64,
     /// Recovery states found so far (beyond the epoch bound, fault-free).
     pub recovery_states: u64,
+    /// Recovery states a walk showed to heal, so not expanded
+    /// (`witness.rs`).
+    pub recovery_walked: u64,
     pub max_depth: u64,
     pub seconds: f64,
     /// Second phase: expanding recovery states.
@@ -205,9 +218,21 @@ struct Expansion {
 /// A batch's expansions, in batch order.
 #[derive(Default)]
 struct Expanded {
+    /// Recovery states a walk showed to heal (not expanded).
+    walked: u64,
     expansions: Vec<Expansion>,
     successors: Vec<Successor>,
     states: Vec<State>,
+}
+
+impl Expanded {
+    /// Empty, with its buffers kept for the next batch.
+    fn clear(&mut self) {
+        self.walked = 0;
+        self.expansions.clear();
+        self.successors.clear();
+        self.states.clear();
+    }
 }
 
 const BATCH: usize = 4096;
@@ -357,6 +382,7 @@ pub fn search(cfg: Config, opts: SearchOptions<'_>) -> Graph {
     g.index = index;
     let ctx = Ctx {
         model: &model,
+        recovery_walk: opts.recovery_walk,
         recovery: &recovery,
         properties: &properties,
         predicates: opts.progress,
@@ -445,6 +471,7 @@ enum Phase {
 
 struct Ctx<'a> {
     model: &'a PartitionModel,
+    recovery_walk: RecoveryWalk,
     recovery: &'a Config,
     properties: &'a [Property<PartitionModel>],
     predicates: Option<NodePredicates>,
@@ -475,9 +502,17 @@ impl Run<'_> {
         // The index leaves the graph while the level runs: the expansion
         // threads read it while the merge writes it and the rest of the graph.
         let mut index = std::mem::take(&mut g.index);
-        let mut merge = |g: &mut Graph, index: &FingerprintTable, parts: Vec<Expanded>| {
-            for part in parts {
-                g.merge(ctx, index, phase, part, next, recovery);
+        // Merged parts go back to `spare`, so that their buffers are
+        // reused: fresh ones cost a page fault per page, batch after batch.
+        let mut spare: Vec<Expanded> = Vec::new();
+        let mut merge = |g: &mut Graph,
+                         index: &FingerprintTable,
+                         parts: Vec<Expanded>,
+                         spare: &mut Vec<Expanded>| {
+            for mut part in parts {
+                g.merge(ctx, index, phase, &part, next, recovery);
+                part.clear();
+                spare.push(part);
             }
         };
         // Expanded, not yet merged: merged while the next batch expands.
@@ -499,16 +534,20 @@ impl Run<'_> {
             index.reserve(pending.iter().map(|p| p.successors.len()).sum());
             let index = &index;
             pending = if self.threads == 1 {
-                merge(g, index, std::mem::take(&mut pending));
-                vec![expand_chunk(ctx, index, phase, batch)]
+                merge(g, index, std::mem::take(&mut pending), &mut spare);
+                let out = spare.pop().unwrap_or_default();
+                vec![expand_chunk(ctx, index, phase, batch, out)]
             } else {
                 let chunk = batch.len().div_ceil(self.threads).max(1);
                 std::thread::scope(|scope| {
                     let workers: Vec<_> = batch
                         .chunks(chunk)
-                        .map(|c| scope.spawn(move || expand_chunk(ctx, index, phase, c)))
+                        .map(|c| {
+                            let out = spare.pop().unwrap_or_default();
+                            scope.spawn(move || expand_chunk(ctx, index, phase, c, out))
+                        })
                         .collect();
-                    merge(g, index, std::mem::take(&mut pending));
+                    merge(g, index, std::mem::take(&mut pending), &mut spare);
                     workers
                         .into_iter()
                         .map(|w| w.join().expect("an expansion thread panicked"))
@@ -517,7 +556,7 @@ impl Run<'_> {
             };
         }
         index.reserve(pending.iter().map(|p| p.successors.len()).sum());
-        merge(g, &index, pending);
+        merge(g, &index, pending, &mut spare);
         g.index = index;
         completed
     }
@@ -528,9 +567,9 @@ fn expand_chunk(
     index: &FingerprintTable,
     phase: Phase,
     chunk: &[(NodeId, State)],
+    mut out: Expanded,
 ) -> Expanded {
     let bound = ctx.model.cfg.max_epoch;
-    let mut out = Expanded::default();
     let mut enabled = Vec::new();
     let mut local: Vec<(u64, State, bool, bool)> = Vec::new();
     let mut known: Vec<NodeId> = Vec::new();
@@ -551,17 +590,36 @@ fn expand_chunk(
         let mut flags = 0;
         if let Some(pr) = &ctx.predicates {
             let cfg = &ctx.model.cfg;
-            for (f, pred) in [
-                (flag::HEALTHY, pr.healthy),
-                (flag::OFFLINE, pr.offline),
-                (flag::ACKED_REPLICATED, pr.acked_replicated),
-            ] {
-                if pred(cfg, s) {
-                    flags |= f;
-                }
+            flags = witness::goals_of(cfg, pr, s);
+            if (pr.offline)(cfg, s) {
+                flags |= flag::OFFLINE;
             }
         }
         let first = out.successors.len();
+        if phase == Phase::Recovery {
+            if let Some(pr) = &ctx.predicates {
+                // A walk that meets every goal spares the expansion.
+                let every = flag::HEALTHY | flag::ACKED_REPLICATED;
+                let goals = match ctx.recovery_walk {
+                    RecoveryWalk::Greedy => {
+                        witness::goals_reached(&ctx.model.cfg, ctx.recovery, pr, s)
+                    }
+                    RecoveryWalk::Off => 0,
+                    RecoveryWalk::ClaimsEveryGoal => every,
+                };
+                flags |= reaches(goals);
+                if goals == every {
+                    out.walked += 1;
+                    out.expansions.push(Expansion {
+                        node: *node,
+                        properties,
+                        flags,
+                        successors: first..first,
+                    });
+                    continue;
+                }
+            }
+        }
         enabled.clear();
         // The recovery configuration lists every action the bounded one
         // does, and those that need an epoch beyond the bound.
@@ -576,9 +634,7 @@ fn expand_chunk(
             if phase == Phase::Recovery && !heals(s, a) {
                 continue;
             }
-            let Some(next) = actions::apply(cfg, s, a) else {
-                continue;
-            };
+            let next = actions::successor(cfg, s, a);
             let in_bounds = phase == Phase::Bounded && within(bound, &next);
             if !in_bounds && !heals(s, a) {
                 continue;
@@ -629,6 +685,18 @@ fn expand_chunk(
         });
     }
     out
+}
+
+/// The `REACHES_*` flags of goals a walk met.
+fn reaches(goals: u8) -> u8 {
+    let mut f = 0;
+    if goals & flag::HEALTHY != 0 {
+        f |= flag::REACHES_HEALTHY;
+    }
+    if goals & flag::ACKED_REPLICATED != 0 {
+        f |= flag::REACHES_ACKED_REPLICATED;
+    }
+    f
 }
 
 /// Whether a state is within the run's epoch bound.
@@ -712,11 +780,12 @@ impl Graph {
         ctx: &Ctx<'_>,
         index: &FingerprintTable,
         phase: Phase,
-        batch: Expanded,
+        batch: &Expanded,
         next: &mut Vec<(NodeId, State)>,
         recovery: &mut Vec<(NodeId, State)>,
     ) {
         let keep_edges = ctx.predicates.is_some();
+        self.progress.recovery_walked += batch.walked;
         for (i, e) in batch.expansions.iter().enumerate() {
             let n = e.node;
             self.flags[n as usize] |= e.flags | flag::EXPANDED;

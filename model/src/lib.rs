@@ -20,6 +20,7 @@ pub mod shortest;
 pub mod state;
 pub mod symmetry;
 pub mod truncation;
+pub mod witness;
 
 pub use actions::Action;
 pub use config::{Acks, Config, HwCheckpoint, Truncation};

@@ -93,7 +93,7 @@ pub const PRESETS: &[Preset] = &[
         tlc: None,
         measured: Some(Measured {
             unique_states: SAFE_UNIQUE_STATES,
-            seconds: 57.0,
+            seconds: 38.0,
         }),
     },
     Preset {

@@ -119,6 +119,8 @@ pub struct ProgressReport {
     /// Fault-free edges walked, and recovery states beyond the epoch bound.
     pub edges: u64,
     pub recovery_states: u64,
+    /// Recovery states a walk showed to heal (`witness.rs`).
+    pub recovery_walked: u64,
     pub seconds: f64,
 }
 
@@ -130,8 +132,9 @@ pub fn check(graph: &Graph) -> ProgressReport {
     let reachable = |goal: u8| reverse.reachable_from(graph, move |f| f & goal != 0);
     let (offline, healthy, acked) = std::thread::scope(|scope| {
         let offline = scope.spawn(|| reachable(flag::OFFLINE));
-        let healthy = scope.spawn(|| reachable(flag::HEALTHY));
-        let acked = reachable(flag::ACKED_REPLICATED);
+        // A recovery state a walk took to a goal reaches it too.
+        let healthy = scope.spawn(|| reachable(flag::HEALTHY | flag::REACHES_HEALTHY));
+        let acked = reachable(flag::ACKED_REPLICATED | flag::REACHES_ACKED_REPLICATED);
         let join = |h: std::thread::ScopedJoinHandle<'_, Vec<bool>>| {
             h.join().expect("a backward search panicked")
         };
@@ -173,6 +176,7 @@ pub fn check(graph: &Graph) -> ProgressReport {
         offline_example: offline_example.map(|n| graph.path_to(n)),
         edges: graph.edge_count() as u64,
         recovery_states: graph.progress.recovery_states,
+        recovery_walked: graph.progress.recovery_walked,
         seconds: start.elapsed().as_secs_f64(),
     }
 }

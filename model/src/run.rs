@@ -208,6 +208,9 @@ pub struct ProgressSummary {
     /// Fault-free edges kept, and recovery states beyond the epoch bound.
     pub edges: u64,
     pub recovery_states: u64,
+    /// Of those, the ones a fault-free walk took to every goal, so never
+    /// expanded (`witness.rs`).
+    pub recovery_walked: u64,
     /// Bytes held by the state graph at its largest.
     pub graph_bytes: u64,
     /// Seconds spent on the backward search.
@@ -367,6 +370,7 @@ fn run_graph(cfg: Config, opts: &RunOptions, on_progress: &mut impl FnMut(Progre
             properties: None,
             progress: matches!(until, Until::Exhausted).then_some(progress::PREDICATES),
             recovery_epochs: crate::state::RECOVERY_EPOCHS,
+            recovery_walk: Default::default(),
             until,
             stop: &stop,
             on_progress: &mut report,
@@ -430,6 +434,7 @@ fn run_graph(cfg: Config, opts: &RunOptions, on_progress: &mut impl FnMut(Progre
             offline_example: check.offline_example.map(|t| steps(&model, &t)),
             edges: check.edges,
             recovery_states: check.recovery_states,
+            recovery_walked: check.recovery_walked,
             graph_bytes: g.memory_bytes() as u64,
             seconds: check.seconds,
         });

@@ -44,6 +44,7 @@ fn search(
             properties: Some(targets.to_vec()),
             progress: None,
             recovery_epochs: 0,
+            recovery_walk: Default::default(),
             until,
             stop: &|_| false,
             on_progress: &mut |_| {},

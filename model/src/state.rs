@@ -60,8 +60,13 @@ impl ReplicaSet {
     }
     /// Renames every member through `map` (old id -> new id).
     pub fn renamed(self, map: &[ReplicaId; MAX_REPLICAS]) -> Self {
-        self.iter()
-            .fold(ReplicaSet::EMPTY, |s, r| s.with(map[r as usize]))
+        let mut out = ReplicaSet::EMPTY;
+        for (r, &to) in map.iter().enumerate() {
+            if self.contains(r as ReplicaId) {
+                out = out.with(to);
+            }
+        }
+        out
     }
 }
 
@@ -116,6 +121,10 @@ impl Log {
     }
     pub fn entries(&self) -> &[Entry] {
         &self.entries[..self.len as usize]
+    }
+    /// Every entry slot, the unused ones (past the LEO) at their default.
+    pub fn padded_entries(&self) -> &[Entry; MAX_RECORDS] {
+        &self.entries
     }
     pub fn get(&self, offset: Offset) -> Option<Entry> {
         self.entries().get(offset as usize).copied()

@@ -11,27 +11,19 @@ impl Representative for State {
     fn representative(&self) -> Self {
         let n = self.n as usize;
         let mut order: [ReplicaId; MAX_REPLICAS] = [0, 1, 2, 3, 4];
-        let key = |r: ReplicaId| {
-            let x = self.replica(r);
-            let role = match x.leader {
-                LeaderView::Unknown => 0,
-                LeaderView::NoLeader => 1,
-                LeaderView::Replica(l) if l == r => 2,
-                LeaderView::Replica(_) => 3,
-            };
-            let c = &self.controller;
-            (
-                (x.alive, x.log, x.hw, x.recovery_point, x.epoch, role),
-                (x.unclean_down, x.pending_acks, x.isr.len()),
-                (
-                    c.leader == Some(r),
-                    c.isr.contains(r),
-                    c.elr.contains(r),
-                    c.lke.contains(r),
-                ),
-            )
-        };
-        order[..n].sort_by_key(|&r| key(r));
+        let mut keys = [0u64; MAX_REPLICAS];
+        for (r, k) in keys[..n].iter_mut().enumerate() {
+            *k = sort_key(self, r as ReplicaId);
+        }
+        let key = |r: ReplicaId| keys[r as usize];
+        // Insertion sort, stable as `sort_by_key` was: n is at most 5.
+        for i in 1..n {
+            let mut j = i;
+            while j > 0 && key(order[j - 1]) > key(order[j]) {
+                order.swap(j - 1, j);
+                j -= 1;
+            }
+        }
         // Most states the search meets are already in order.
         let identity = order[..n].iter().enumerate().all(|(i, &r)| i == r as usize);
         let mut best = if identity {
@@ -60,6 +52,45 @@ impl Representative for State {
         }
         best
     }
+}
+
+/// What replica `r` holds, packed so that comparing keys compares, in order:
+/// liveness, log, HW, recovery point, epoch and role; whether it went down
+/// uncleanly, its waiting producers and the size of its ISR copy; whether
+/// the controller names it leader, and whether it is in the controller's
+/// ISR, ELR and LastKnownElr. None of it names a replica, so renaming
+/// replicas permutes keys and changes none. Each field gets the bits its
+/// range needs; a value out of range (no state the model reaches has one)
+/// only makes keys tie, which costs time, never a wrong representative.
+fn sort_key(s: &State, r: ReplicaId) -> u64 {
+    let x = s.replica(r);
+    let c = &s.controller;
+    let role = match x.leader {
+        LeaderView::Unknown => 0,
+        LeaderView::NoLeader => 1,
+        LeaderView::Replica(l) if l == r => 2,
+        LeaderView::Replica(_) => 3,
+    };
+    let mut key = 0u64;
+    let mut put = |bits: u32, v: u8| key = (key << bits) | u64::from(v) & ((1 << bits) - 1);
+    put(1, u8::from(x.alive));
+    put(3, x.log.leo());
+    for e in x.log.padded_entries() {
+        put(3, e.id);
+        put(3, e.epoch);
+    }
+    put(3, x.hw);
+    put(3, x.recovery_point);
+    put(4, x.epoch.map_or(0, |e| e.saturating_add(1)));
+    put(2, role);
+    put(1, u8::from(x.unclean_down));
+    put(4, x.pending_acks);
+    put(3, x.isr.len());
+    put(1, u8::from(c.leader == Some(r)));
+    put(1, u8::from(c.isr.contains(r)));
+    put(1, u8::from(c.elr.contains(r)));
+    put(1, u8::from(c.lke.contains(r)));
+    key
 }
 
 /// Calls `visit` with every order obtained by permuting each run in place.

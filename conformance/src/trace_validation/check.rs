@@ -17,6 +17,7 @@ use highwater_model::state::{Replica, MAX_REPLICAS};
 use highwater_model::{Action, Config, PartitionModel, State};
 
 use super::rebuild::Gap;
+use super::window::{behaves_alike, settled, shift_action, shift_state, Shift};
 use super::{MisfitKind, Summary};
 use crate::abstraction::{abstract_state, comparable};
 
@@ -31,6 +32,8 @@ pub struct Checker {
     summary: Summary,
     /// The last steps taken, each with the model state before it.
     recent: VecDeque<(State, Taken)>,
+    /// Why the window did not move when the record budget was last full.
+    window_stuck: Option<String>,
 }
 
 /// A step the checker took: a model action, or, at a gap, the followers
@@ -131,11 +134,16 @@ impl Checker {
             model: PartitionModel::new(cfg).init_state(),
             summary: Summary::default(),
             recent: VecDeque::new(),
+            window_stuck: None,
         }
     }
 
     pub fn model(&self) -> &State {
         &self.model
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.cfg
     }
 
     pub fn into_summary(self) -> Summary {
@@ -149,7 +157,13 @@ impl Checker {
         self.summary.events += 1;
         let imp = match abstract_state(&self.cfg, snap) {
             Ok(s) => s,
-            Err(why) => return Err((MisfitKind::BeyondModel, why, None)),
+            Err(why) => {
+                let why = match &self.window_stuck {
+                    Some(stuck) => format!("{why}; the window could not move: {stuck}"),
+                    None => why,
+                };
+                return Err((MisfitKind::BeyondModel, why, None));
+            }
         };
         let broken = broken_properties(&imp);
         if !broken.is_empty() {
@@ -166,18 +180,22 @@ impl Checker {
         }
         let model = self.model;
         let acts = |p: Vec<Action>| p.into_iter().map(Taken::Act).collect::<Vec<_>>();
+        // Only the followers that lost a served response are taken as the
+        // implementation has them.
+        let resync = gap.as_ref().map(|gap| {
+            let mut set = [None; MAX_REPLICAS];
+            for &f in &gap.followers {
+                set[f as usize] = Some(*imp.replica(f as u8));
+            }
+            Taken::Resync(set)
+        });
         let found = self
             .search(&model, &target)
             .map(|(p, e)| (model, acts(p), e));
         let found = found.or_else(|| {
             // Only the followers that lost a served response are taken as
             // the implementation has them; everything else must still fit.
-            let gap = gap.as_ref()?;
-            let mut set = [None; MAX_REPLICAS];
-            for &f in &gap.followers {
-                set[f as usize] = Some(*imp.replica(f as u8));
-            }
-            let resync = Taken::Resync(set);
+            let (gap, resync) = (gap.as_ref()?, resync?);
             let from = take(&self.cfg, &model, resync)?;
             let found = if comparable(&from) == target {
                 Some((Vec::new(), from))
@@ -185,16 +203,38 @@ impl Checker {
                 self.search(&from, &target)
             };
             if found.is_some() {
-                self.summary.resyncs += 1;
-                if self.summary.resync_reasons.len() < 8 {
-                    self.summary.resync_reasons.push(gap.why.clone());
-                }
+                self.summary.count_resync(&gap.why);
             }
             found.map(|(p, e)| {
                 let mut path = vec![resync];
                 path.extend(acts(p));
                 (model, path, e)
             })
+        });
+        let found = found.or_else(|| {
+            // The loss may come after one model action of the event: a
+            // follower that crashed with a response served is taken as it
+            // is once down (the model's Crash, then the resync).
+            let (gap, resync) = (gap.as_ref()?, resync?);
+            let mut first = Vec::new();
+            enabled(&self.cfg, &model, &mut first);
+            let found = first.into_iter().find_map(|a| {
+                let from = take(&self.cfg, &apply(&self.cfg, &model, a)?, resync)?;
+                let found = if comparable(&from) == target {
+                    Some((Vec::new(), from))
+                } else {
+                    self.search_depth(&from, &target, MAX_ACTIONS_PER_EVENT - 1)
+                };
+                found.map(|(p, e)| {
+                    let mut path = vec![Taken::Act(a), resync];
+                    path.extend(acts(p));
+                    (model, path, e)
+                })
+            });
+            if found.is_some() {
+                self.summary.count_resync(&gap.why);
+            }
+            found
         });
         let found = found.or_else(|| self.reorder(&target));
         match found {
@@ -223,6 +263,71 @@ impl Checker {
                 Some(Box::new(imp)),
             )),
         }
+    }
+
+    /// Moves the window (`window.rs`) once the model's record budget is
+    /// full and a prefix has settled: the model's state, and the recent
+    /// steps kept for `reorder` (those that hold the prefix; older ones are
+    /// forgotten), drop it. The move is taken only where the model behaves
+    /// alike from the moved state, two steps deep (`behaves_alike`).
+    /// `limit`: the window settles no offset at or above it (the
+    /// implementation can still go back there, `Rebuild::unapplied_floor`),
+    /// and the follower that can.
+    pub fn move_window(&mut self, limit: Option<(u8, u32)>) -> Option<Shift> {
+        if self.model.produced < self.cfg.records {
+            return None;
+        }
+        let shift = match settled(&self.cfg, &self.model) {
+            Ok(shift) => shift,
+            Err(why) => {
+                self.window_stuck = Some(why);
+                return None;
+            }
+        };
+        if let Some((o, f)) = limit.filter(|&(o, _)| shift.k > o) {
+            self.window_stuck = Some(format!(
+                "a fetch response served to replica {f} and not yet applied may still be                  lost, taking it back to offset {o}"
+            ));
+            return None;
+        }
+        if let Err(why) = behaves_alike(&self.cfg, &self.model, &shift, 2) {
+            self.summary.window_refused += 1;
+            self.window_stuck = Some(format!("the moved state would not behave alike: {why}"));
+            return None;
+        }
+        let model = shift_state(&self.cfg, &self.model, &shift)?;
+        let mut recent = VecDeque::new();
+        while let Some((s, taken)) = self.recent.pop_back() {
+            let step = match taken {
+                Taken::Act(a) => shift_action(a, &shift).map(Taken::Act),
+                Taken::Resync(set) => {
+                    let mut t = s;
+                    for (r, rep) in set.iter().enumerate() {
+                        if let Some(rep) = rep {
+                            *t.replica_mut(r as u8) = *rep;
+                        }
+                    }
+                    shift_state(&self.cfg, &t, &shift).map(|t| {
+                        let mut moved = [None; MAX_REPLICAS];
+                        for (r, rep) in set.iter().enumerate() {
+                            moved[r] = rep.map(|_| *t.replica(r as u8));
+                        }
+                        Taken::Resync(moved)
+                    })
+                }
+            };
+            match (shift_state(&self.cfg, &s, &shift), step) {
+                (Some(s), Some(step)) => recent.push_front((s, step)),
+                _ => break,
+            }
+        }
+        self.recent = recent;
+        self.model = model;
+        self.window_stuck = None;
+        self.summary.window_moves += 1;
+        self.summary.offsets_dropped += u64::from(shift.k);
+        self.summary.records_dropped += u64::from(shift.dropped);
+        Some(shift)
     }
 
     /// An event of one actor may have happened, in the model's order,

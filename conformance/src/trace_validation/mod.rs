@@ -9,13 +9,15 @@
 //! fit is reported with the model's state, the implementation's, and the
 //! events around it.
 //!
-//! The model's states are small (a few records, a few epochs): the runs to
-//! validate are kept within its bounds (`ConcurrentConfig::max_records`,
-//! few faults); an event beyond them ends validation as
-//! [`MisfitKind::BeyondModel`], not as a misfit.
+//! The model's states are small (4 records, 7 epochs): a longer run is
+//! validated through a window that moves over its settled records
+//! ([`window`]); an event still beyond the bounds (a record while nothing
+//! has settled, an epoch) ends validation as [`MisfitKind::BeyondModel`],
+//! not as a misfit.
 
 pub mod check;
 pub mod rebuild;
+pub mod window;
 
 use std::collections::VecDeque;
 use std::fmt;
@@ -27,9 +29,11 @@ use highwater::replication::{Controller, ControllerConfig};
 use highwater_model::render::state_table;
 use highwater_model::{Acks, Config, HwCheckpoint, State, Truncation};
 
+use crate::abstraction::{abstract_state, comparable};
 use crate::mapping;
 use check::Checker;
 use rebuild::Rebuild;
+use window::Window;
 
 /// Why validation stopped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -82,6 +86,16 @@ impl fmt::Display for Misfit {
     }
 }
 
+impl Summary {
+    /// A resync taken, and why (the first eight reasons kept).
+    fn count_resync(&mut self, why: &str) {
+        self.resyncs += 1;
+        if self.resync_reasons.len() < 8 {
+            self.resync_reasons.push(why.to_string());
+        }
+    }
+}
+
 /// What a validated trace held.
 #[derive(Debug, Clone, Default)]
 pub struct Summary {
@@ -98,6 +112,14 @@ pub struct Summary {
     /// that they commute with (see `Checker::reorder`).
     pub reorderings: u64,
     pub resync_reasons: Vec<String>,
+    /// Times the window moved (`window.rs`): a settled prefix dropped.
+    pub window_moves: u64,
+    /// Offsets and records dropped by those moves.
+    pub offsets_dropped: u64,
+    pub records_dropped: u64,
+    /// Moves `behaves_alike` refused (the refinement argument did not hold
+    /// on that state; validation then goes on without moving).
+    pub window_refused: u64,
 }
 
 /// The model configuration a concurrent run stands for: its protocol
@@ -140,11 +162,25 @@ fn describe(e: &TraceEntry) -> String {
 }
 
 /// Validates a trace, entry by entry, in time linear in its length and
-/// memory bounded by the cluster's state (plus a few events of context).
+/// memory bounded by the cluster's state (plus a few events of context),
+/// moving the window over settled records (`window.rs`) so that a run of
+/// any length is validated to its end where its records settle.
 pub fn validate(
     cfg: &Config,
     concurrent: &ConcurrentConfig,
     entries: impl IntoIterator<Item = Result<TraceEntry, String>>,
+) -> Result<Summary, Box<Misfit>> {
+    validate_with(cfg, concurrent, entries, true)
+}
+
+/// [`validate`], with the window moving or not (`moving: false`, as before
+/// the window: validation ends at the first record beyond the model's
+/// state; kept to show what the window catches).
+pub fn validate_with(
+    cfg: &Config,
+    concurrent: &ConcurrentConfig,
+    entries: impl IntoIterator<Item = Result<TraceEntry, String>>,
+    moving: bool,
 ) -> Result<Summary, Box<Misfit>> {
     let ids: Vec<u32> = (0..concurrent.replicas).collect();
     let controller = Controller::new(
@@ -177,6 +213,7 @@ pub fn validate(
         controller.state(),
     );
     let mut checker = Checker::new(*cfg);
+    let mut window = Window::default();
     let mut before: VecDeque<String> = VecDeque::new();
     let mut entries = entries.into_iter();
     let mut seq = 0;
@@ -205,7 +242,10 @@ pub fn validate(
             Ok(entry) => {
                 seq = entry.seq;
                 let event = describe(&entry);
-                match rebuild.apply(&entry) {
+                let viewed = rebuild
+                    .apply(&entry)
+                    .and_then(|()| window.view(rebuild.snapshot()));
+                match viewed {
                     Err(why) => Some(fail(
                         MisfitKind::DoesNotFit,
                         seq,
@@ -214,13 +254,20 @@ pub fn validate(
                         &checker,
                         &rebuild,
                     )),
-                    Ok(()) => match checker.step(&rebuild.snapshot(), rebuild.gap.take()) {
+                    Ok(snap) => match checker.step(&snap, rebuild.gap.take()) {
                         Ok(()) => {
-                            before.push_back(event);
+                            let moved = if moving {
+                                move_window(&mut checker, &mut window, &rebuild)
+                            } else {
+                                Ok(())
+                            };
+                            before.push_back(event.clone());
                             if before.len() > 8 {
                                 before.pop_front();
                             }
-                            None
+                            moved.err().map(|why| {
+                                fail(MisfitKind::DoesNotFit, seq, event, why, &checker, &rebuild)
+                            })
                         }
                         Err((kind, why, imp)) => {
                             let mut m = fail(kind, seq, event, why, &checker, &rebuild);
@@ -232,6 +279,13 @@ pub fn validate(
             }
         };
         if let Some(m) = misfit.as_mut() {
+            if window.base > 0 || window.dropped > 0 {
+                m.implementation_detail.push_str(&format!(
+                    "  (offsets as the implementation has them; the model's window starts at \
+                     offset {}, {} records dropped)\n",
+                    window.base, window.dropped
+                ));
+            }
             m.before = before.into_iter().collect();
             m.after = entries
                 .by_ref()
@@ -244,15 +298,64 @@ pub fn validate(
     Ok(checker.into_summary())
 }
 
+/// Moves the window where the model's state allows it, the
+/// implementation's view with it; the two must still agree (a check of
+/// the validator's own mapping).
+fn move_window(
+    checker: &mut Checker,
+    window: &mut Window,
+    rebuild: &Rebuild,
+) -> Result<(), String> {
+    // Offsets the window may settle (model offsets): none at or above
+    // where a served response still unapplied could take a follower back.
+    let limit = rebuild.unapplied_floor().map(|(o, f)| {
+        let o = o.saturating_sub(window.base);
+        (u8::try_from(o).unwrap_or(u8::MAX), f)
+    });
+    let Some(shift) = checker.move_window(limit) else {
+        return Ok(());
+    };
+    window.advance(&shift);
+    let imp = window
+        .view(rebuild.snapshot())
+        .and_then(|snap| abstract_state(checker.config(), &snap))
+        .map_err(|e| {
+            format!("the window moved by {shift:?}, and the implementation cannot follow: {e}")
+        })?;
+    if comparable(&imp) != comparable(checker.model()) {
+        return Err(format!(
+            "the window moved by {shift:?}, and the implementation seen through it is not the \
+             model's moved state:\n{}",
+            state_table(&imp)
+        ));
+    }
+    Ok(())
+}
+
 /// Validates a trace file written by a run with `config`.
 pub fn validate_file(
     cfg: &Config,
     concurrent: &ConcurrentConfig,
     path: &Path,
 ) -> Result<Summary, Box<Misfit>> {
+    validate_file_with(cfg, concurrent, path, true)
+}
+
+/// [`validate_file`], with the window moving or not (see [`validate_with`]).
+pub fn validate_file_with(
+    cfg: &Config,
+    concurrent: &ConcurrentConfig,
+    path: &Path,
+    moving: bool,
+) -> Result<Summary, Box<Misfit>> {
     match read_trace_file(path) {
-        Ok(entries) => validate(cfg, concurrent, entries),
-        Err(e) => validate(cfg, concurrent, [Err(format!("{}: {e}", path.display()))]),
+        Ok(entries) => validate_with(cfg, concurrent, entries, moving),
+        Err(e) => validate_with(
+            cfg,
+            concurrent,
+            [Err(format!("{}: {e}", path.display()))],
+            moving,
+        ),
     }
 }
 
@@ -351,18 +454,33 @@ impl ValidatedRun {
         }
     }
 
+    /// Whether the whole trace was validated (not stopped beyond the
+    /// model's bounds).
+    pub fn whole(&self) -> bool {
+        self.validation.is_ok()
+    }
+
+    /// One line: how far validation went, and where the window moved.
+    pub fn describe(&self) -> String {
+        match &self.validation {
+            Ok(s) => format!(
+                "{} events validated, the whole trace (window moved {} times over {} offsets, \
+                 {} records dropped)",
+                s.events, s.window_moves, s.offsets_dropped, s.records_dropped
+            ),
+            Err(m) if m.kind == MisfitKind::BeyondModel => format!(
+                "{} events validated, then stopped beyond the model's bounds: {}",
+                m.seq, m.why
+            ),
+            Err(m) => format!("does not fit at event {}: {}", m.seq, m.why),
+        }
+    }
+
     /// The run's report, once its trace fitted the model (as far as the
     /// model's bounds reach); panics with the misfit otherwise.
     pub fn fitted(self, what: &str) -> highwater::cluster::concurrent::RunReport {
         match self.events_validated() {
-            Ok(n) => eprintln!(
-                "{what}: {n} events validated{}",
-                if self.validation.is_ok() {
-                    " (the whole trace)"
-                } else {
-                    " (then beyond the model's bounds)"
-                }
-            ),
+            Ok(_) => eprintln!("{what}: {}", self.describe()),
             Err(m) => panic!("{what}: the trace is not a behaviour of the model:\n{m}"),
         }
         self.report

@@ -11,12 +11,10 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use highwater::cluster::{
     Actor, ClusterSnapshot, Event, RecordHistory, ReplicaSnapshot, TraceEntry,
 };
-use highwater::replication::truncation::truncation_on_fetch;
 use highwater::replication::{
-    Acks, ControllerState, DivergingEpoch, LeaderAndIsr, LeaderEpoch, LeaderView, LogEntry,
-    PartitionState, RecordId, ReplicaId, Role, TruncationMode,
+    Acks, ControllerState, LeaderAndIsr, LeaderEpoch, LeaderView, LogEntry, PartitionState,
+    RecordId, ReplicaId, Role, TruncationMode,
 };
-use highwater::storage::checkpoint::EpochEntry;
 
 /// What a leader served a follower, kept until the follower applies it.
 #[derive(Debug, Clone)]
@@ -24,8 +22,9 @@ struct Served {
     fetch_offset: u64,
     entries: Vec<LogEntry>,
     high_watermark: u64,
-    /// Truncation on fetch: no records, a cut (`entries` is empty).
-    diverging: Option<DivergingEpoch>,
+    /// A diverging epoch (KIP-320): no records, and the follower truncates
+    /// when it takes it, so it is not shown as applied before then.
+    diverging: bool,
 }
 
 /// One replica as rebuilt.
@@ -312,25 +311,52 @@ impl Rebuild {
                 error: None,
                 log_end_offset,
                 high_watermark,
-                diverging_epoch,
+                diverging,
                 ..
             } => {
                 let log = &self.shadow(r)?.log;
                 let from = (*fetch_offset as usize).min(log.len());
                 let to = (*log_end_offset as usize).min(log.len());
-                // A diverging epoch comes without records, whatever the
-                // leader holds past the fetch offset.
-                let entries = match diverging_epoch {
-                    Some(_) => Vec::new(),
-                    None => log.get(from..to).unwrap_or_default().to_vec(),
+                // A diverging epoch's answer holds no records, whatever
+                // the leader's LEO (`Partition::check_last_fetched_epoch`).
+                let entries = if *diverging {
+                    Vec::new()
+                } else {
+                    log.get(from..to).unwrap_or_default().to_vec()
                 };
+                // Served to a follower that is down (the leader checked
+                // its incarnation just before it crashed): the answer
+                // never reaches it, and its next incarnation drops it
+                // (`Partition::set_correlation_base`). Not a fetch of the
+                // model's; the leader learnt nothing new (the fetch is the
+                // one it already learnt from when it held it, or one it
+                // took before the crash).
+                if !self.shadow(*follower)?.alive {
+                    return self.take_entry_state(r, entry);
+                }
+                // A new fetch answered while records served before were
+                // not applied: the follower sent it again (its request
+                // timed out), and drops the late answer unread. The model
+                // has no step for a lost answer: a gap for that follower.
+                // (A held fetch is traced when held and again when sent,
+                // but a held answer holds no records.)
+                if self
+                    .served
+                    .get(&(*follower, r))
+                    .is_some_and(|x| !x.entries.is_empty())
+                {
+                    let why = format!(
+                        "replica {follower} fetched again with records served and not applied"
+                    );
+                    self.lost_responses(why, std::iter::once(*follower));
+                }
                 self.served.insert(
                     (*follower, r),
                     Served {
                         fetch_offset: *fetch_offset,
                         entries,
                         high_watermark: *high_watermark,
-                        diverging: *diverging_epoch,
+                        diverging: *diverging,
                     },
                 );
             }
@@ -375,6 +401,10 @@ impl Rebuild {
             }
             _ => {}
         }
+        self.take_entry_state(r, entry)
+    }
+
+    fn take_entry_state(&mut self, r: ReplicaId, entry: &TraceEntry) -> Result<(), String> {
         let state = entry
             .replica
             .clone()
@@ -511,6 +541,23 @@ impl Rebuild {
         !leads
     }
 
+    /// The lowest offset a served response not yet applied could still
+    /// take a follower back to, and which follower: shown as applied
+    /// (`replica_snapshot`), it is lost if the follower crashes or drops
+    /// it first (a gap, `Gap`), and the follower is then taken at its own
+    /// LEO and HW. The window must not settle above that.
+    pub fn unapplied_floor(&self) -> Option<(u64, ReplicaId)> {
+        self.served
+            .iter()
+            .filter(|(_, x)| !x.diverging)
+            .filter_map(|(&(f, _), _)| {
+                let s = self.replicas.get(f as usize)?;
+                let hw = s.state.as_ref().map_or(s.last_hw, |st| st.high_watermark);
+                Some(((s.log.len() as u64).min(hw), f))
+            })
+            .min()
+    }
+
     /// One replica as the model sees it, refinement applied: a follower
     /// still truncating shows as before its LeaderAndIsr; a response served
     /// and not yet applied shows as applied; a crash not yet noticed shows
@@ -555,7 +602,7 @@ impl Rebuild {
         };
         let mut log = s.log.clone();
         let mut hw = st.high_watermark;
-        let mut recovery_point = st.recovery_point;
+        let recovery_point = st.recovery_point;
         if let LeaderView::Replica(l) = st.leader {
             let fetching = matches!(
                 st.role,
@@ -564,18 +611,12 @@ impl Rebuild {
                     ..
                 }
             );
-            if let Some(x) = self.served.get(&(r, l)).filter(|_| fetching) {
-                if x.fetch_offset != log.len() as u64 {
-                    // Not the answer to its fetch at its LEO: ignored.
-                } else if let Some(d) = x.diverging {
-                    // Truncation on fetch: cut where the follower will
-                    // (its own cache is the epochs of its log), its HW and
-                    // recovery point within; the leader's HW is not taken.
-                    let cut = truncation_on_fetch(&epochs_of(&log), log.len() as u64, d);
-                    log.truncate(cut as usize);
-                    hw = hw.min(cut);
-                    recovery_point = recovery_point.min(cut);
-                } else {
+            let pending = self
+                .served
+                .get(&(r, l))
+                .filter(|x| fetching && !x.diverging);
+            if let Some(x) = pending {
+                if x.fetch_offset == log.len() as u64 {
                     log.extend_from_slice(&x.entries);
                     hw = x.high_watermark.min(log.len() as u64);
                 }
@@ -685,16 +726,218 @@ impl Rebuild {
     }
 }
 
-/// A log's epoch cache: each epoch's first offset.
-fn epochs_of(log: &[LogEntry]) -> Vec<EpochEntry> {
-    let mut out: Vec<EpochEntry> = Vec::new();
-    for e in log {
-        if out.last().is_none_or(|x| x.epoch != e.epoch) {
-            out.push(EpochEntry {
-                epoch: e.epoch,
-                start_offset: e.offset,
-            });
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use highwater::replication::{Controller, ControllerConfig};
+
+    fn state(r: ReplicaId, epoch: LeaderEpoch, role: Role, leo: u64, hw: u64) -> PartitionState {
+        let leader = match role {
+            Role::Leader => LeaderView::Replica(r),
+            Role::Follower { leader, .. } => LeaderView::Replica(leader),
+            Role::None => LeaderView::Unknown,
+        };
+        PartitionState {
+            replica_id: r,
+            leader_epoch: Some(epoch),
+            leader,
+            role,
+            isr: Vec::new(),
+            high_watermark: hw,
+            log_end_offset: leo,
+            log_start_offset: 0,
+            recovery_point: leo,
+            followers: BTreeMap::new(),
+            waiting_acks: Vec::new(),
+            epoch_start_offset: None,
+            pending_isr_change: None,
+            hw_checkpoint: hw,
         }
     }
-    out
+
+    fn entry(seq: u64, r: ReplicaId, event: Event, state: Option<PartitionState>) -> TraceEntry {
+        TraceEntry {
+            seq,
+            micros: seq,
+            actor: Actor::Replica(r),
+            event,
+            replica: state,
+            controller: None,
+        }
+    }
+
+    fn produce(seq: u64, r: ReplicaId, id: u64, at: u64, epoch: LeaderEpoch) -> TraceEntry {
+        let event = Event::Produce {
+            request_id: id,
+            records: vec![id],
+            result: Ok((at, epoch)),
+        };
+        entry(
+            seq,
+            r,
+            event,
+            Some(state(r, epoch, Role::Leader, at + 1, 0)),
+        )
+    }
+
+    /// Replica 0 led epoch 0 and wrote a@0, went down; replica 1 leads
+    /// epoch 2 with b and c; replica 0 comes back fetching from 1 (truncation
+    /// on fetch) with a@0 below its fetch offset.
+    fn diverged() -> Rebuild {
+        let controller = Controller::new(vec![0, 1], ControllerConfig::default())
+            .unwrap()
+            .state();
+        let mut b = Rebuild::new(2, Acks::All, TruncationMode::OnFetch, true, 1, controller);
+        let follower = Role::Follower {
+            leader: 1,
+            truncating: false,
+        };
+        let restart = Event::Restart {
+            log_end_offset: 1,
+            high_watermark: 0,
+            recovery_point: 1,
+        };
+        for e in [
+            produce(0, 0, 0, 0, 0),
+            entry(1, 0, Event::Crash { clean: true }, None),
+            produce(2, 1, 1, 0, 2),
+            produce(3, 1, 2, 1, 2),
+            entry(4, 0, restart, Some(state(0, 2, Role::None, 1, 0))),
+            entry(
+                5,
+                0,
+                Event::BecomeFollower {
+                    epoch: 2,
+                    leader: Some(1),
+                },
+                Some(state(0, 2, follower, 1, 0)),
+            ),
+        ] {
+            b.apply(&e).unwrap();
+        }
+        b
+    }
+
+    fn served(diverging: bool) -> TraceEntry {
+        let event = Event::FetchServed {
+            follower: 0,
+            fetch_offset: 1,
+            follower_epoch: 2,
+            error: None,
+            log_end_offset: 2,
+            high_watermark: 1,
+            diverging,
+        };
+        entry(6, 1, event, Some(state(1, 2, Role::Leader, 2, 1)))
+    }
+
+    /// A diverging epoch's answer carries no records: replica 0 is not
+    /// shown holding c over a (which broke "logs agree below the HW" when
+    /// the rebuild took every answer as records, seed 102).
+    #[test]
+    fn a_diverging_answer_is_not_shown_as_records() {
+        let mut b = diverged();
+        b.apply(&served(true)).unwrap();
+        let r0 = &b.snapshot().replicas[0];
+        assert_eq!((r0.log.len(), r0.high_watermark), (1, 0));
+        assert_eq!(b.unapplied_floor(), None);
+
+        // The answer taken as records (the rebuild before the fix).
+        let mut b = diverged();
+        b.apply(&served(false)).unwrap();
+        let r0 = &b.snapshot().replicas[0];
+        assert_eq!((r0.log.len(), r0.high_watermark), (2, 1));
+    }
+
+    /// An answer served to a follower that crashed since is not shown as
+    /// applied when it comes back (seed 10).
+    #[test]
+    fn an_answer_served_to_a_down_follower_is_dropped() {
+        let mut b = diverged();
+        b.apply(&entry(6, 0, Event::Crash { clean: true }, None))
+            .unwrap();
+        let event = Event::FetchServed {
+            follower: 0,
+            fetch_offset: 1,
+            follower_epoch: 2,
+            error: None,
+            log_end_offset: 2,
+            high_watermark: 0,
+            diverging: false,
+        };
+        b.apply(&entry(7, 1, event, Some(state(1, 2, Role::Leader, 2, 0))))
+            .unwrap();
+        assert_eq!(b.unapplied_floor(), None);
+    }
+
+    /// A second fetch answered while records served before were not
+    /// applied: the follower dropped that answer, a gap the checker may
+    /// resynchronise over (a held answer, with no records, is none).
+    #[test]
+    fn a_fetch_sent_again_over_unapplied_records_is_a_gap() {
+        let serve = |seq, leo| {
+            let event = Event::FetchServed {
+                follower: 0,
+                fetch_offset: 1,
+                follower_epoch: 2,
+                error: None,
+                log_end_offset: leo,
+                high_watermark: 0,
+                diverging: false,
+            };
+            entry(seq, 1, event, Some(state(1, 2, Role::Leader, 2, 0)))
+        };
+        let mut b = diverged();
+        b.apply(&serve(6, 1)).unwrap();
+        b.apply(&serve(7, 2)).unwrap();
+        assert!(b.gap.is_none(), "a held answer re-served is no gap");
+        b.apply(&serve(8, 2)).unwrap();
+        let gap = b.gap.take().expect("the answer with records was lost");
+        assert_eq!(gap.followers, vec![0]);
+    }
+
+    /// A response served and not applied is shown as applied, but the
+    /// window may not settle above where losing it takes the follower back.
+    #[test]
+    fn an_unapplied_response_bounds_the_window() {
+        let mut b = diverged();
+        let follower = Role::Follower {
+            leader: 1,
+            truncating: false,
+        };
+        let truncated = Event::FetchApplied {
+            leader: 1,
+            fetch_offset: 0,
+            error: None,
+            log_end_offset: 0,
+            high_watermark: 0,
+        };
+        b.apply(&served(true)).unwrap();
+        b.apply(&entry(7, 0, truncated, Some(state(0, 2, follower, 0, 0))))
+            .unwrap();
+        let event = Event::FetchServed {
+            follower: 0,
+            fetch_offset: 0,
+            follower_epoch: 2,
+            error: None,
+            log_end_offset: 2,
+            high_watermark: 1,
+            diverging: false,
+        };
+        b.apply(&entry(8, 1, event, Some(state(1, 2, Role::Leader, 2, 1))))
+            .unwrap();
+        assert_eq!(b.snapshot().replicas[0].high_watermark, 1);
+        assert_eq!(b.unapplied_floor(), Some((0, 0)));
+        let applied = Event::FetchApplied {
+            leader: 1,
+            fetch_offset: 0,
+            error: None,
+            log_end_offset: 2,
+            high_watermark: 1,
+        };
+        b.apply(&entry(9, 0, applied, Some(state(0, 2, follower, 2, 1))))
+            .unwrap();
+        assert_eq!(b.unapplied_floor(), None);
+        assert_eq!(b.snapshot().replicas[0].log.len(), 2);
+    }
 }

@@ -7,8 +7,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::replication::Error;
 use crate::replication::{
-    ApiError, ControllerState, DivergingEpoch, Election, IsrChange, LeaderEpoch, PartitionState,
-    RecordId, ReplicaId,
+    ApiError, ControllerState, Election, IsrChange, LeaderEpoch, PartitionState, RecordId,
+    ReplicaId,
 };
 use std::fs::File;
 use std::io::{BufRead, BufReader, BufWriter, Write};
@@ -77,10 +77,10 @@ pub enum Event {
         /// The leader's LEO and HW sent.
         log_end_offset: u64,
         high_watermark: u64,
-        /// Truncation on fetch: the answer carries no records, only where
-        /// the follower's last fetched epoch ends in the leader's log.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        diverging_epoch: Option<DivergingEpoch>,
+        /// The response named a diverging epoch (KIP-320): it carries no
+        /// records, and the follower truncates instead of appending.
+        #[serde(default)]
+        diverging: bool,
     },
     /// The follower took a fetch response (the follower's half).
     FetchApplied {

@@ -349,6 +349,14 @@ impl Partition {
         self.request_timeout_ms = ms;
     }
 
+    /// Numbers this incarnation's requests from `base`: a restarted broker
+    /// numbers them apart from its last incarnation's, so a late answer to
+    /// one of those never passes for an answer to its own (in Kafka the
+    /// answer came over a connection that died with the broker).
+    pub fn set_correlation_base(&mut self, base: u64) {
+        self.next_correlation_id = base;
+    }
+
     pub fn id(&self) -> ReplicaId {
         self.id
     }

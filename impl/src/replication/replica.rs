@@ -55,6 +55,10 @@ impl<L: ReplicaLog> Replica<L> {
     pub fn set_request_timeout_ms(&mut self, ms: u64) {
         self.core.set_request_timeout_ms(ms);
     }
+    /// See [`Partition::set_correlation_base`].
+    pub fn set_correlation_base(&mut self, base: u64) {
+        self.core.set_correlation_base(base);
+    }
     /// The log, to read.
     pub fn log(&self) -> &L {
         &self.log

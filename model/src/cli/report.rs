@@ -76,10 +76,11 @@ pub fn print_report(r: &Report, style: Style) {
             highwater_model::state::RECOVERY_EPOCHS
         );
         println!(
-            "progress check: {} fault-free edges, {} recovery states beyond the epoch bound, \
-             graph {:.0} MiB, {:.1}s",
+            "progress check: {} fault-free edges, {} recovery states beyond the epoch bound \
+             ({} shown to heal by one walk, not expanded), graph {:.0} MiB, {:.1}s",
             pc.edges,
             pc.recovery_states,
+            pc.recovery_walked,
             pc.graph_bytes as f64 / (1024.0 * 1024.0),
             pc.seconds
         );

@@ -152,11 +152,34 @@ pub(super) struct ConsumerResult {
     pub(super) errors: BTreeMap<String, u64>,
 }
 
+/// How a consumer reads (test-only switches; all off in real runs).
+#[derive(Clone, Copy, Default)]
+pub(super) struct ConsumerRules {
+    /// The order once had (`InjectedFault::HwPublishedBeforeCheckpoint`):
+    /// the HW the storage layer publishes as it is set, before its
+    /// checkpoint.
+    pub(super) storage_hw: bool,
+    /// Every other read fails (`ConcurrentConfig::consumer_reads_fail`).
+    pub(super) reads_fail: bool,
+    /// Read errors are not counted (`Regression::ConsumerErrorsDropped`).
+    pub(super) drop_errors: bool,
+}
+
+/// The error an injected read failure returns.
+fn read_failed() -> crate::replication::Error {
+    crate::replication::Error::Storage(crate::storage::Error::Io {
+        path: std::path::PathBuf::from("consumer"),
+        op: "read",
+        source: std::io::Error::other("injected read failure"),
+    })
+}
+
 /// A consumer reads the leader's log below the HW the leader published
-/// (`PublishedHw`), and sleeps there until it passes. `storage_hw` is the
-/// order once had (`InjectedFault::HwPublishedBeforeCheckpoint`): the HW
-/// the storage layer publishes as it is set, before its checkpoint.
-pub(super) fn run_consumer(k: usize, shared: Arc<Shared>, storage_hw: bool) -> ConsumerResult {
+/// (`PublishedHw`), and sleeps there until it passes; every read error is
+/// counted in its result (the run's `RunReport::consumer_errors`).
+pub(super) fn run_consumer(k: usize, shared: Arc<Shared>, how: ConsumerRules) -> ConsumerResult {
+    let storage_hw = how.storage_hw;
+    let mut reads = 0u64;
     let mut result = ConsumerResult::default();
     let out = &mut result.consumed;
     let mut pos = 0u64;
@@ -172,9 +195,17 @@ pub(super) fn run_consumer(k: usize, shared: Arc<Shared>, storage_hw: bool) -> C
         } else {
             published.get().unwrap_or(0)
         };
-        match read_entries_below(&reader, pos, hw) {
+        reads += 1;
+        let read = if how.reads_fail && pos < hw && reads.is_multiple_of(2) {
+            Err(read_failed())
+        } else {
+            read_entries_below(&reader, pos, hw)
+        };
+        match read {
             Err(e) => {
-                *result.errors.entry(e.to_string()).or_default() += 1;
+                if !how.drop_errors {
+                    *result.errors.entry(e.to_string()).or_default() += 1;
+                }
                 thread::sleep(Duration::from_millis(1));
             }
             Ok(Some(entries)) if !entries.is_empty() => {

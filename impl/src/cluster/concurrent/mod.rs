@@ -121,6 +121,17 @@ pub struct ConcurrentConfig {
     /// switch), to show that the test asserting its fix catches it; `None`
     /// in real runs.
     pub regress: Option<Regression>,
+    /// Fault injection: every IsrUpdate the controller sends a leader is
+    /// lost, as the one-shot update was while the leader was down or had
+    /// its own ISR change in flight. Off in real runs.
+    pub isr_updates_lost: bool,
+    /// Fault injection: this broker's disk fills when the run stops its
+    /// replicas, so that its final close fails (a full disk at the end of
+    /// a run, where the report must survive). `None` in real runs.
+    pub disk_full_at_stop: Option<ReplicaId>,
+    /// Fault injection: every other read of every consumer fails, as a
+    /// failing read does. Off in real runs.
+    pub consumer_reads_fail: bool,
 }
 
 /// The faults of the driver that issue 12 fixed, each of which can be
@@ -133,6 +144,22 @@ pub enum Regression {
     CrashReturnsEarlyOnError,
     /// Producers send again at once after an error answer.
     NoProducerBackoff,
+    /// The leader learns the controller's own ISR changes only from the
+    /// one-shot IsrUpdate, not from the metadata (`learn_isr` off): an
+    /// update it misses leaves its ISR copy stale for good.
+    IsrFromOneShotUpdateOnly,
+    /// `run()` returns the first error of a final close (a full disk) and
+    /// the report is lost.
+    ReportLostOnCloseError,
+    /// Consumers drop their read errors instead of counting them.
+    ConsumerErrorsDropped,
+    /// A held fetch is released only when its wait ends, not when records
+    /// arrive: the wake-up by new data is lost.
+    HeldFetchWakesOnTimerOnly,
+    /// A follower traces as applied a late fetch response it dropped (one
+    /// answering a fetch it has since sent again): the validator then
+    /// forgets the response the follower will apply.
+    LateFetchResponseTraced,
 }
 
 /// A concurrency bug the driver can be told to have, each in the driver
@@ -148,6 +175,10 @@ pub enum InjectedFault {
     /// A follower takes the leader's LEO as its HW: an HW published to its
     /// readers before the leader's HW made it safe.
     HwPublishedEarly,
+    /// `HwPublishedEarly`, only once the follower fetches from `offset` on
+    /// (a bug that shows only in a long run: beyond the model's 4 records
+    /// it is caught only because trace validation's window moves).
+    HwPublishedEarlyFrom { offset: u64 },
     /// The leader applies an ISR change twice: the controller's last ISR
     /// update (a removal) is taken again after the leader's next accepted
     /// AlterPartition.
@@ -192,6 +223,9 @@ impl ConcurrentConfig {
             inject: None,
             hw_checkpoints_fail: false,
             regress: None,
+            isr_updates_lost: false,
+            disk_full_at_stop: None,
+            consumer_reads_fail: false,
         }
     }
 }
@@ -414,8 +448,12 @@ pub fn run(root: &Path, config: ConcurrentConfig) -> Result<RunReport> {
     let consumer_threads: Vec<_> = (0..config.consumers)
         .map(|k| {
             let sh = shared.clone();
-            let early = config.inject == Some(InjectedFault::HwPublishedBeforeCheckpoint);
-            thread::spawn(move || run_consumer(k, sh, early))
+            let how = clients::ConsumerRules {
+                storage_hw: config.inject == Some(InjectedFault::HwPublishedBeforeCheckpoint),
+                reads_fail: config.consumer_reads_fail,
+                drop_errors: config.regress == Some(Regression::ConsumerErrorsDropped),
+            };
+            thread::spawn(move || run_consumer(k, sh, how))
         })
         .collect();
     let fault_thread = config.faults.clone().map(|f| {
@@ -528,6 +566,12 @@ pub fn run(root: &Path, config: ConcurrentConfig) -> Result<RunReport> {
         .join()
         .map_err(|_| Error::InvalidConfig("the controller thread panicked".into()))?;
     report.controller = controller.state();
+    if let Some(full) = config
+        .disk_full_at_stop
+        .and_then(|r| shared.disk_full.get(r as usize))
+    {
+        full.store(true, Ordering::SeqCst);
+    }
     // A log that cannot be read or closed (a full disk) is an error in the
     // report, not the loss of the report.
     for (r, p) in partitions.into_iter().enumerate() {
@@ -542,6 +586,9 @@ pub fn run(root: &Path, config: ConcurrentConfig) -> Result<RunReport> {
                 }
                 report.final_states.push(Some(p.core().state()));
                 if let Err(e) = p.into_log().close() {
+                    if config.regress == Some(Regression::ReportLostOnCloseError) {
+                        return Err(e);
+                    }
                     report.errors.push(format!("replica {r}: close: {e}"));
                 }
             }

@@ -51,7 +51,7 @@ pub(super) struct ReplicaNode {
 /// Whether a leader answers a follower's fetch at once rather than holding
 /// it until there is data or fetch.max.wait.ms passed (Kafka's
 /// `ReplicaManager.fetchMessages` answers at once on an error, on data to
-/// send, and on a diverging epoch: the follower must truncate before it can
+/// send, and on a diverging epoch (`hasDivergingEpoch`): the follower must truncate before it can
 /// take anything, and held it would only wait).
 fn answered_at_once(response: &FetchResponse) -> bool {
     response.error.is_some() || !response.records.is_empty() || response.diverging_epoch.is_some()
@@ -176,6 +176,9 @@ impl ReplicaNode {
             epoch,
         )?;
         p.set_request_timeout_ms(self.config.request_timeout.as_millis() as u64);
+        // Answers to the last incarnation's requests may still arrive (a
+        // fetch held by the leader, released as this broker crashed).
+        p.set_correlation_base(self.shared.incarnation(self.id) << 32);
         self.shared.set_reader(self.id, Some(p.log().reader()));
         if let Some(cell) = self.shared.published_hw(self.id) {
             // The HW recovered from the checkpoint.
@@ -376,7 +379,14 @@ impl ReplicaNode {
             Msg::LeaderAndIsr(req) => self.leader_and_isr(req, now)?,
             Msg::Fetch { from, req } => self.serve_fetch(from, req, now)?,
             Msg::FetchResponse(mut resp) => {
-                if self.injected(InjectedFault::HwPublishedEarly) {
+                let early = match self.config.inject {
+                    Some(InjectedFault::HwPublishedEarly) => true,
+                    Some(InjectedFault::HwPublishedEarlyFrom { offset }) => {
+                        resp.fetch_offset >= offset
+                    }
+                    _ => false,
+                };
+                if early {
                     // Deliberately broken: the leader's LEO taken as its HW.
                     resp.high_watermark = resp.log_end_offset;
                 }
@@ -386,11 +396,15 @@ impl ReplicaNode {
                 let leader = resp.leader_id;
                 let (fetch_offset, error) = (resp.fetch_offset, resp.error);
                 let p = self.partition.as_ref().expect("checked by the caller");
-                // Only the answer to the fetch in flight is taken: one to a
-                // fetch that timed out and was sent again is dropped, and
-                // tracing it as applied would show records never copied.
+                // Only the answer to the fetch in flight is taken
+                // (`Partition::on_fetch_response`, as Kafka's
+                // `AbstractFetcherThread.processFetchRequest`); a late
+                // answer to a fetch sent again is dropped unseen, and
+                // tracing it as applied would take from the validator the
+                // response the follower will apply.
                 let expected = p.core().fetching_from() == Some(leader)
-                    && p.core().fetch_in_flight() == Some(resp.correlation_id);
+                    && (p.core().fetch_in_flight() == Some(resp.correlation_id)
+                        || self.config.regress == Some(Regression::LateFetchResponseTraced));
                 self.input(now, Input::FetchResponse(resp))?;
                 if error.is_some() {
                     self.backoff_until = now + 10;
@@ -455,6 +469,9 @@ impl ReplicaNode {
             Msg::PeerCrashed(r) => {
                 self.input(now, Input::PeerCrashed(r))?;
                 self.trace(Event::PeerCrashNoticed { peer: r });
+            }
+            Msg::IsrUpdate { .. } if self.config.isr_updates_lost => {
+                // Lost (fault injection), as while down or busy.
             }
             Msg::IsrUpdate { leader_epoch, isr } => {
                 if self.injected(InjectedFault::IsrChangeAppliedTwice) {
@@ -596,7 +613,7 @@ impl ReplicaNode {
                 error: response.error,
                 log_end_offset: response.log_end_offset,
                 high_watermark: response.high_watermark,
-                diverging_epoch: response.diverging_epoch,
+                diverging: response.diverging_epoch.is_some(),
             });
             // Kafka expands the ISR while serving a fetch.
             self.maybe_expand(from, now);
@@ -658,9 +675,12 @@ impl ReplicaNode {
                 .log_state()
                 .log_end_offset;
             let wait = self.config.fetch_max_wait.as_millis() as u64;
+            let woken = self.config.regress != Some(Regression::HeldFetchWakesOnTimerOnly);
             let (ready, held): (Vec<_>, Vec<_>) = std::mem::take(&mut self.parked)
                 .into_iter()
-                .partition(|(_, q, since, _)| leo > q.fetch_offset || now >= since + wait);
+                .partition(|(_, q, since, _)| {
+                    (woken && leo > q.fetch_offset) || now >= since + wait
+                });
             self.parked = held;
             for (from, req, _, incarnation) in ready {
                 if incarnation != self.shared.incarnation(from) {
@@ -685,7 +705,7 @@ impl ReplicaNode {
                         error: response.error,
                         log_end_offset: response.log_end_offset,
                         high_watermark: response.high_watermark,
-                        diverging_epoch: response.diverging_epoch,
+                        diverging: response.diverging_epoch.is_some(),
                     });
                     self.send(to, Msg::FetchResponse(response));
                 }
@@ -743,6 +763,9 @@ impl ReplicaNode {
     /// lost while it was down, or ignored while its own change was in
     /// flight, is not lost for good.
     fn learn_isr(&mut self, now: u64) {
+        if self.config.regress == Some(Regression::IsrFromOneShotUpdateOnly) {
+            return;
+        }
         let m = self.shared.metadata();
         let Some(p) = self.partition.as_ref() else {
             return;

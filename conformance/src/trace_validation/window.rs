@@ -1,0 +1,604 @@
+//! The window: how a run longer than the model's state (4 records) is
+//! validated to its end without growing the state. When a prefix of the
+//! logs is settled — the same entries on every replica's log, below every
+//! replica's HW, recovery point and (when periodic) HW checkpoint and every
+//! follower LEO a leader knows, each record in it committed and no longer
+//! waiting for an answer — no action of the model can change or lose it
+//! again, and the model's actions read offsets only relative to each other
+//! (see `spec/trace-validation.md`, "The window"): the checker drops the
+//! prefix, shifts every offset down by its length and renames the records
+//! left (`shift_state`), and the validator sees the implementation through
+//! the same move (`Window::view`). Records that are in no log and were
+//! never acknowledged or committed are dropped with it: nothing can bring
+//! them back, and no property speaks of them.
+//!
+//! The argument is also checked where it is used: `behaves_alike` compares
+//! the model's steps from the state before a move and from the moved state,
+//! two steps deep, before every move.
+
+use std::collections::BTreeMap;
+
+use highwater::cluster::{ClusterSnapshot, ReplicaSnapshot};
+use highwater::replication::LogEntry;
+use highwater_model::actions::{apply, enabled};
+use highwater_model::state::{Entry, Offset, RecordHistory, RecordId, MAX_RECORDS};
+use highwater_model::{Action, Config, HwCheckpoint, State};
+
+/// One move of the window, in the model's terms.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Shift {
+    /// Offsets dropped from the front of every log.
+    pub k: Offset,
+    /// Records produced when the window moved.
+    pub produced: u8,
+    /// Each of those records' id after the move; None: dropped.
+    pub renumber: [Option<RecordId>; MAX_RECORDS],
+    /// How many were dropped (records produced later move down by this).
+    pub dropped: u8,
+    /// The settled entries (the first `k`).
+    pub prefix: [Entry; MAX_RECORDS],
+}
+
+/// The recovery point matters while an unclean crash may still happen
+/// (`forget_what_no_longer_matters` drops it otherwise), and so does a
+/// periodic HW checkpoint.
+fn recovery_matters(cfg: &Config, s: &State) -> bool {
+    s.unclean_crashes < cfg.unclean_crashes
+}
+
+fn checkpoint_matters(cfg: &Config, s: &State) -> bool {
+    recovery_matters(cfg, s) && cfg.hw_checkpoint == HwCheckpoint::Periodic
+}
+
+/// The move the model's state `s` allows, or why none.
+pub fn settled(cfg: &Config, s: &State) -> Result<Shift, String> {
+    settled_as(cfg, s, false)
+}
+
+/// [`settled`]; `ignore_recovery_point` is a deliberately broken rule (a
+/// prefix an unclean crash can still cut), for the test that shows
+/// `behaves_alike` refusing the moves it allows.
+fn settled_as(cfg: &Config, s: &State, ignore_recovery_point: bool) -> Result<Shift, String> {
+    if !cfg.fencing {
+        // Without KIP-320 a log's epochs may fall, and the epoch caches
+        // (`truncation::cache_of`) then depend on entries the window would
+        // drop.
+        return Err("no KIP-320 fencing: epochs may fall along a log".into());
+    }
+    let mut k = u8::MAX;
+    let mut limit = String::new();
+    let mut lower = |k: &mut u8, v: Offset, what: String| {
+        if v < *k {
+            *k = v;
+            limit = what;
+        }
+    };
+    for r in s.ids() {
+        let x = s.replica(r);
+        let entries = x.log.entries();
+        if entries.windows(2).any(|w| w[0].epoch > w[1].epoch) {
+            return Err(format!("replica {r}'s log has a falling epoch"));
+        }
+        lower(&mut k, x.leo(), format!("replica {r}'s LEO"));
+        lower(&mut k, x.hw, format!("replica {r}'s HW"));
+        if recovery_matters(cfg, s) && !ignore_recovery_point {
+            lower(
+                &mut k,
+                x.recovery_point,
+                format!("replica {r}'s recovery point"),
+            );
+        }
+        if checkpoint_matters(cfg, s) {
+            lower(
+                &mut k,
+                x.hw_checkpoint,
+                format!("replica {r}'s HW checkpoint"),
+            );
+        }
+        for (f, leo) in x.follower_leo.iter().enumerate() {
+            if let Some(leo) = *leo {
+                lower(&mut k, leo, format!("follower {f}'s LEO as {r} knows it"));
+            }
+        }
+    }
+    let first = s.replica(0).log;
+    for r in s.ids().skip(1) {
+        let other = s.replica(r).log;
+        if let Some(o) = (0..k).find(|&o| first.get(o) != other.get(o)) {
+            lower(
+                &mut k,
+                o,
+                format!("replicas 0 and {r} differ at offset {o}"),
+            );
+        }
+    }
+    let pending = s.ids().fold(0u8, |p, r| p | s.replica(r).pending_acks);
+    let unsettled = (0..k).find_map(|o| {
+        let e = first.get(o).expect("below every LEO");
+        let h = s.records[e.id as usize];
+        if h.offset != o {
+            return Some(Err(format!(
+                "record {} at offset {o} says {}",
+                e.id, h.offset
+            )));
+        }
+        let open = h.visible.is_none() || pending & (1 << e.id) != 0;
+        open.then_some(Ok((o, e.id)))
+    });
+    match unsettled {
+        Some(Err(why)) => return Err(why),
+        Some(Ok((o, id))) => lower(
+            &mut k,
+            o,
+            format!("record {id} is not committed and answered"),
+        ),
+        None => {}
+    }
+    let in_a_log = |id: RecordId| {
+        s.ids()
+            .any(|r| s.replica(r).log.entries().iter().any(|e| e.id == id))
+    };
+    let mut shift = Shift {
+        k,
+        produced: s.produced,
+        renumber: [None; MAX_RECORDS],
+        dropped: 0,
+        prefix: [Entry::default(); MAX_RECORDS],
+    };
+    for o in 0..k {
+        shift.prefix[o as usize] = first.get(o).expect("below every LEO");
+    }
+    let mut next = 0;
+    for id in 0..s.produced {
+        let h = s.records[id as usize];
+        let in_prefix = shift.prefix[..k as usize].iter().any(|e| e.id == id);
+        let dead =
+            !in_a_log(id) && pending & (1 << id) == 0 && h.acked.is_none() && h.visible.is_none();
+        if in_prefix || dead {
+            shift.dropped += 1;
+        } else if h.offset < k {
+            return Err(format!(
+                "record {id} was appended at {} and is in no log, but was acknowledged or \
+                 committed",
+                h.offset
+            ));
+        } else {
+            shift.renumber[id as usize] = Some(next);
+            next += 1;
+        }
+    }
+    if shift.dropped == 0 {
+        return Err(format!("nothing is settled (limited by {limit})"));
+    }
+    Ok(shift)
+}
+
+impl Shift {
+    /// A record's id after the move (None: dropped). Records produced after
+    /// the move was decided (in `behaves_alike`'s steps) move down by the
+    /// number dropped.
+    fn id(&self, id: RecordId) -> Option<RecordId> {
+        if id < self.produced {
+            self.renumber[id as usize]
+        } else {
+            Some(id - self.dropped)
+        }
+    }
+
+    fn offset(&self, o: Offset) -> Option<Offset> {
+        o.checked_sub(self.k)
+    }
+}
+
+/// `s` with the window moved by `shift`; None when `s` does not hold the
+/// settled prefix the move drops (an offset below it, another entry in
+/// it, a dropped record elsewhere).
+pub fn shift_state(cfg: &Config, s: &State, shift: &Shift) -> Option<State> {
+    let mut out = *s;
+    let k = shift.k;
+    for r in s.ids() {
+        let x = s.replica(r);
+        let y = out.replica_mut(r);
+        if x.log.entries().get(..k as usize)? != &shift.prefix[..k as usize] {
+            return None;
+        }
+        let mut log = highwater_model::state::Log::default();
+        for e in &x.log.entries()[k as usize..] {
+            log.append(Entry {
+                id: shift.id(e.id)?,
+                epoch: e.epoch,
+            });
+        }
+        y.log = log;
+        y.hw = shift.offset(x.hw)?;
+        y.recovery_point = if recovery_matters(cfg, s) {
+            shift.offset(x.recovery_point)?
+        } else {
+            x.recovery_point
+        };
+        y.hw_checkpoint = if checkpoint_matters(cfg, s) {
+            shift.offset(x.hw_checkpoint)?
+        } else {
+            x.hw_checkpoint
+        };
+        for (f, leo) in x.follower_leo.iter().enumerate() {
+            y.follower_leo[f] = match leo {
+                Some(o) => Some(shift.offset(*o)?),
+                None => None,
+            };
+        }
+        let mut pending = 0u8;
+        for id in 0..s.produced {
+            if x.pending_acks & (1 << id) != 0 {
+                pending |= 1 << shift.id(id)?;
+            }
+        }
+        y.pending_acks = pending;
+    }
+    out.records = [RecordHistory::default(); MAX_RECORDS];
+    let mut produced = 0;
+    for id in 0..s.produced {
+        if let Some(new) = shift.id(id) {
+            let h = s.records[id as usize];
+            out.records[new as usize] = RecordHistory {
+                offset: shift.offset(h.offset)?,
+                ..h
+            };
+            produced += 1;
+        }
+    }
+    out.produced = produced;
+    Some(out)
+}
+
+/// An action as it reads after the move (None: it names a dropped record
+/// or offset).
+pub fn shift_action(a: Action, shift: &Shift) -> Option<Action> {
+    Some(match a {
+        Action::Produce { leader, record } => Action::Produce {
+            leader,
+            record: shift.id(record)?,
+        },
+        Action::LeaderAdvanceHw { leader, hw } => Action::LeaderAdvanceHw {
+            leader,
+            hw: shift.offset(hw)?,
+        },
+        other => other,
+    })
+}
+
+/// Whether the model behaves alike from `s` and from `s` moved by `shift`,
+/// `depth` steps deep: the same actions are enabled (but a Produce the
+/// record budget refused before the move) and lead to states that are
+/// again each other's move. This is the refinement argument of the
+/// window, checked on the states where it is used.
+pub fn behaves_alike(cfg: &Config, s: &State, shift: &Shift, depth: usize) -> Result<(), String> {
+    let t = shift_state(cfg, s, shift).ok_or("the state does not hold the settled prefix")?;
+    let (mut before, mut after) = (Vec::new(), Vec::new());
+    enabled(cfg, s, &mut before);
+    enabled(cfg, &t, &mut after);
+    let mut images = Vec::new();
+    for &a in &before {
+        let b = shift_action(a, shift).ok_or_else(|| format!("{a} names what was dropped"))?;
+        if !after.contains(&b) {
+            return Err(format!("{a} is enabled before the move, {b} not after"));
+        }
+        match (apply(cfg, s, a), apply(cfg, &t, b)) {
+            (None, None) => {}
+            (Some(x), Some(y)) => {
+                if shift_state(cfg, &x, shift) != Some(y) {
+                    return Err(format!(
+                        "{a} leads to states that are not each other's move"
+                    ));
+                }
+                if depth > 1 {
+                    behaves_alike(cfg, &x, shift, depth - 1)
+                        .map_err(|e| format!("after {a}: {e}"))?;
+                }
+            }
+            _ => return Err(format!("{a} changes the state on one side only")),
+        }
+        images.push(b);
+    }
+    let budget_refused = s.produced >= cfg.records;
+    for &b in &after {
+        let produce = matches!(b, Action::Produce { .. });
+        if !(images.contains(&b) || produce && budget_refused) {
+            return Err(format!("{b} is enabled after the move only"));
+        }
+    }
+    Ok(())
+}
+
+/// The implementation seen through the window's moves so far: the same
+/// move on its snapshot (offsets down by `base`, the records the model
+/// dropped removed, the rest renamed in order).
+#[derive(Debug, Clone, Default)]
+pub struct Window {
+    /// Offsets dropped so far.
+    pub base: u64,
+    /// Record ids (the rebuild's) still in the window, below `first_new`.
+    kept: Vec<u64>,
+    /// Every record id from here on is in the window.
+    first_new: u64,
+    /// Records dropped so far.
+    pub dropped: u64,
+}
+
+impl Window {
+    /// The rebuild's id of the model's record `i`.
+    fn rebuild_id(&self, i: u64) -> u64 {
+        match self.kept.get(i as usize) {
+            Some(&id) => id,
+            None => self.first_new + (i - self.kept.len() as u64),
+        }
+    }
+
+    /// The model's id of the rebuild's record `id` (None: dropped).
+    fn model_id(&self, id: u64) -> Option<u64> {
+        if id >= self.first_new {
+            return Some(self.kept.len() as u64 + (id - self.first_new));
+        }
+        self.kept.iter().position(|&k| k == id).map(|p| p as u64)
+    }
+
+    /// Moves the window as the model's state moved.
+    pub fn advance(&mut self, shift: &Shift) {
+        let kept = (0..u64::from(shift.produced))
+            .filter(|&i| shift.renumber[i as usize].is_some())
+            .map(|i| self.rebuild_id(i))
+            .collect();
+        self.first_new = self.rebuild_id(u64::from(shift.produced));
+        self.kept = kept;
+        self.base += u64::from(shift.k);
+        self.dropped += u64::from(shift.dropped);
+    }
+
+    /// `snap` through the window. An implementation that goes below the
+    /// settled prefix (a log, HW or recovery point cut below it, a follower
+    /// LEO below it, a dropped record anywhere but there) has done what no
+    /// model action can: an error.
+    pub fn view(&self, snap: ClusterSnapshot) -> Result<ClusterSnapshot, String> {
+        if self.base == 0 && self.first_new == 0 {
+            return Ok(snap);
+        }
+        let base = self.base;
+        let below = |v: u64, what: &str, r: u32| {
+            v.checked_sub(base).ok_or_else(|| {
+                format!(
+                    "replica {r}'s {what} {v} is below the settled prefix (offsets below {base})"
+                )
+            })
+        };
+        let mut out = snap;
+        for x in &mut out.replicas {
+            let r = x.id;
+            let mut log = Vec::new();
+            for e in &x.log {
+                let id = e.record_id;
+                let model = id.and_then(|id| self.model_id(id));
+                if e.offset < base {
+                    if model.is_some() {
+                        return Err(format!(
+                            "replica {r} holds record {id:?} at offset {}, in the settled prefix",
+                            e.offset
+                        ));
+                    }
+                    continue;
+                }
+                let model = model.ok_or_else(|| {
+                    format!(
+                        "replica {r} holds record {id:?}, which the window dropped, at offset {}",
+                        e.offset
+                    )
+                })?;
+                log.push(LogEntry {
+                    offset: e.offset - base,
+                    epoch: e.epoch,
+                    record_id: Some(model),
+                });
+            }
+            if x.log_end_offset < base || (x.log.len() as u64) < base {
+                return Err(format!(
+                    "replica {r}'s log ends at {}, in the settled prefix (offsets below {base})",
+                    x.log_end_offset
+                ));
+            }
+            *x = ReplicaSnapshot {
+                log,
+                log_end_offset: below(x.log_end_offset, "LEO", r)?,
+                high_watermark: below(x.high_watermark, "HW", r)?,
+                recovery_point: below(x.recovery_point, "recovery point", r)?,
+                // Below the prefix only once the model keeps no checkpoint
+                // (after the last unclean crash it may have, `settled`
+                // stops bounding it, and the model holds it at 0).
+                hw_checkpoint: x.hw_checkpoint.saturating_sub(base),
+                follower_leo: x
+                    .follower_leo
+                    .iter()
+                    .map(|(&f, leo)| Ok((f, leo.map(|o| below(o, "follower LEO", r)).transpose()?)))
+                    .collect::<Result<_, String>>()?,
+                pending_acks: x
+                    .pending_acks
+                    .iter()
+                    .map(|&id| {
+                        self.model_id(id).ok_or_else(|| {
+                            format!("replica {r} waits for record {id}, which the window dropped")
+                        })
+                    })
+                    .collect::<Result<_, String>>()?,
+                ..x.clone()
+            };
+        }
+        let mut records = BTreeMap::new();
+        for (&id, h) in &out.records {
+            if let Some(m) = self.model_id(id) {
+                let offset = h.offset.checked_sub(base).ok_or_else(|| {
+                    format!("record {id}, still in the window, was appended below it")
+                })?;
+                records.insert(m, highwater::cluster::RecordHistory { offset, ..*h });
+            }
+        }
+        out.records = records;
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use highwater_model::{PartitionModel, Truncation};
+
+    /// Random walks of the model, faults one step in ten: at each state
+    /// where the record budget is full and `settle` allows a move, `check`
+    /// decides whether to take it (the walk then goes on from the moved
+    /// state, so records keep coming) or to end the walk.
+    fn walks(
+        cfg: &Config,
+        walks: usize,
+        settle: impl Fn(&State) -> Result<Shift, String>,
+        mut check: impl FnMut(&State, &Shift) -> bool,
+    ) {
+        let mut seed = 7u64;
+        let mut next = |n: usize| {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (seed >> 33) as usize % n
+        };
+        for _ in 0..walks {
+            let mut s = PartitionModel::new(*cfg).init_state();
+            let mut acts = Vec::new();
+            for _ in 0..300 {
+                if s.produced >= cfg.records {
+                    if let Ok(shift) = settle(&s) {
+                        if !check(&s, &shift) {
+                            break;
+                        }
+                        s = shift_state(cfg, &s, &shift).expect("shiftable");
+                    }
+                }
+                acts.clear();
+                enabled(cfg, &s, &mut acts);
+                let (faults, steps): (Vec<Action>, Vec<Action>) =
+                    acts.iter().partition(|a| a.is_fault(&s));
+                let pick = if !faults.is_empty() && (steps.is_empty() || next(10) == 0) {
+                    faults[next(faults.len())]
+                } else if !steps.is_empty() {
+                    steps[next(steps.len())]
+                } else {
+                    break;
+                };
+                if let Some(n) = apply(cfg, &s, pick) {
+                    s = n;
+                }
+            }
+        }
+    }
+
+    /// Under every truncation rule with KIP-320, and with a periodic HW
+    /// checkpoint: wherever the window moves, the model behaves alike from
+    /// the moved state, three steps deep. Unclean crashes stay possible
+    /// (as in `model_config`), so the recovery point matters throughout.
+    #[test]
+    fn the_model_behaves_alike_after_every_move_on_random_walks() {
+        let concurrent = highwater::cluster::concurrent::ConcurrentConfig::new(3);
+        let mut moves = 0;
+        for truncation in [
+            Truncation::OnFetch,
+            Truncation::EpochIterative,
+            Truncation::Epoch,
+            Truncation::Hw,
+        ] {
+            for periodic in [false, true] {
+                let mut cfg = super::super::model_config(&concurrent);
+                cfg.truncation = truncation;
+                if periodic {
+                    cfg.hw_checkpoint = HwCheckpoint::Periodic;
+                }
+                walks(
+                    &cfg,
+                    100,
+                    |s| settled(&cfg, s),
+                    |s, shift| {
+                        behaves_alike(&cfg, s, shift, 3)
+                            .unwrap_or_else(|e| panic!("{truncation:?}: {e}\n{s:?}\n{shift:?}"));
+                        moves += 1;
+                        true
+                    },
+                );
+            }
+        }
+        eprintln!("{moves} moves checked");
+        assert!(moves > 100, "the window moved: {moves}");
+    }
+
+    /// A window that ignores the recovery point (a prefix an unclean crash
+    /// can still cut, deliberately broken) moves where the model would not
+    /// behave alike: `behaves_alike` refuses those moves.
+    #[test]
+    fn a_window_ignoring_the_recovery_point_is_refused() {
+        let concurrent = highwater::cluster::concurrent::ConcurrentConfig::new(3);
+        let cfg = super::super::model_config(&concurrent);
+        let (mut alike, mut refused) = (0, Vec::new());
+        walks(
+            &cfg,
+            100,
+            |s| settled_as(&cfg, s, true),
+            |s, shift| match behaves_alike(&cfg, s, shift, 2) {
+                Ok(()) => {
+                    alike += 1;
+                    true
+                }
+                Err(e) => {
+                    refused.push(e);
+                    false
+                }
+            },
+        );
+        eprintln!(
+            "{alike} moves alike, {} refused; first: {:?}",
+            refused.len(),
+            refused.first()
+        );
+        assert!(
+            !refused.is_empty(),
+            "no move of the broken window was refused"
+        );
+    }
+
+    #[test]
+    fn model_ids_follow_the_moves() {
+        let mut w = Window::default();
+        // Records 0..4 produced; 0 and 2 dropped.
+        let shift = Shift {
+            k: 1,
+            produced: 4,
+            renumber: [None, Some(0), None, Some(1)],
+            dropped: 2,
+            prefix: [Entry::default(); MAX_RECORDS],
+        };
+        w.advance(&shift);
+        assert_eq!(w.model_id(0), None);
+        assert_eq!(w.model_id(1), Some(0));
+        assert_eq!(w.model_id(2), None);
+        assert_eq!(w.model_id(3), Some(1));
+        assert_eq!(w.model_id(4), Some(2));
+        assert_eq!(w.rebuild_id(2), 4);
+        let shift = Shift {
+            k: 2,
+            produced: 4,
+            renumber: [None, Some(0), Some(1), None],
+            dropped: 2,
+            prefix: [Entry::default(); MAX_RECORDS],
+        };
+        w.advance(&shift);
+        assert_eq!(w.base, 3);
+        assert_eq!(w.dropped, 4);
+        assert_eq!(w.model_id(1), None);
+        assert_eq!(w.model_id(3), Some(0));
+        assert_eq!(w.model_id(4), Some(1));
+        assert_eq!(w.model_id(5), None, "rebuild id 5 was model id 3, dropped");
+        assert_eq!(w.model_id(6), Some(2));
+    }
+}
