@@ -29,7 +29,7 @@
 
 mod common;
 
-use common::wide;
+use common::{scripted, wide};
 use highwater::storage::Mutation;
 use highwater_conformance::lockstep::{Divergence, Lockstep};
 use highwater_conformance::mapping::step_config;
@@ -102,13 +102,6 @@ fn reading_the_disk_notices_a_hole_left_by_a_killed_truncation() {
     assert_eq!(predicted, None, "predicting cannot see inside a step");
 }
 
-/// Epochs go down only without KIP-320's fencing, and 200 random runs of
-/// `unfenced` at wide bounds never crash a replica whose surviving log
-/// holds such a descent (the issue's 1,280 seeded runs did not either).
-/// So this run is steered: A fetches a record of epoch 2 while following
-/// epoch 0, leads epoch 1 and appends (its log: a2 b1), flushes, and
-/// crashes. Reading its files back notices at the crash; predicting does
-/// not (it would only when A restarts, which this run does not reach).
 /// Finding 1 as the issue saw it: the segments after the cut are below
 /// the recovery point, so the loader trusts them and, under the old rule,
 /// takes the cut segment's end from the next one's base: the log opens
@@ -117,23 +110,9 @@ fn reading_the_disk_notices_a_hole_left_by_a_killed_truncation() {
 /// to 0 when C, which has none, leads.
 #[test]
 fn reading_the_disk_notices_a_hole_that_opens_without_complaint() {
-    use highwater_model::controller::Election::Clean;
     use highwater_model::Action::*;
     let (a, b, c) = (0, 1, 2);
-    let mut path = vec![
-        ControllerElectLeader {
-            replica: a,
-            election: Clean,
-        },
-        BecomeLeader {
-            replica: a,
-            epoch: 0,
-        },
-        BecomeFollower {
-            replica: b,
-            epoch: 0,
-        },
-    ];
+    let mut path = scripted::leads(a, 0, &[b]);
     for record in 0..4 {
         path.push(Produce { leader: a, record });
     }
@@ -143,19 +122,8 @@ fn reading_the_disk_notices_a_hole_that_opens_without_complaint() {
             leader: a,
         },
         Flush { replica: b },
-        ControllerElectLeader {
-            replica: c,
-            election: Clean,
-        },
-        BecomeLeader {
-            replica: c,
-            epoch: 1,
-        },
-        BecomeFollower {
-            replica: b,
-            epoch: 1,
-        },
     ]);
+    path.extend(scripted::leads(c, 1, &[b]));
     // KIP-279's follower truncates as it follows (kip-279: safe with the
     // OffsetsForLeaderEpoch exchange); the storage hole is the same whoever
     // asks for the truncation.
@@ -189,6 +157,13 @@ fn steered(
     Ok(())
 }
 
+/// Epochs go down only without KIP-320's fencing, and 200 random runs of
+/// `unfenced` at wide bounds never crash a replica whose surviving log
+/// holds such a descent (the issue's 1,280 seeded runs did not either).
+/// So this run is steered: A fetches a record of epoch 2 while following
+/// epoch 0, leads epoch 1 and appends (its log: a2 b1), flushes, and
+/// crashes. Reading its files back notices at the crash; predicting does
+/// not (it would only when A restarts, which this run does not reach).
 #[test]
 fn reading_the_disk_notices_recovery_refusing_descending_epochs() {
     use highwater_model::controller::Election::Clean;
@@ -298,31 +273,13 @@ fn without_a_mutation_reading_the_disk_notices_nothing() {
 /// comes back with is the file's. The same run with the rule intact passes.
 #[test]
 fn lockstep_notices_the_hw_written_with_the_other_checkpoints() {
-    use highwater_model::controller::Election::Clean;
     use highwater_model::Action::*;
     let (a, b, c) = (0, 1, 2);
-    let mut path = vec![
-        ControllerElectLeader {
-            replica: a,
-            election: Clean,
-        },
-        BecomeLeader {
-            replica: a,
-            epoch: 0,
-        },
-        BecomeFollower {
-            replica: b,
-            epoch: 0,
-        },
-        BecomeFollower {
-            replica: c,
-            epoch: 0,
-        },
-        Produce {
-            leader: a,
-            record: 0,
-        },
-    ];
+    let mut path = scripted::leads(a, 0, &[b, c]);
+    path.push(Produce {
+        leader: a,
+        record: 0,
+    });
     for _ in 0..2 {
         for follower in [b, c] {
             path.push(FollowerFetch {

@@ -253,6 +253,38 @@ fn late_responses_are_ignored_on_files() {
     });
 }
 
+/// A restarted follower numbers its requests apart from its last
+/// incarnation's (`Replica::set_correlation_base`, as the concurrent driver
+/// does per incarnation, standing for Kafka's new connection): a late
+/// answer to the old incarnation's fetch is not taken for the answer to the
+/// new one's first fetch. Numbered from the same start, as the driver did
+/// before, the late answer is applied.
+#[test]
+fn a_restarted_follower_drops_its_last_incarnations_late_answer() {
+    for (base, applied) in [(Some(1u64 << 32), 0), (None, 1)] {
+        let (mut l, mut f) = memory_pair(TruncationMode::OnFetch);
+        produce(&mut l, 0, Acks::Leader).unwrap();
+        let old = fetch_request(&mut f, 5).unwrap();
+        let late = serve(&mut l, old, 5);
+        // The follower crashes before the answer and comes back empty.
+        let mut f = replica(MemoryLog::new(), 1, TruncationMode::OnFetch);
+        if let Some(base) = base {
+            f.set_correlation_base(base);
+        }
+        take(&mut f, 6, Input::LeaderAndIsr(lai(0, Some(0))));
+        let new = fetch_request(&mut f, 6).unwrap();
+        take(&mut f, 6, Input::FetchResponse(late.clone()));
+        assert_eq!(leo(&f), applied, "base {base:?}");
+        if base.is_some() {
+            // Its own answer is still taken.
+            let own = serve(&mut l, new, 6);
+            assert_ne!(own.correlation_id, late.correlation_id);
+            take(&mut f, 6, Input::FetchResponse(own));
+            assert_eq!(leo(&f), 1);
+        }
+    }
+}
+
 fn a_follower_ahead_of_its_leader_cuts_back_on<L: ReplicaLog>(a: L, b: L) {
     let mut a = replica(a, 0, TruncationMode::Hw);
     let config = ReplicationConfig {

@@ -80,13 +80,20 @@ const RECENT_DURABILITY: usize = 32;
 /// HW checkpoint), and `before` its fetch: it reads no other replica's
 /// state, and no other replica's action reads what it writes.
 fn durability_before_fetch(a: &Action, before: &Taken) -> bool {
-    let Taken::Act(
-        Action::FollowerFetch { follower, .. } | Action::FollowerFetchOne { follower, .. },
-    ) = before
-    else {
+    let Some(follower) = fetch_of(before) else {
         return false;
     };
-    matches!(a, Action::Flush { replica } | Action::CheckpointHw { replica } if replica == follower)
+    matches!(a, Action::Flush { replica } | Action::CheckpointHw { replica } if *replica == follower)
+}
+
+/// The follower whose fetch `step` is, if it is one.
+fn fetch_of(step: &Taken) -> Option<u8> {
+    match step {
+        Taken::Act(
+            Action::FollowerFetch { follower, .. } | Action::FollowerFetchOne { follower, .. },
+        ) => Some(*follower),
+        _ => None,
+    }
 }
 
 type StepError = (MisfitKind, String, Option<Box<State>>);
@@ -273,7 +280,8 @@ impl Checker {
     /// `limit`: the window settles no offset at or above it (the
     /// implementation can still go back there, `Rebuild::unapplied_floor`),
     /// and the follower that can.
-    pub fn move_window(&mut self, limit: Option<(u8, u32)>) -> Option<Shift> {
+    /// `unapplied`: the followers with a fetch answered and not applied.
+    pub fn move_window(&mut self, limit: Option<(u8, u32)>, unapplied: &[u8]) -> Option<Shift> {
         if self.model.produced < self.cfg.records {
             return None;
         }
@@ -297,7 +305,7 @@ impl Checker {
         }
         let model = shift_state(&self.cfg, &self.model, &shift)?;
         let mut recent = VecDeque::new();
-        while let Some((s, taken)) = self.recent.pop_back() {
+        for &(s, taken) in self.recent.iter().rev() {
             let step = match taken {
                 Taken::Act(a) => shift_action(a, &shift).map(Taken::Act),
                 Taken::Resync(set) => {
@@ -320,6 +328,21 @@ impl Checker {
                 (Some(s), Some(step)) => recent.push_front((s, step)),
                 _ => break,
             }
+        }
+        // The steps that do not hold the prefix are forgotten, and with
+        // them the chance to put a follower's own Flush or CheckpointHw
+        // before its fetch (`reorder`). While that fetch's answer is still
+        // unapplied, such an event may yet come: the move waits.
+        let forgotten = self.recent.len() - recent.len();
+        if let Some(f) = unapplied.iter().copied().find(|&f| {
+            let fetch = |(_, t): &(State, Taken)| fetch_of(t) == Some(f);
+            self.recent.iter().take(forgotten).any(fetch) && !recent.iter().any(fetch)
+        }) {
+            self.window_stuck = Some(format!(
+                "replica {f}'s fetch is answered and not yet applied, and the move would forget \
+                 the fetch its own flush or HW checkpoint may still have to go before"
+            ));
+            return None;
         }
         self.recent = recent;
         self.model = model;

@@ -312,7 +312,12 @@ fn move_window(
         let o = o.saturating_sub(window.base);
         (u8::try_from(o).unwrap_or(u8::MAX), f)
     });
-    let Some(shift) = checker.move_window(limit) else {
+    let unapplied: Vec<u8> = rebuild
+        .unapplied_followers()
+        .into_iter()
+        .filter_map(|f| u8::try_from(f).ok())
+        .collect();
+    let Some(shift) = checker.move_window(limit, &unapplied) else {
         return Ok(());
     };
     window.advance(&shift);

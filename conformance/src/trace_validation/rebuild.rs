@@ -558,6 +558,16 @@ impl Rebuild {
             .min()
     }
 
+    /// The followers with a fetch answered (with records or an HW) and
+    /// not yet applied.
+    pub fn unapplied_followers(&self) -> Vec<ReplicaId> {
+        self.served
+            .iter()
+            .filter(|(_, x)| !x.diverging)
+            .map(|(&(f, _), _)| f)
+            .collect()
+    }
+
     /// One replica as the model sees it, refinement applied: a follower
     /// still truncating shows as before its LeaderAndIsr; a response served
     /// and not yet applied shows as applied; a crash not yet noticed shows
