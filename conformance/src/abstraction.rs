@@ -10,7 +10,7 @@ use highwater_model::state::{
     Controller, Entry, Epoch, LeaderView, Log, RecordHistory, Replica, ReplicaSet, Request,
     MAX_RECORDS, MAX_REPLICAS,
 };
-use highwater_model::{Config, State};
+use highwater_model::{Config, HwCheckpoint, State};
 use std::fmt::Display;
 
 /// `snap` as a model state, forgetting what the model forgets (see
@@ -31,7 +31,8 @@ pub fn abstract_state(cfg: &Config, snap: &ClusterSnapshot) -> Result<State, Str
         if r.truncating {
             return Err(format!("replica {i} is between truncation steps"));
         }
-        s.replicas[i] = replica(r).map_err(|e| format!("replica {i}: {e}"))?;
+        let periodic = cfg.hw_checkpoint == HwCheckpoint::Periodic;
+        s.replicas[i] = replica(r, periodic).map_err(|e| format!("replica {i}: {e}"))?;
     }
     let c = &snap.controller;
     s.controller = Controller {
@@ -95,7 +96,7 @@ pub fn comparable(s: &State) -> State {
     out
 }
 
-fn replica(r: &ReplicaSnapshot) -> Result<Replica, String> {
+fn replica(r: &ReplicaSnapshot, periodic: bool) -> Result<Replica, String> {
     let log = log(&r.log)?;
     if u64::from(log.leo()) != r.log_end_offset {
         return Err(format!(
@@ -124,9 +125,13 @@ fn replica(r: &ReplicaSnapshot) -> Result<Replica, String> {
         log,
         hw: small(r.high_watermark, "HW")?,
         recovery_point: small(r.recovery_point, "recovery point")?,
-        // Kept at 0 by the model unless the HW is checkpointed periodically,
-        // which lockstep does not run yet (`mapping::lockstep_gap`).
-        hw_checkpoint: 0,
+        // Kept at 0 by the model unless the HW is checkpointed periodically
+        // (with every change, the file is the HW).
+        hw_checkpoint: if periodic {
+            small(r.hw_checkpoint, "HW checkpoint")?
+        } else {
+            0
+        },
         epoch: r.leader_epoch.map(|e| small(e, "epoch")).transpose()?,
         leader: match r.leader {
             ImplLeaderView::Unknown => LeaderView::Unknown,

@@ -42,13 +42,18 @@ pub fn model_cache(log: &Log) -> Vec<EpochEntry> {
 
 /// Where what a down replica's files recover to differs from the model's
 /// view of it, beyond what the abstraction compares (log, HW, recovery
-/// point): the leader epoch cache loaded, and the checkpoint files as the
-/// restart left them. The recovery-point checkpoint is compared only while
-/// the model keeps recovery points (`keeps_recovery_point`).
+/// point, HW checkpoint): the leader epoch cache loaded, and the checkpoint
+/// files as the restart left them. The HW a restart takes from
+/// `replication-offset-checkpoint` (the file's, within the log) must be the
+/// model's HW; the file itself the model's `hw_checkpoint` when the model
+/// keeps one (periodic, and the recovery points, `keeps_recovery_point`,
+/// are kept). The recovery-point checkpoint is compared only while the
+/// model keeps recovery points.
 pub fn down_replica_differences(
     r: ReplicaId,
     model: &Replica,
     keeps_recovery_point: bool,
+    periodic: bool,
     image: &StoppedImage,
 ) -> Vec<String> {
     let name = replica_name(r);
@@ -71,11 +76,19 @@ pub fn down_replica_differences(
             ));
         }
     };
+    let leo = image.log.last().map_or(0, |e| e.offset + 1);
     file(
-        "replication-offset-checkpoint",
-        format!("{:?}", files.high_watermark),
+        "replication-offset-checkpoint (within the log)",
+        format!("{:?}", files.high_watermark.map(|hw| hw.min(leo))),
         format!("{:?}", Some(u64::from(model.hw))),
     );
+    if periodic && keeps_recovery_point {
+        file(
+            "replication-offset-checkpoint",
+            format!("{:?}", files.high_watermark),
+            format!("{:?}", Some(u64::from(model.hw_checkpoint))),
+        );
+    }
     if keeps_recovery_point {
         file(
             "recovery-point-offset-checkpoint",

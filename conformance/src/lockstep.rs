@@ -23,7 +23,7 @@ use highwater::storage::fs::record;
 use highwater_model::actions::{apply, enabled};
 use highwater_model::render::state_table;
 use highwater_model::state::{MAX_EPOCH, MAX_RECORDS};
-use highwater_model::{Action, Config, PartitionModel, State};
+use highwater_model::{Action, Config, HwCheckpoint, PartitionModel, State};
 use stateright::Representative;
 use std::collections::hash_map::DefaultHasher;
 use std::collections::HashSet;
@@ -400,6 +400,7 @@ impl<L: ReplicaLog> Lockstep<L> {
         }
         // What the abstraction does not see of a down replica's files.
         let keeps_rp = self.model.unclean_crashes < self.cfg.unclean_crashes;
+        let periodic = self.cfg.hw_checkpoint == HwCheckpoint::Periodic;
         let mut found = Vec::new();
         for r in self.model.ids() {
             if self.disk_dir(r).is_none() {
@@ -407,7 +408,7 @@ impl<L: ReplicaLog> Lockstep<L> {
             }
             if let Some(Ok(image)) = self.imp.stopped_image(u32::from(r)) {
                 let m = self.model.replica(r);
-                found.extend(down_replica_differences(r, m, keeps_rp, image));
+                found.extend(down_replica_differences(r, m, keeps_rp, periodic, image));
             }
         }
         if found.is_empty() {
@@ -633,6 +634,7 @@ pub fn differences(model: &State, imp: &State) -> Vec<String> {
             &m.recovery_point,
             &i.recovery_point,
         );
+        field(&name("hw_checkpoint"), &m.hw_checkpoint, &i.hw_checkpoint);
         field(&name("epoch"), &m.epoch, &i.epoch);
         field(&name("leader"), &m.leader, &i.leader);
         field(&name("isr"), &m.isr, &i.isr);

@@ -6,19 +6,6 @@ use highwater_model::config::{HwCheckpoint, Mutation};
 use highwater_model::controller::Election;
 use highwater_model::{Acks, Action, Config, Truncation};
 
-/// Why lockstep cannot yet hold the implementation to `cfg`, if it cannot.
-/// With a periodic HW checkpoint the model's HW checkpoint moves only on
-/// CheckpointHw and clean shutdowns, while the implementation rewrites
-/// `replication-offset-checkpoint` with every checkpoint write (a flush's,
-/// a truncation's), so a replica can restart with a newer HW than the
-/// model's: the two must first agree on when the file is written.
-pub fn lockstep_gap(cfg: &Config) -> Option<&'static str> {
-    (cfg.hw_checkpoint == HwCheckpoint::Periodic).then_some(
-        "the periodic HW checkpoint: the implementation also writes the HW with its \
-         other checkpoints",
-    )
-}
-
 /// The step-driver configuration that runs the protocol `cfg` describes.
 /// Bounds (records, epochs, crashes) are not the implementation's business:
 /// the model's enabled actions keep within them.

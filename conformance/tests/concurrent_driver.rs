@@ -11,7 +11,7 @@ use highwater::cluster::concurrent::{
     read_trace_file, ConcurrentConfig, Fault, FaultSchedule, InjectedFault, RunReport,
 };
 use highwater::cluster::{Actor, Event, TraceEntry};
-use highwater::replication::Acks;
+use highwater::replication::{Acks, HwCheckpointPolicy};
 use highwater_conformance::trace_validation::validated_run;
 
 #[test]
@@ -167,10 +167,14 @@ fn acks_1_without_faults_loses_nothing_and_acks_0_gets_no_answers() {
 /// A run in which every HW checkpoint fails while producers run (fault
 /// injection: the storage layer sets the HW, the write fails, the HW is
 /// set back, as `DiskLog` does), so every leader that tries to advance its
-/// HW goes offline; `inject` may bring back the old order.
+/// HW goes offline; `inject` may bring back the old order. The HW is
+/// checkpointed with every change (`HwCheckpointPolicy::EveryChange`: the
+/// HW and its checkpoint one operation); under the periodic default no
+/// checkpoint comes within the run.
 fn failing_checkpoints(inject: Option<InjectedFault>) -> RunReport {
     let dir = tempfile::tempdir().unwrap();
     let mut config = ConcurrentConfig::new(3);
+    config.replication.hw_checkpoint = HwCheckpointPolicy::EveryChange;
     config.duration = Duration::from_millis(400);
     config.consumers = 2;
     config.hw_checkpoints_fail = true;

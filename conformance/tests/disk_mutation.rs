@@ -22,10 +22,14 @@
 //!   leader-epoch-checkpoint cut valid batches. This implementation writes
 //!   the file correctly, so only the flipped bit lockstep puts in a copy of
 //!   a stopped replica's files shows it.
+//! - Issue 9, item 5 (`HwWithEveryCheckpoint`): the HW written with the
+//!   recovery point's checkpoint, not only on CheckpointHw. Lockstep of
+//!   `safe-hw-checkpoint` compares the checkpointed HW, so a steered run
+//!   notices it at the first flush, reading the disk or not.
 
 mod common;
 
-use common::wide;
+use common::{scripted, wide};
 use highwater::storage::Mutation;
 use highwater_conformance::lockstep::{Divergence, Lockstep};
 use highwater_conformance::mapping::step_config;
@@ -98,13 +102,6 @@ fn reading_the_disk_notices_a_hole_left_by_a_killed_truncation() {
     assert_eq!(predicted, None, "predicting cannot see inside a step");
 }
 
-/// Epochs go down only without KIP-320's fencing, and 200 random runs of
-/// `unfenced` at wide bounds never crash a replica whose surviving log
-/// holds such a descent (the issue's 1,280 seeded runs did not either).
-/// So this run is steered: A fetches a record of epoch 2 while following
-/// epoch 0, leads epoch 1 and appends (its log: a2 b1), flushes, and
-/// crashes. Reading its files back notices at the crash; predicting does
-/// not (it would only when A restarts, which this run does not reach).
 /// Finding 1 as the issue saw it: the segments after the cut are below
 /// the recovery point, so the loader trusts them and, under the old rule,
 /// takes the cut segment's end from the next one's base: the log opens
@@ -113,23 +110,9 @@ fn reading_the_disk_notices_a_hole_left_by_a_killed_truncation() {
 /// to 0 when C, which has none, leads.
 #[test]
 fn reading_the_disk_notices_a_hole_that_opens_without_complaint() {
-    use highwater_model::controller::Election::Clean;
     use highwater_model::Action::*;
     let (a, b, c) = (0, 1, 2);
-    let mut path = vec![
-        ControllerElectLeader {
-            replica: a,
-            election: Clean,
-        },
-        BecomeLeader {
-            replica: a,
-            epoch: 0,
-        },
-        BecomeFollower {
-            replica: b,
-            epoch: 0,
-        },
-    ];
+    let mut path = scripted::leads(a, 0, &[b]);
     for record in 0..4 {
         path.push(Produce { leader: a, record });
     }
@@ -139,19 +122,8 @@ fn reading_the_disk_notices_a_hole_that_opens_without_complaint() {
             leader: a,
         },
         Flush { replica: b },
-        ControllerElectLeader {
-            replica: c,
-            election: Clean,
-        },
-        BecomeLeader {
-            replica: c,
-            epoch: 1,
-        },
-        BecomeFollower {
-            replica: b,
-            epoch: 1,
-        },
     ]);
+    path.extend(scripted::leads(c, 1, &[b]));
     // KIP-279's follower truncates as it follows (kip-279: safe with the
     // OffsetsForLeaderEpoch exchange); the storage hole is the same whoever
     // asks for the truncation.
@@ -185,6 +157,13 @@ fn steered(
     Ok(())
 }
 
+/// Epochs go down only without KIP-320's fencing, and 200 random runs of
+/// `unfenced` at wide bounds never crash a replica whose surviving log
+/// holds such a descent (the issue's 1,280 seeded runs did not either).
+/// So this run is steered: A fetches a record of epoch 2 while following
+/// epoch 0, leads epoch 1 and appends (its log: a2 b1), flushes, and
+/// crashes. Reading its files back notices at the crash; predicting does
+/// not (it would only when A restarts, which this run does not reach).
 #[test]
 fn reading_the_disk_notices_recovery_refusing_descending_epochs() {
     use highwater_model::controller::Election::Clean;
@@ -281,4 +260,58 @@ fn without_a_mutation_reading_the_disk_notices_nothing() {
             .and_then(|mut both| both.walk(&choices, |_| Ok(())))
             .unwrap_or_else(|d| panic!("{d}"));
     }
+}
+
+/// Issue 9, item 5 (`HwWithEveryCheckpoint`): with Kafka's periodic HW
+/// checkpoint, `replication-offset-checkpoint` moves only on CheckpointHw
+/// and clean shutdowns. The broken rule writes the live HW with the
+/// recovery point's checkpoint too, so a crash would bring back a newer HW
+/// than the last checkpointed one. A steered run: A leads, both followers
+/// copy a record, A's HW reaches 1, and A flushes without checkpointing
+/// its HW. Lockstep notices at the flush (the model's `hw_checkpoint` is
+/// 0, the file says 1), and, after an unclean crash of A, that the HW it
+/// comes back with is the file's. The same run with the rule intact passes.
+#[test]
+fn lockstep_notices_the_hw_written_with_the_other_checkpoints() {
+    use highwater_model::Action::*;
+    let (a, b, c) = (0, 1, 2);
+    let mut path = scripted::leads(a, 0, &[b, c]);
+    path.push(Produce {
+        leader: a,
+        record: 0,
+    });
+    for _ in 0..2 {
+        for follower in [b, c] {
+            path.push(FollowerFetch {
+                follower,
+                leader: a,
+            });
+        }
+    }
+    path.extend([LeaderAdvanceHw { leader: a, hw: 1 }, Flush { replica: a }]);
+    let cfg = wide(&Preset::find("safe-hw-checkpoint").expect("a preset").config);
+    for read_disk in [true, false] {
+        let d = steered(
+            &cfg,
+            &path,
+            read_disk,
+            Some(Mutation::HwWithEveryCheckpoint),
+        )
+        .expect_err("lockstep notices");
+        println!("HwWithEveryCheckpoint, steered (reading the disk: {read_disk}):\n{d}");
+        assert_eq!(d.steps.len(), path.len(), "noticed at the flush: {d}");
+        assert!(
+            d.what
+                .contains("A.hw_checkpoint: model 0, implementation 1"),
+            "{}",
+            d.what
+        );
+    }
+    // Intact, the run goes on: A crashes uncleanly and comes back with the
+    // HW it checkpointed (0), not the one it had (1).
+    path.push(Crash {
+        replica: a,
+        clean: false,
+    });
+    steered(&cfg, &path, true, None).unwrap_or_else(|d| panic!("{d}"));
 }

@@ -10,7 +10,6 @@ mod common;
 use common::{guided_runs, wide, CASES, IN_MEMORY_CASES, STEPS, WIDE_STEPS};
 use highwater::replication::ReplicaLog;
 use highwater_conformance::lockstep::{Divergence, Lockstep};
-use highwater_conformance::mapping::lockstep_gap;
 use highwater_model::presets::{Expect, PRESETS};
 use highwater_model::{Action, Config};
 use proptest::prelude::*;
@@ -94,10 +93,6 @@ fn the_implementation_moves_as_the_model_in_every_preset() {
     let taken = RefCell::new(BTreeMap::new());
     let started = Instant::now();
     for p in PRESETS {
-        if let Some(gap) = lockstep_gap(&p.config) {
-            println!("{}: not run in lockstep yet: {gap}", p.name);
-            continue;
-        }
         let safe = matches!(p.expect, Expect::Holds { .. });
         lockstep_runs(
             p.name,
@@ -135,10 +130,6 @@ fn the_in_memory_implementation_moves_as_the_model_in_every_preset() {
     let in_memory = |cfg: &Config, _: &Path| Lockstep::in_memory(cfg);
     let mut visited = 0;
     for p in PRESETS {
-        if let Some(gap) = lockstep_gap(&p.config) {
-            println!("{}: not run in lockstep yet: {gap}", p.name);
-            continue;
-        }
         let safe = matches!(p.expect, Expect::Holds { .. });
         let name = format!("{} (in memory)", p.name);
         visited += lockstep_runs(

@@ -6,6 +6,9 @@
 //! not notice that bug either, were it written by mistake. The runs are
 //! seeded, so the outcome does not depend on luck.
 
+mod common;
+
+use common::scripted;
 use highwater_conformance::lockstep::Lockstep;
 use highwater_conformance::mapping::step_config;
 use highwater_model::presets::{Expect, PRESETS, SAFE};
@@ -82,26 +85,10 @@ fn lockstep_notices_every_historical_rule_in_the_implementation() {
 /// up outside the ISR with a record above it.
 #[test]
 fn lockstep_notices_an_implementation_whose_hw_never_waits() {
-    use highwater_model::controller::Election;
     use highwater_model::Action::*;
     let (a, b, c) = (0, 1, 2);
-    let path = [
-        ControllerElectLeader {
-            replica: a,
-            election: Election::Clean,
-        },
-        BecomeLeader {
-            replica: a,
-            epoch: 0,
-        },
-        BecomeFollower {
-            replica: b,
-            epoch: 0,
-        },
-        BecomeFollower {
-            replica: c,
-            epoch: 0,
-        },
+    let mut path = scripted::leads(a, 0, &[b, c]);
+    path.extend([
         LeaderShrinkIsr {
             leader: a,
             follower: c,
@@ -131,7 +118,7 @@ fn lockstep_notices_an_implementation_whose_hw_never_waits() {
             leader: a,
         },
         LeaderAdvanceHw { leader: a, hw: 1 },
-    ];
+    ]);
     let mutated = Config {
         mutation: Some(highwater_model::config::Mutation::HwOverIsrOnly),
         ..SAFE

@@ -319,9 +319,19 @@ fn an_hw_change_rewrites_only_the_hw_checkpoint() {
         "replication-offset-checkpoint",
         "log-start-offset-checkpoint",
     ];
+    ld.checkpoint_high_watermarks([(&tp, &log)]).unwrap();
     let before: Vec<u64> = names.iter().map(|n| inode(n)).collect();
     log.set_high_watermark(5).unwrap();
+    // The other checkpoints never carry the HW (Kafka writes it only from
+    // `ReplicaManager.checkpointHighWatermarks`).
     ld.checkpoint([(&tp, &log)]).unwrap();
+    assert_eq!(
+        names.iter().map(|n| inode(n)).collect::<Vec<_>>(),
+        before,
+        "nothing but the HW changed: the other checkpoints write nothing"
+    );
+    assert_eq!(ld.checkpoints(&tp).high_watermark, Some(0));
+    ld.checkpoint_high_watermarks([(&tp, &log)]).unwrap();
     let after: Vec<u64> = names.iter().map(|n| inode(n)).collect();
     assert_eq!(
         after[0], before[0],
@@ -331,7 +341,7 @@ fn an_hw_change_rewrites_only_the_hw_checkpoint() {
     assert_eq!(after[2], before[2], "log start unchanged, not rewritten");
     let hw = std::fs::read_to_string(tmp.path().join(names[1])).unwrap();
     assert_eq!(hw, "0\n1\norders 0 5\n");
-    ld.checkpoint([(&tp, &log)]).unwrap();
+    ld.checkpoint_high_watermarks([(&tp, &log)]).unwrap();
     assert_eq!(
         inode(names[1]),
         after[1],
@@ -350,6 +360,7 @@ fn log_dir_checkpoints_and_clean_shutdown() {
     log.set_high_watermark(20).unwrap();
     log.flush(25).unwrap();
     ld.checkpoint([(&tp, &log)]).unwrap();
+    ld.checkpoint_high_watermarks([(&tp, &log)]).unwrap();
     let rp = std::fs::read_to_string(tmp.path().join("recovery-point-offset-checkpoint")).unwrap();
     assert_eq!(rp, format!("0\n1\norders 2 {}\n", log.recovery_point()));
     let hw = std::fs::read_to_string(tmp.path().join("replication-offset-checkpoint")).unwrap();

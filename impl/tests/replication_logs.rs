@@ -37,6 +37,7 @@ enum Step {
     /// Truncation `back` records below the LEO (0: at the LEO, a no-op).
     Truncate {
         back: u8,
+        checkpoint: bool,
     },
     /// The HW `back` records below the LEO; 255 asks one above it.
     Hw {
@@ -68,7 +69,8 @@ fn step() -> impl Strategy<Value = Step> {
                 back,
                 checkpoint,
             }),
-        3 => (0u8..6).prop_map(|back| Step::Truncate { back }),
+        3 => (0u8..6, any::<bool>())
+            .prop_map(|(back, checkpoint)| Step::Truncate { back, checkpoint }),
         3 => (prop_oneof![0u8..5, Just(255u8)], any::<bool>())
             .prop_map(|(back, checkpoint)| Step::Hw { back, checkpoint }),
         2 => Just(Step::Flush),
@@ -133,8 +135,9 @@ fn op(s: &Step, state: &LogState, next_id: &mut u64, epoch: &mut i32) -> Storage
                 checkpoint,
             }
         }
-        Step::Truncate { back } => StorageOp::Truncate {
+        Step::Truncate { back, checkpoint } => StorageOp::Truncate {
             offset: if back == 0 { leo + 1 } else { below(back) },
+            checkpoint,
         },
         Step::Hw { back, checkpoint } => StorageOp::SetHighWatermark {
             hw: if back == 255 { leo + 1 } else { below(back) },

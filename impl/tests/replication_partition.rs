@@ -99,8 +99,12 @@ fn fetch<L: ReplicaLog>(f: &mut Replica<L>, l: &mut Replica<L>, now: u64) {
 
 /// 0 leads epoch 0, 1 follows.
 fn pair<L: ReplicaLog>(a: L, b: L, mode: TruncationMode) -> (Replica<L>, Replica<L>) {
-    let mut l = replica(a, 0, mode);
-    let mut f = replica(b, 1, mode);
+    pair_with(a, b, config(mode))
+}
+
+fn pair_with<L: ReplicaLog>(a: L, b: L, cfg: ReplicationConfig) -> (Replica<L>, Replica<L>) {
+    let mut l = Replica::new(0, vec![0, 1], cfg.clone(), a, None).unwrap();
+    let mut f = Replica::new(1, vec![0, 1], cfg, b, None).unwrap();
     take(&mut l, 0, Input::LeaderAndIsr(lai(0, Some(0))));
     take(&mut f, 0, Input::LeaderAndIsr(lai(0, Some(0))));
     (l, f)
@@ -249,6 +253,38 @@ fn late_responses_are_ignored_on_files() {
     });
 }
 
+/// A restarted follower numbers its requests apart from its last
+/// incarnation's (`Replica::set_correlation_base`, as the concurrent driver
+/// does per incarnation, standing for Kafka's new connection): a late
+/// answer to the old incarnation's fetch is not taken for the answer to the
+/// new one's first fetch. Numbered from the same start, as the driver did
+/// before, the late answer is applied.
+#[test]
+fn a_restarted_follower_drops_its_last_incarnations_late_answer() {
+    for (base, applied) in [(Some(1u64 << 32), 0), (None, 1)] {
+        let (mut l, mut f) = memory_pair(TruncationMode::OnFetch);
+        produce(&mut l, 0, Acks::Leader).unwrap();
+        let old = fetch_request(&mut f, 5).unwrap();
+        let late = serve(&mut l, old, 5);
+        // The follower crashes before the answer and comes back empty.
+        let mut f = replica(MemoryLog::new(), 1, TruncationMode::OnFetch);
+        if let Some(base) = base {
+            f.set_correlation_base(base);
+        }
+        take(&mut f, 6, Input::LeaderAndIsr(lai(0, Some(0))));
+        let new = fetch_request(&mut f, 6).unwrap();
+        take(&mut f, 6, Input::FetchResponse(late.clone()));
+        assert_eq!(leo(&f), applied, "base {base:?}");
+        if base.is_some() {
+            // Its own answer is still taken.
+            let own = serve(&mut l, new, 6);
+            assert_ne!(own.correlation_id, late.correlation_id);
+            take(&mut f, 6, Input::FetchResponse(own));
+            assert_eq!(leo(&f), 1);
+        }
+    }
+}
+
 fn a_follower_ahead_of_its_leader_cuts_back_on<L: ReplicaLog>(a: L, b: L) {
     let mut a = replica(a, 0, TruncationMode::Hw);
     let config = ReplicationConfig {
@@ -369,7 +405,11 @@ fn the_hw_is_checkpointed_on_every_change_on<L: ReplicaLog>(
     b: L,
     checkpointed: impl Fn(&Replica<L>) -> u64,
 ) -> (L::Stopped, L::Stopped) {
-    let (mut l, mut f) = pair(a, b, TruncationMode::EpochIterative);
+    let every_change = ReplicationConfig {
+        hw_checkpoint: HwCheckpointPolicy::EveryChange,
+        ..config(TruncationMode::EpochIterative)
+    };
+    let (mut l, mut f) = pair_with(a, b, every_change);
     produce(&mut l, 0, Acks::All).unwrap();
     fetch(&mut f, &mut l, 1);
     fetch(&mut f, &mut l, 2);
@@ -433,6 +473,10 @@ fn with_the_interval_policy_the_hw_reaches_the_checkpoint_on_its_tick() {
     take(&mut l, 3, Input::Tick(Tick::AdvanceHw));
     assert_eq!(l.log().state().high_watermark, 1);
     assert_eq!(l.log().checkpointed_high_watermark(), 0, "not yet");
+    // A flush writes the recovery point's checkpoint, not the HW's.
+    take(&mut l, 4, Input::Tick(Tick::Flush));
+    assert_eq!(l.log().state().recovery_point, 1);
+    assert_eq!(l.log().checkpointed_high_watermark(), 0, "not with a flush");
     take(&mut l, 50, Input::Tick(Tick::CheckpointHw));
     assert_eq!(
         l.log().checkpointed_high_watermark(),

@@ -67,8 +67,34 @@ fn take(cfg: &Config, s: &State, step: Taken) -> Option<State> {
     }
 }
 
-/// Actions kept for [`Checker::reorder`].
+/// Steps any action may be placed before ([`Checker::reorder`]).
 const RECENT: usize = 8;
+/// Steps back a follower's own Flush or CheckpointHw may be placed, just
+/// before its fetch: it records the LEO or HW of its moment, so between the
+/// serve of its fetch (where the model's FollowerFetch is placed) and the
+/// apply it belongs before the serve, and other actors' events, any number
+/// (a crash, an election and their steps), may come between.
+const RECENT_DURABILITY: usize = 32;
+
+/// `a` is `follower`'s own write of what it holds (the recovery point, the
+/// HW checkpoint), and `before` its fetch: it reads no other replica's
+/// state, and no other replica's action reads what it writes.
+fn durability_before_fetch(a: &Action, before: &Taken) -> bool {
+    let Some(follower) = fetch_of(before) else {
+        return false;
+    };
+    matches!(a, Action::Flush { replica } | Action::CheckpointHw { replica } if *replica == follower)
+}
+
+/// The follower whose fetch `step` is, if it is one.
+fn fetch_of(step: &Taken) -> Option<u8> {
+    match step {
+        Taken::Act(
+            Action::FollowerFetch { follower, .. } | Action::FollowerFetchOne { follower, .. },
+        ) => Some(*follower),
+        _ => None,
+    }
+}
 
 type StepError = (MisfitKind, String, Option<Box<State>>);
 
@@ -227,7 +253,7 @@ impl Checker {
                     }
                     self.recent.push_back((at, *step));
                     at = take(&self.cfg, &at, *step).unwrap_or(at);
-                    if self.recent.len() > RECENT {
+                    if self.recent.len() > RECENT_DURABILITY {
                         self.recent.pop_front();
                     }
                 }
@@ -254,7 +280,8 @@ impl Checker {
     /// `limit`: the window settles no offset at or above it (the
     /// implementation can still go back there, `Rebuild::unapplied_floor`),
     /// and the follower that can.
-    pub fn move_window(&mut self, limit: Option<(u8, u32)>) -> Option<Shift> {
+    /// `unapplied`: the followers with a fetch answered and not applied.
+    pub fn move_window(&mut self, limit: Option<(u8, u32)>, unapplied: &[u8]) -> Option<Shift> {
         if self.model.produced < self.cfg.records {
             return None;
         }
@@ -278,7 +305,7 @@ impl Checker {
         }
         let model = shift_state(&self.cfg, &self.model, &shift)?;
         let mut recent = VecDeque::new();
-        while let Some((s, taken)) = self.recent.pop_back() {
+        for &(s, taken) in self.recent.iter().rev() {
             let step = match taken {
                 Taken::Act(a) => shift_action(a, &shift).map(Taken::Act),
                 Taken::Resync(set) => {
@@ -302,6 +329,21 @@ impl Checker {
                 _ => break,
             }
         }
+        // The steps that do not hold the prefix are forgotten, and with
+        // them the chance to put a follower's own Flush or CheckpointHw
+        // before its fetch (`reorder`). While that fetch's answer is still
+        // unapplied, such an event may yet come: the move waits.
+        let forgotten = self.recent.len() - recent.len();
+        if let Some(f) = unapplied.iter().copied().find(|&f| {
+            let fetch = |(_, t): &(State, Taken)| fetch_of(t) == Some(f);
+            self.recent.iter().take(forgotten).any(fetch) && !recent.iter().any(fetch)
+        }) {
+            self.window_stuck = Some(format!(
+                "replica {f}'s fetch is answered and not yet applied, and the move would forget \
+                 the fetch its own flush or HW checkpoint may still have to go before"
+            ));
+            return None;
+        }
         self.recent = recent;
         self.model = model;
         self.window_stuck = None;
@@ -317,13 +359,21 @@ impl Checker {
     /// FollowerFetch is placed, and the follower applying it). Tries one
     /// action inserted into the last few actions taken, the rest replayed
     /// (each must still be enabled), then a short search; the new path
-    /// replaces the old (counted as a reordering).
+    /// replaces the old (counted as a reordering). A follower's Flush or
+    /// CheckpointHw may go further back, to just before its fetch
+    /// (`RECENT_DURABILITY`).
     fn reorder(&mut self, target: &State) -> Option<(State, Vec<Taken>, State)> {
+        let n = self.recent.len();
+        let near = (n.saturating_sub(RECENT)..n).rev().map(|i| (i, false));
+        let far = (0..n.saturating_sub(RECENT)).rev().map(|i| (i, true));
         let mut acts = Vec::new();
-        for i in (0..self.recent.len()).rev() {
-            let (base, _) = self.recent[i];
+        for (i, only_before_fetch) in near.chain(far) {
+            let (base, step) = self.recent[i];
             acts.clear();
             enabled(&self.cfg, &base, &mut acts);
+            if only_before_fetch {
+                acts.retain(|a| durability_before_fetch(a, &step));
+            }
             for &a in &acts {
                 let Some(mut s) = apply(&self.cfg, &base, a) else {
                     continue;

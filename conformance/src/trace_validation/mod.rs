@@ -312,7 +312,12 @@ fn move_window(
         let o = o.saturating_sub(window.base);
         (u8::try_from(o).unwrap_or(u8::MAX), f)
     });
-    let Some(shift) = checker.move_window(limit) else {
+    let unapplied: Vec<u8> = rebuild
+        .unapplied_followers()
+        .into_iter()
+        .filter_map(|f| u8::try_from(f).ok())
+        .collect();
+    let Some(shift) = checker.move_window(limit, &unapplied) else {
         return Ok(());
     };
     window.advance(&shift);
@@ -375,9 +380,10 @@ impl Lcg {
 /// A concurrent run with faults, chosen by `seed`, small enough for the
 /// model's state (4 records; at most 3 crashes, so at most 6 leader
 /// epochs), its trace streamed to `trace` (today's rules: acks=all,
-/// min.insync.replicas=2, KIP-320, ELR).
+/// min.insync.replicas=2, KIP-320, ELR, a periodic HW checkpoint).
 pub fn seeded_config(seed: u64, trace: &Path) -> ConcurrentConfig {
     use highwater::cluster::concurrent::{Fault, FaultSchedule};
+    use highwater::replication::HwCheckpointPolicy;
     use std::time::Duration;
     let mut g = Lcg(seed ^ 0x9e37_79b9_7f4a_7c15);
     let mut c = ConcurrentConfig::new(3);
@@ -406,6 +412,16 @@ pub fn seeded_config(seed: u64, trace: &Path) -> ConcurrentConfig {
         down_for: Duration::from_millis(10 + g.below(80)),
         faults,
     });
+    // The HW checkpoint: periodic (the default, Kafka's rule) at an interval
+    // the run outlasts, as Kafka's 5 s is to a broker's life, so that an
+    // unclean crash brings back an HW older than the last; or, one run in
+    // four, on every change. Chosen last: the choices above stay the
+    // seed's.
+    c.replication.hw_checkpoint = if g.below(4) == 0 {
+        HwCheckpointPolicy::EveryChange
+    } else {
+        HwCheckpointPolicy::IntervalMs(10 + g.below(60))
+    };
     c
 }
 

@@ -39,9 +39,10 @@ struct Shadow {
     /// Between a LeaderAndIsr taken and its truncation done: the replica as
     /// it was before (the model's BecomeFollower is the pair, atomic).
     frozen: Option<ReplicaSnapshot>,
-    /// The last HW and recovery point seen while up.
+    /// The last HW, recovery point and HW checkpoint seen while up.
     last_hw: u64,
     last_rp: u64,
+    last_hw_checkpoint: u64,
 }
 
 /// The cluster rebuilt from a trace, event by event.
@@ -218,10 +219,14 @@ impl Rebuild {
                 if *clean {
                     // A clean shutdown flushes everything.
                     s.last_rp = s.log.len() as u64;
+                    // And checkpoints the HW.
+                    s.last_hw_checkpoint = s.last_hw;
                     self.clean_crashes += 1;
                 } else {
                     let rp = s.last_rp as usize;
                     s.log.truncate(rp);
+                    // The HW comes back from its last checkpoint.
+                    s.last_hw = s.last_hw_checkpoint;
                     s.unclean_down = true;
                     self.unclean_crashes += 1;
                 }
@@ -483,6 +488,7 @@ impl Rebuild {
         s.log.truncate(leo as usize);
         s.last_hw = state.high_watermark;
         s.last_rp = state.recovery_point;
+        s.last_hw_checkpoint = state.hw_checkpoint;
         s.state = Some(state);
         Ok(())
     }
@@ -552,6 +558,16 @@ impl Rebuild {
             .min()
     }
 
+    /// The followers with a fetch answered (with records or an HW) and
+    /// not yet applied.
+    pub fn unapplied_followers(&self) -> Vec<ReplicaId> {
+        self.served
+            .iter()
+            .filter(|(_, x)| !x.diverging)
+            .map(|(&(f, _), _)| f)
+            .collect()
+    }
+
     /// One replica as the model sees it, refinement applied: a follower
     /// still truncating shows as before its LeaderAndIsr; a response served
     /// and not yet applied shows as applied; a crash not yet noticed shows
@@ -569,6 +585,7 @@ impl Rebuild {
             leo,
             s.last_hw.min(leo),
             s.last_rp.min(leo),
+            s.last_hw_checkpoint,
             s.unclean_down,
         );
         let st = match (&s.state, s.alive) {
@@ -595,6 +612,7 @@ impl Rebuild {
         };
         let mut log = s.log.clone();
         let mut hw = st.high_watermark;
+        let recovery_point = st.recovery_point;
         if let LeaderView::Replica(l) = st.leader {
             let fetching = matches!(
                 st.role,
@@ -645,7 +663,8 @@ impl Rebuild {
             log_end_offset: log.len() as u64,
             log,
             high_watermark: hw,
-            recovery_point: st.recovery_point,
+            recovery_point,
+            hw_checkpoint: st.hw_checkpoint,
             leader_epoch: st.leader_epoch,
             leader: st.leader,
             isr,
@@ -742,6 +761,7 @@ mod tests {
             waiting_acks: Vec::new(),
             epoch_start_offset: None,
             pending_isr_change: None,
+            hw_checkpoint: hw,
         }
     }
 

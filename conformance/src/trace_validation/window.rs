@@ -409,6 +409,10 @@ impl Window {
                 log_end_offset: below(x.log_end_offset, "LEO", r)?,
                 high_watermark: below(x.high_watermark, "HW", r)?,
                 recovery_point: below(x.recovery_point, "recovery point", r)?,
+                // Below the prefix only once the model keeps no checkpoint
+                // (after the last unclean crash it may have, `settled`
+                // stops bounding it, and the model holds it at 0).
+                hw_checkpoint: x.hw_checkpoint.saturating_sub(base),
                 follower_leo: x
                     .follower_leo
                     .iter()

@@ -3,6 +3,8 @@
 #![allow(dead_code)]
 
 use highwater_conformance::lockstep::Guide;
+pub mod scripted;
+
 use highwater_model::state::{MAX_EPOCH, MAX_RECORDS};
 use highwater_model::Config;
 use proptest::prelude::*;

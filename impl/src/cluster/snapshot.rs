@@ -35,6 +35,10 @@ pub struct ReplicaSnapshot {
     pub high_watermark: u64,
     pub log_end_offset: u64,
     pub recovery_point: u64,
+    /// The HW `replication-offset-checkpoint` holds (the model's
+    /// `hw_checkpoint`).
+    #[serde(default)]
+    pub hw_checkpoint: u64,
     /// The latest leader epoch it accepted (`None` while down).
     pub leader_epoch: Option<LeaderEpoch>,
     pub leader: LeaderView,
@@ -62,6 +66,7 @@ impl ReplicaSnapshot {
         log_end_offset: u64,
         high_watermark: u64,
         recovery_point: u64,
+        hw_checkpoint: u64,
         unclean_down: bool,
     ) -> ReplicaSnapshot {
         ReplicaSnapshot {
@@ -71,6 +76,7 @@ impl ReplicaSnapshot {
             high_watermark,
             log_end_offset,
             recovery_point,
+            hw_checkpoint,
             leader_epoch: None,
             leader: LeaderView::Unknown,
             isr: Vec::new(),

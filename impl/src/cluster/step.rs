@@ -710,9 +710,11 @@ impl<L: ReplicaLog> StepCluster<L> {
         let mut log = p.log().entries()?;
         let state = p.log().state();
         let at_crash = if clean {
+            // A clean shutdown checkpoints the HW.
             StoppedImage {
                 high_watermark: state.high_watermark,
                 recovery_point: state.log_end_offset,
+                hw_checkpoint: state.high_watermark,
                 log,
                 epochs: state.epochs,
                 files: None,
@@ -722,9 +724,11 @@ impl<L: ReplicaLog> StepCluster<L> {
             let end = log.last().map_or(state.log_start_offset, |e| e.offset + 1);
             let mut epochs = EpochCache::new(Path::new(""), state.epochs);
             epochs.truncate_from_end(end);
+            // The HW comes back from its last checkpoint, within the log.
             StoppedImage {
-                high_watermark: state.high_watermark.min(state.recovery_point),
+                high_watermark: state.hw_checkpoint.min(end),
                 recovery_point: state.recovery_point,
+                hw_checkpoint: state.hw_checkpoint,
                 log,
                 epochs: epochs.entries().to_vec(),
                 files: None,
@@ -894,6 +898,7 @@ impl<L: ReplicaLog> StepCluster<L> {
                         image.log.len() as u64 + log_start(&image.log),
                         image.high_watermark,
                         image.recovery_point,
+                        image.hw_checkpoint,
                         d.unclean,
                     )
                 }
@@ -928,6 +933,7 @@ fn up_snapshot<L: ReplicaLog>(id: ReplicaId, p: &Replica<L>) -> Result<ReplicaSn
         high_watermark: held.high_watermark,
         log_end_offset: held.log_end_offset,
         recovery_point: held.recovery_point,
+        hw_checkpoint: held.hw_checkpoint,
         leader_epoch: s.leader_epoch,
         leader: s.leader,
         isr: s.isr,

@@ -129,6 +129,11 @@ pub enum Event {
     Flush {
         recovery_point: u64,
     },
+    /// The periodic HW checkpoint wrote a new HW (the model's
+    /// CheckpointHw; `ReplicaManager.checkpointHighWatermarks`).
+    CheckpointHw {
+        high_watermark: u64,
+    },
     Crash {
         clean: bool,
     },

@@ -1,7 +1,10 @@
 //! [`DiskLog`]: a replica's log in Kafka's on-disk format, through the
 //! storage layer: one partition log plus the broker's log directory, whose
 //! checkpoints keep the HW (`replication-offset-checkpoint`) and the
-//! recovery point across restarts.
+//! recovery point across restarts. The HW's file is written only when an
+//! operation asks for it (the periodic checkpoint, or the `checkpoint` flag
+//! of the every-change policy) and on a clean shutdown, never with the
+//! recovery point's: a crash finds the HW last checkpointed, as in Kafka.
 //!
 //! Its operations are all or nothing, except where a file system cannot
 //! undo what it did:
@@ -24,7 +27,9 @@ use std::path::{Path, PathBuf};
 use super::error::Result;
 use super::log::{record_id, LogEntry, LogState, ReplicaLog, StoppedImage, StorageDone, StorageOp};
 use crate::storage::image::{copy_log_dir, CheckpointFiles};
-use crate::storage::{self, Log, LogConfig, LogDir, LogReader, RecoveryReport, TopicPartition};
+use crate::storage::{
+    self, Log, LogConfig, LogDir, LogReader, Mutation, RecoveryReport, TopicPartition,
+};
 
 /// How a [`DiskLog`] is opened.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -52,6 +57,8 @@ pub struct DiskLog {
     /// A checkpoint write after a truncation or flush failed: rewrite the
     /// checkpoints before the next append.
     checkpoint_owed: bool,
+    /// The same for a truncation's HW checkpoint (the every-change policy).
+    hw_checkpoint_owed: bool,
 }
 
 /// A stopped [`DiskLog`]: its log directory, to be opened again.
@@ -72,10 +79,17 @@ impl DiskLog {
             config: config.clone(),
             log,
             checkpoint_owed: false,
+            hw_checkpoint_owed: false,
         };
-        // The checkpoints now describe the log as loaded (recovery may have
-        // cut it), so a second crash starts from the truth.
+        // The recovery point and log start now describe the log as loaded
+        // (recovery may have cut it), so a second crash starts from the
+        // truth. The HW's file keeps the last HW checkpointed (Kafka's
+        // `LogManager.loadLogs` does not rewrite it either), unless it has
+        // none for this partition (a new log, or a file that did not parse).
         d.checkpoint()?;
+        if d.checkpointed_hw().is_none() {
+            d.checkpoint_hw()?;
+        }
         Ok((d, report))
     }
 
@@ -99,6 +113,7 @@ impl DiskLog {
             log: self.entries()?,
             high_watermark: state.high_watermark,
             recovery_point: state.recovery_point,
+            hw_checkpoint: state.hw_checkpoint,
             epochs: state.epochs,
             files: Some(CheckpointFiles::read(
                 self.path(),
@@ -117,18 +132,41 @@ impl DiskLog {
         self.log_dir.path()
     }
 
-    /// Writes the broker-level checkpoints (recovery point, HW, log start).
+    /// Writes the recovery-point and log-start checkpoints (not the HW's:
+    /// see [`checkpoint_hw`](Self::checkpoint_hw)).
     pub fn checkpoint(&mut self) -> Result<()> {
         self.log_dir
             .checkpoint([(&self.config.topic_partition, &self.log)])?;
         self.checkpoint_owed = false;
+        if self.config.log.mutation == Some(Mutation::HwWithEveryCheckpoint) {
+            self.checkpoint_hw()?;
+        }
         Ok(())
+    }
+
+    /// Writes the live HW to `replication-offset-checkpoint`
+    /// (`ReplicaManager.checkpointHighWatermarks`), if the file holds another.
+    pub fn checkpoint_hw(&mut self) -> Result<()> {
+        self.log_dir
+            .checkpoint_high_watermarks([(&self.config.topic_partition, &self.log)])?;
+        self.hw_checkpoint_owed = false;
+        Ok(())
+    }
+
+    /// The HW `replication-offset-checkpoint` holds for this partition.
+    fn checkpointed_hw(&self) -> Option<u64> {
+        self.log_dir
+            .checkpoints(&self.config.topic_partition)
+            .high_watermark
     }
 
     /// Before an append: the checkpoints a failed write left stale go first.
     fn pay_checkpoint_debt(&mut self) -> Result<()> {
         if self.checkpoint_owed {
             self.checkpoint()?;
+        }
+        if self.hw_checkpoint_owed {
+            self.checkpoint_hw()?;
         }
         Ok(())
     }
@@ -146,9 +184,9 @@ impl DiskLog {
         let hw = hw.min(self.log.log_end_offset());
         if hw != self.log.high_watermark() {
             self.log.set_high_watermark(hw)?;
-            if checkpoint {
-                self.checkpoint()?;
-            }
+        }
+        if checkpoint {
+            self.checkpoint_hw()?;
         }
         Ok(())
     }
@@ -190,6 +228,7 @@ impl ReplicaLog for DiskLog {
             log_end_offset: self.log.log_end_offset(),
             high_watermark: self.log.high_watermark(),
             recovery_point: self.log.recovery_point(),
+            hw_checkpoint: self.checkpointed_hw().unwrap_or(0),
             epochs: self.log.epoch_entries().to_vec(),
         }
     }
@@ -218,21 +257,26 @@ impl ReplicaLog for DiskLog {
                     return Err(e);
                 }
             }
-            StorageOp::Truncate { offset } => {
+            StorageOp::Truncate { offset, checkpoint } => {
                 if offset < self.log.log_end_offset() {
                     self.log.truncate_to(offset)?;
                     self.checkpoint_or_owe()?;
+                    if checkpoint {
+                        let r = self.checkpoint_hw();
+                        self.hw_checkpoint_owed = r.is_err();
+                        r?;
+                    }
                 }
             }
             StorageOp::SetHighWatermark { hw, checkpoint } => {
                 let old = self.log.high_watermark();
                 if hw != old {
                     self.log.set_high_watermark(hw)?;
-                    if checkpoint {
-                        if let Err(e) = self.checkpoint() {
-                            let _ = self.log.set_high_watermark(old);
-                            return Err(e);
-                        }
+                }
+                if checkpoint {
+                    if let Err(e) = self.checkpoint_hw() {
+                        let _ = self.log.set_high_watermark(old);
+                        return Err(e);
                     }
                 }
             }
@@ -243,7 +287,10 @@ impl ReplicaLog for DiskLog {
                     self.checkpoint_or_owe()?;
                 }
             }
-            StorageOp::WriteCheckpoints => self.checkpoint()?,
+            StorageOp::WriteCheckpoints => {
+                self.pay_checkpoint_debt()?;
+                self.checkpoint_hw()?;
+            }
             StorageOp::Read { from, max_bytes } => records = self.read(from, max_bytes)?,
         }
         Ok(StorageDone {

@@ -122,7 +122,10 @@ impl Partition {
         };
         if offset < leo {
             return self.persist(
-                StorageOp::Truncate { offset },
+                StorageOp::Truncate {
+                    offset,
+                    checkpoint: self.checkpoint_every_hw(),
+                },
                 Pending::ExchangeTruncation { done },
             );
         }
@@ -178,6 +181,7 @@ impl Partition {
                 return self.persist(
                     StorageOp::Truncate {
                         offset: resp.log_end_offset,
+                        checkpoint: self.checkpoint_every_hw(),
                     },
                     Pending::OutOfRangeTruncation,
                 );
@@ -190,7 +194,13 @@ impl Partition {
         if let Some(d) = resp.diverging_epoch {
             let offset = truncation_on_fetch(&self.log.epochs, leo, d);
             if offset < leo {
-                return self.persist(StorageOp::Truncate { offset }, Pending::DivergingTruncation);
+                return self.persist(
+                    StorageOp::Truncate {
+                        offset,
+                        checkpoint: self.checkpoint_every_hw(),
+                    },
+                    Pending::DivergingTruncation,
+                );
             }
             self.fetch_answered();
             return Ready::none();

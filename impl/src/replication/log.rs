@@ -21,7 +21,8 @@
 //!   keeps every batch that starts below the recovery point (a flush syncs
 //!   whole batches) and nothing after; the restarted log takes its HW and
 //!   recovery point from the last checkpoint written, clamped to what is
-//!   left, and its leader epoch cache trimmed to it, as Kafka's
+//!   left (the HW's checkpoint is written only when asked for, see
+//!   [`StorageOp::WriteCheckpoints`], so it may be older than the HW was), and its leader epoch cache trimmed to it, as Kafka's
 //!   `LogLoader` does.
 
 use serde::{Deserialize, Serialize};
@@ -65,6 +66,11 @@ pub struct LogState {
     pub high_watermark: u64,
     /// Everything below it has been flushed.
     pub recovery_point: u64,
+    /// The HW `replication-offset-checkpoint` holds: the last one
+    /// checkpointed, which an unclean restart comes back with (within the
+    /// log it recovers). It may be above the LEO after a truncation or an
+    /// unclean restart, as Kafka's file may be until its next checkpoint.
+    pub hw_checkpoint: u64,
     /// The leader epoch cache: (epoch, start offset), both strictly rising.
     pub epochs: Vec<EpochEntry>,
 }
@@ -110,19 +116,24 @@ pub enum StorageOp {
     },
     /// Removes every record at or above `offset` (the whole batch holding
     /// it), lowers the HW and recovery point with the log, and rewrites the
-    /// checkpoints before returning (Kafka's `LogManager.truncateTo`): a
-    /// stale recovery point above the cut would vouch, after a crash, for
-    /// records appended later and never flushed.
-    Truncate { offset: u64 },
+    /// recovery-point and log-start checkpoints before returning (Kafka's
+    /// `LogManager.truncateTo`): a stale recovery point above the cut would
+    /// vouch, after a crash, for records appended later and never flushed.
+    /// The HW's checkpoint is rewritten too only with `checkpoint` (the
+    /// every-change policy); Kafka leaves it to the periodic task.
+    Truncate { offset: u64, checkpoint: bool },
     /// Sets the HW (never above the LEO); with `checkpoint`, also writes
     /// it to `replication-offset-checkpoint`. On failure the HW is as it was.
     SetHighWatermark { hw: u64, checkpoint: bool },
     /// Fsyncs every record: the recovery point moves to the LEO and is
     /// checkpointed (`UnifiedLog.flush`, then the recovery-point checkpoint).
+    /// The HW's checkpoint is not touched.
     Flush,
-    /// Writes the broker-level checkpoints (HW, recovery point, log start)
-    /// as they stand: the periodic HW checkpoint
-    /// (`ReplicaManager.checkpointHighWatermarks`).
+    /// The HW checkpoint (`ReplicaManager.checkpointHighWatermarks`): writes
+    /// the live HW to `replication-offset-checkpoint`, and any other
+    /// checkpoint a failed write left stale. The one operation, besides a
+    /// clean shutdown and the `checkpoint` flags above, that moves the
+    /// checkpointed HW.
     WriteCheckpoints,
     /// Reads whole batches from the one holding `from` towards the LEO, at
     /// most `max_bytes` but at least one batch. Changes nothing.
@@ -165,6 +176,9 @@ pub struct StoppedImage {
     pub log: Vec<LogEntry>,
     pub high_watermark: u64,
     pub recovery_point: u64,
+    /// The HW `replication-offset-checkpoint` holds once a restart opened
+    /// the log (see [`LogState::hw_checkpoint`]).
+    pub hw_checkpoint: u64,
     /// The leader epoch cache a restart loads.
     pub epochs: Vec<EpochEntry>,
     /// What the checkpoint files say once a restart opened the log (`None`

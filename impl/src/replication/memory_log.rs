@@ -6,7 +6,8 @@
 //! values written. Every operation is all or nothing. A crash keeps what
 //! the file log's does: the batches that start below the recovery point,
 //! the epoch cache trimmed to them, the HW and recovery point of the last
-//! checkpoint, clamped.
+//! checkpoint, clamped. As on disk, the HW is checkpointed only when an
+//! operation asks for it and on a clean shutdown.
 //!
 //! Cloning one costs a reference count per batch, so an exhaustive search
 //! can carry a whole cluster of them along its stack.
@@ -70,12 +71,15 @@ impl MemoryLog {
         self.checkpoints.high_watermark
     }
 
+    /// The recovery-point and log-start checkpoints (not the HW's).
     fn write_checkpoints(&mut self) {
-        self.checkpoints = Checkpoints {
-            high_watermark: self.high_watermark,
-            recovery_point: self.recovery_point,
-            log_start_offset: self.log_start_offset,
-        };
+        self.checkpoints.recovery_point = self.recovery_point;
+        self.checkpoints.log_start_offset = self.log_start_offset;
+    }
+
+    /// `replication-offset-checkpoint`.
+    fn write_hw_checkpoint(&mut self) {
+        self.checkpoints.high_watermark = self.high_watermark;
     }
 
     /// Kafka's `LeaderEpochFileCache.assign`, through the storage layer's cache.
@@ -228,6 +232,7 @@ impl MemoryLog {
             c.recovery_point.min(end)
         };
         log.high_watermark = c.high_watermark.min(end).max(log.log_start_offset);
+        // The HW's checkpoint stays as it was, as on disk.
         log.write_checkpoints();
         let report = RecoveryReport {
             clean_shutdown: clean,
@@ -250,6 +255,7 @@ impl ReplicaLog for MemoryLog {
             log_end_offset: self.log_end_offset,
             high_watermark: self.high_watermark,
             recovery_point: self.recovery_point,
+            hw_checkpoint: self.checkpoints.high_watermark,
             epochs: self.epochs.clone(),
         }
     }
@@ -269,21 +275,24 @@ impl ReplicaLog for MemoryLog {
                 let hw = high_watermark.min(self.log_end_offset);
                 if hw != self.high_watermark {
                     self.set_high_watermark(hw)?;
-                    if checkpoint {
-                        self.write_checkpoints();
-                    }
+                }
+                if checkpoint {
+                    self.write_hw_checkpoint();
                 }
             }
-            StorageOp::Truncate { offset } => {
+            StorageOp::Truncate { offset, checkpoint } => {
                 if offset < self.log_end_offset {
                     self.truncate_to(offset);
                     self.write_checkpoints();
+                    if checkpoint {
+                        self.write_hw_checkpoint();
+                    }
                 }
             }
             StorageOp::SetHighWatermark { hw, checkpoint } => {
                 self.set_high_watermark(hw)?;
                 if checkpoint {
-                    self.write_checkpoints();
+                    self.write_hw_checkpoint();
                 }
             }
             StorageOp::Flush => {
@@ -292,7 +301,10 @@ impl ReplicaLog for MemoryLog {
                     self.write_checkpoints();
                 }
             }
-            StorageOp::WriteCheckpoints => self.write_checkpoints(),
+            StorageOp::WriteCheckpoints => {
+                self.write_checkpoints();
+                self.write_hw_checkpoint();
+            }
             StorageOp::Read { from, max_bytes } => records = self.read(from, max_bytes)?,
         }
         Ok(StorageDone {
@@ -312,6 +324,7 @@ impl ReplicaLog for MemoryLog {
     fn close(mut self) -> Result<MemoryStopped> {
         self.recovery_point = self.log_end_offset;
         self.write_checkpoints();
+        self.write_hw_checkpoint();
         Ok(MemoryStopped {
             durable: self,
             clean: true,
@@ -351,6 +364,7 @@ impl ReplicaLog for MemoryLog {
             log: entries,
             high_watermark: log.high_watermark,
             recovery_point: log.recovery_point,
+            hw_checkpoint: log.checkpoints.high_watermark,
             epochs: log.epochs.clone(),
             files: None,
         }))

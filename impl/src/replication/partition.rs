@@ -164,6 +164,9 @@ pub struct PartitionState {
     pub log_end_offset: u64,
     pub log_start_offset: u64,
     pub recovery_point: u64,
+    /// The HW `replication-offset-checkpoint` holds.
+    #[serde(default)]
+    pub hw_checkpoint: u64,
     /// As leader: each follower as it sees it.
     pub followers: BTreeMap<ReplicaId, FollowerView>,
     /// As leader: request ids of the acks=all producers waiting.
@@ -444,6 +447,7 @@ impl Partition {
             log_end_offset: self.log.log_end_offset,
             log_start_offset: self.log.log_start_offset,
             recovery_point: self.log.recovery_point,
+            hw_checkpoint: self.log.hw_checkpoint,
             followers,
             waiting_acks: waiting,
             epoch_start_offset: start,
@@ -643,7 +647,11 @@ impl Partition {
                 && self.config.truncation.truncates_to_hw()
                 && hw < self.log.log_end_offset
             {
-                return Ok(self.persist(StorageOp::Truncate { offset: hw }, Pending::Follow(req)));
+                let op = StorageOp::Truncate {
+                    offset: hw,
+                    checkpoint: self.checkpoint_every_hw(),
+                };
+                return Ok(self.persist(op, Pending::Follow(req)));
             }
         }
         Ok(Ready::Send(self.take_leader_and_isr(&req, now)))

@@ -7,10 +7,10 @@
 //! machines apart, so the two cannot drift.
 
 use super::error::Result;
-use super::log::{ReplicaLog, StorageFailed};
+use super::log::{ReplicaLog, StorageFailed, StorageOp};
 use super::messages::Output;
 use super::partition::{Input, Partition, Ready};
-use super::types::{LeaderEpoch, ReplicaId, ReplicationConfig};
+use super::types::{HwCheckpointPolicy, LeaderEpoch, ReplicaId, ReplicationConfig};
 
 /// One replica: its state machine and its log.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -27,9 +27,17 @@ impl<L: ReplicaLog> Replica<L> {
         id: ReplicaId,
         replicas: Vec<ReplicaId>,
         config: ReplicationConfig,
-        log: L,
+        mut log: L,
         registered_epoch: Option<LeaderEpoch>,
     ) -> Result<Replica<L>> {
+        // Every change includes the one a restart makes: recovery may have
+        // clamped the HW below the file's.
+        let state = log.state();
+        if config.hw_checkpoint == HwCheckpointPolicy::EveryChange
+            && state.hw_checkpoint != state.high_watermark
+        {
+            log.apply(StorageOp::WriteCheckpoints)?;
+        }
         let core = Partition::new(id, replicas, config, log.state(), registered_epoch)?;
         Ok(Replica {
             core,

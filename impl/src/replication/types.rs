@@ -154,16 +154,29 @@ fn fencing_default() -> bool {
 }
 
 /// When the HW is written to `replication-offset-checkpoint`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum HwCheckpointPolicy {
-    /// With every change: a restart finds the HW it had, as in the model.
-    #[default]
+    /// With every change (truncations and restarts included): a restart
+    /// finds the HW it had, as the model's `every-change` assumes. Costs a
+    /// file write per HW change.
     EveryChange,
     /// At most once per interval, as Kafka does
-    /// (`replica.high.watermark.checkpoint.interval.ms`, 5 s by default),
-    /// on [`Tick::CheckpointHw`](super::Tick::CheckpointHw). A restart may
-    /// find an older HW.
+    /// (`replica.high.watermark.checkpoint.interval.ms`), on
+    /// [`Tick::CheckpointHw`](super::Tick::CheckpointHw), and on a clean
+    /// shutdown. A restart after a crash may find an older HW. The default,
+    /// at Kafka's 5 s.
     IntervalMs(u64),
+}
+
+impl HwCheckpointPolicy {
+    /// Kafka's default `replica.high.watermark.checkpoint.interval.ms`.
+    pub const KAFKA_DEFAULT: HwCheckpointPolicy = HwCheckpointPolicy::IntervalMs(5_000);
+}
+
+impl Default for HwCheckpointPolicy {
+    fn default() -> Self {
+        HwCheckpointPolicy::KAFKA_DEFAULT
+    }
 }
 
 /// When a follower may rejoin the ISR, beyond having reached the leader's HW.

@@ -188,27 +188,62 @@ impl LogDir {
         Ok((log, report))
     }
 
-    /// Records the offsets of `logs` and writes those of the three
-    /// checkpoint files whose contents changed (each atomically): an HW
-    /// change, the common case, rewrites one file, not three. Partitions not
-    /// in `logs` keep their entries.
+    /// Records the recovery points and log start offsets of `logs` and
+    /// writes those of the two checkpoint files whose contents changed
+    /// (each atomically). The HW's file is not written here: Kafka writes
+    /// it only from `ReplicaManager.checkpointHighWatermarks` (periodic) and
+    /// on shutdown, so a crash finds the HW last checkpointed, not the one
+    /// of the last flush or truncation; see
+    /// [`checkpoint_high_watermarks`](Self::checkpoint_high_watermarks).
+    /// Partitions not in `logs` keep their entries.
     pub fn checkpoint<'a>(
         &mut self,
         logs: impl IntoIterator<Item = (&'a TopicPartition, &'a Log)>,
     ) -> Result<()> {
-        let (mut rp, mut hw, mut start) = (false, false, false);
+        let (mut rp, mut start) = (false, false);
         for (tp, log) in logs {
             rp |= self
                 .recovery_points
                 .insert(tp.clone(), log.recovery_point())
                 != Some(log.recovery_point());
-            hw |= self
-                .high_watermarks
-                .insert(tp.clone(), log.high_watermark())
-                != Some(log.high_watermark());
             start |= self.log_starts.insert(tp.clone(), log.log_start_offset())
                 != Some(log.log_start_offset());
         }
+        self.write_changed(rp, false, start)
+    }
+
+    /// Kafka's `ReplicaManager.checkpointHighWatermarks`: records the HWs of
+    /// `logs` and writes `replication-offset-checkpoint` if one changed
+    /// (with any file a failed write left stale). An HW change, the common
+    /// case, rewrites this one file.
+    pub fn checkpoint_high_watermarks<'a>(
+        &mut self,
+        logs: impl IntoIterator<Item = (&'a TopicPartition, &'a Log)>,
+    ) -> Result<()> {
+        let mut before = Vec::new();
+        for (tp, log) in logs {
+            let was = self
+                .high_watermarks
+                .insert(tp.clone(), log.high_watermark());
+            if was != Some(log.high_watermark()) {
+                before.push((tp.clone(), was));
+            }
+        }
+        let written = self.write_changed(false, !before.is_empty(), false);
+        if written.is_err() {
+            // The file (written atomically) still holds the old values.
+            for (tp, was) in before {
+                match was {
+                    Some(hw) => self.high_watermarks.insert(tp, hw),
+                    None => self.high_watermarks.remove(&tp),
+                };
+            }
+        }
+        written
+    }
+
+    /// Writes the files named (all three if a write failed before).
+    fn write_changed(&mut self, rp: bool, hw: bool, start: bool) -> Result<()> {
         let all = self.files_stale;
         let written = (|| {
             if rp || all {

@@ -1,6 +1,6 @@
 //! Fixed storage bugs, kept so that the checks that would find them can be
 //! shown to (see `conformance/tests/disk_mutation.rs`). Each names the
-//! finding of issue 10 it puts back. Production code never sets one:
+//! finding (of issue 10, unless it says otherwise) it puts back. Production code never sets one:
 //! [`LogConfig::mutation`](super::LogConfig::mutation) is `None` by default.
 
 /// A fixed bug of the storage layer, put back.
@@ -21,4 +21,9 @@ pub enum Mutation {
     /// refuses to open, where they differ, instead of rebuilding the cache
     /// from the batches.
     TrustEpochCheckpoint,
+    /// Issue 9, item 5: every write of the recovery-point or log-start
+    /// checkpoint (a flush's, a truncation's, a restart's) also writes the
+    /// live HW to `replication-offset-checkpoint`, so with a periodic HW
+    /// checkpoint a crash finds a newer HW than the last checkpointed one.
+    HwWithEveryCheckpoint,
 }
