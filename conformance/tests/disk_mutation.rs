@@ -166,57 +166,16 @@ fn steered(
 /// not (it would only when A restarts, which this run does not reach).
 #[test]
 fn reading_the_disk_notices_recovery_refusing_descending_epochs() {
-    use highwater_model::controller::Election::Clean;
     use highwater_model::Action::*;
-    let (a, b, c) = (0, 1, 2);
-    let path = [
-        Crash {
-            replica: b,
-            clean: false,
-        },
-        ControllerElectLeader {
-            replica: c,
-            election: Clean,
-        },
-        ControllerElectLeader {
-            replica: a,
-            election: Clean,
-        },
-        ControllerElectLeader {
-            replica: c,
-            election: Clean,
-        },
-        BecomeLeader {
-            replica: c,
-            epoch: 2,
-        },
-        Produce {
-            leader: c,
-            record: 0,
-        },
-        BecomeFollower {
-            replica: a,
-            epoch: 0,
-        },
-        FollowerFetch {
-            follower: a,
-            leader: c,
-        },
-        ControllerShrinkIsr { replica: b },
-        BecomeLeader {
-            replica: a,
-            epoch: 1,
-        },
-        Produce {
-            leader: a,
-            record: 1,
-        },
+    let a = 0;
+    let mut path = scripted::epochs_going_down();
+    path.extend([
         Flush { replica: a },
         Crash {
             replica: a,
             clean: false,
         },
-    ];
+    ]);
     let cfg = wide(&Preset::find("unfenced").expect("a preset").config);
     let run =
         |read_disk: bool, mutation: Option<Mutation>| steered(&cfg, &path, read_disk, mutation);

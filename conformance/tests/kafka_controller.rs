@@ -17,7 +17,7 @@
 //!   cases, about 9 minutes on two shared cores):
 //!   `cargo test --release -p highwater-conformance --test kafka_controller -- --ignored`.
 
-mod kafka_support;
+mod kafka;
 
 use std::time::Instant;
 
@@ -29,7 +29,7 @@ use highwater_model::controller::{
     kafka_event, unfenced_after, Event, EventResult, Refusal, Rules,
 };
 use highwater_model::state::{Controller, ReplicaSet};
-use kafka_support::{announce, kafka};
+use kafka::{announce, kafka};
 
 /// One case as `ControllerCases.java` prints it.
 #[derive(Clone, Copy, Debug)]

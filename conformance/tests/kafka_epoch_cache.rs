@@ -23,7 +23,7 @@
 //! [`a_perturbed_rule_is_reported`] shows the harness noticing a rule of
 //! ours broken on purpose.
 
-mod kafka_support;
+mod kafka;
 
 use std::fs;
 use std::path::Path;
@@ -32,7 +32,7 @@ use std::time::Instant;
 use highwater::storage::EpochCache;
 use highwater_model::state::{Entry, Log};
 use highwater_model::truncation::{assign, cache_of, end_offset_for, EpochCache as ModelCache};
-use kafka_support::{announce, kafka};
+use kafka::{announce, kafka};
 
 /// A rule of ours broken on purpose by the harness.
 #[derive(Clone, Copy, PartialEq, Eq)]

@@ -1,6 +1,9 @@
 //! Runs that once made the implementation leave the model, kept so that they
 //! never do again. Each is a model path replayed in lockstep.
 
+mod common;
+
+use common::scripted;
 use highwater_conformance::lockstep::replay;
 use highwater_model::controller::Election;
 use highwater_model::presets::Preset;
@@ -26,54 +29,7 @@ fn replays_in_lockstep_with(name: &str, cfg: &Config, actions: &[Action]) {
 /// layer used to refuse it with a storage error.
 #[test]
 fn a_leader_appends_below_a_later_epoch_it_fetched_unfenced() {
-    let (a, b, c) = (0, 1, 2);
-    let clean = Election::Clean;
-    replays_in_lockstep(
-        "unfenced",
-        &[
-            Crash {
-                replica: b,
-                clean: false,
-            },
-            ControllerElectLeader {
-                replica: c,
-                election: clean,
-            },
-            ControllerElectLeader {
-                replica: a,
-                election: clean,
-            },
-            ControllerElectLeader {
-                replica: c,
-                election: clean,
-            },
-            BecomeLeader {
-                replica: c,
-                epoch: 2,
-            },
-            Produce {
-                leader: c,
-                record: 0,
-            },
-            BecomeFollower {
-                replica: a,
-                epoch: 0,
-            },
-            FollowerFetch {
-                follower: a,
-                leader: c,
-            },
-            ControllerShrinkIsr { replica: b },
-            BecomeLeader {
-                replica: a,
-                epoch: 1,
-            },
-            Produce {
-                leader: a,
-                record: 1,
-            },
-        ],
-    );
+    replays_in_lockstep("unfenced", &scripted::epochs_going_down());
 }
 
 /// Without KIP-320's fencing a log's epochs can go down (A here ends with

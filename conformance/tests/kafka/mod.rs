@@ -1,13 +1,15 @@
-//! What the Kafka interop tests share: running the programs in
-//! `conformance/kafka/` (built by its `setup.sh`), Kafka's view of a log as
+//! What the Kafka interop and differential tests share: running the
+//! programs in `conformance/kafka/` (built by its `setup.sh`; outside CI a
+//! test skips with a message when Java or Maven is missing, under `CI=true`
+//! that fails), whole or streamed line by line, Kafka's view of a log as
 //! they print it, and the parsing of `DumpLogSegments` output.
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::io::Write;
+use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Child, ChildStdout, Command, Stdio};
 use std::sync::OnceLock;
 
 use serde::Deserialize;
@@ -169,6 +171,71 @@ impl Kafka {
     /// Kafka's checkpoint readers on `log_dir`.
     pub fn checkpoints(&self, log_dir: &Path) -> KCheckpoints {
         self.json(&["checkpoints", "--log-dir", path_str(log_dir)])
+    }
+}
+
+/// A running Kafka program whose stdout is read line by line.
+pub struct Lines {
+    child: Child,
+    out: BufReader<ChildStdout>,
+    args: Vec<String>,
+}
+
+impl Kafka {
+    /// Starts `kafka.sh ARGS...` (a long run: the JIT compiles hot code).
+    pub fn stream(&self, args: &[&str]) -> Lines {
+        let mut child = Command::new("bash")
+            .arg(self.dir.join("kafka.sh"))
+            .args(args)
+            .env("JAVA_OPTS", "-XX:+UseSerialGC")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run kafka.sh");
+        let out = BufReader::with_capacity(1 << 20, child.stdout.take().expect("piped"));
+        Lines {
+            child,
+            out,
+            args: args.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+}
+
+impl Lines {
+    /// The next line (without its newline) into `buf`; false at the end.
+    pub fn next_line(&mut self, buf: &mut Vec<u8>) -> bool {
+        buf.clear();
+        let n = self.out.read_until(b'\n', buf).expect("read from kafka.sh");
+        if buf.last() == Some(&b'\n') {
+            buf.pop();
+        }
+        n > 0
+    }
+
+    /// Waits for the program; panics unless it succeeded. Returns its stderr.
+    pub fn finish(mut self) -> String {
+        let mut err = String::new();
+        if let Some(mut e) = self.child.stderr.take() {
+            let _ = std::io::Read::read_to_string(&mut e, &mut err);
+        }
+        let status = self.child.wait().expect("wait for kafka.sh");
+        assert!(
+            status.success(),
+            "kafka.sh {:?} failed ({status}):\n{err}",
+            self.args
+        );
+        err
+    }
+}
+
+impl Drop for Lines {
+    fn drop(&mut self) {
+        // A test that stops reading early (a failure) ends the program it started.
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
     }
 }
 
