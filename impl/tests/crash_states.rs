@@ -245,3 +245,43 @@ fn state_counts() {
         );
     }
 }
+
+/// The harness's own checks can fail: the same recorded workload with its
+/// expected states doctored (every batch's epoch shifted, so no recovered
+/// record matches any state passed through; everything claimed flushed, so
+/// any crash before the end loses "flushed" data) must be reported by
+/// checks 3 and 4 of `enumerate/mod.rs`.
+#[test]
+fn doctored_expectations_are_caught() {
+    let rec = tempfile::tempdir().unwrap();
+    let w = workload(&rec.path().join("broker"), 1200, 2);
+    let scratch = scratch();
+
+    let mut shifted = w.clone();
+    for s in &mut shifted.steps {
+        for e in &mut s.after.entries {
+            e.1 += 100;
+        }
+    }
+    let o = enumerate(&shifted, scratch.path(), 2, None);
+    assert!(
+        o.failures
+            .iter()
+            .any(|f| f.contains("is no prefix of a state the workload passed through")),
+        "shifted epochs went unnoticed: {:?}",
+        o.failures
+    );
+
+    let mut all_flushed = w.clone();
+    for s in &mut all_flushed.steps {
+        s.after.durable = u64::MAX;
+    }
+    let o = enumerate(&all_flushed, scratch.path(), 2, None);
+    assert!(
+        o.failures
+            .iter()
+            .any(|f| f.contains("was flushed before the crash")),
+        "a lost flush went unnoticed: {:?}",
+        o.failures
+    );
+}
