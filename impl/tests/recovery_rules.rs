@@ -515,3 +515,48 @@ fn every_bit_flip_of_a_broker_checkpoint_opens_and_keeps_every_batch() {
         refused.join("\n")
     );
 }
+
+/// The one place recovery discards a batch Kafka's loader keeps
+/// (spec/differences.md): a batch whose base offset (outside the CRC) does
+/// not follow the previous batch, as a torn write can leave it. Above the
+/// recovery point it is cut with everything after it, as a torn tail is;
+/// below it the log refuses to open and nothing is cut.
+#[test]
+fn a_batch_whose_base_offset_does_not_follow_is_cut_only_above_the_recovery_point() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("t-0");
+    let mut config = small_config();
+    config.segment_bytes = 1 << 20;
+    let (mut log, _) = Log::open(&dir, config.clone(), LoadParams::default()).unwrap();
+    let expected = fill(&mut log, 30);
+    log.flush(log.log_end_offset()).unwrap();
+    let rp = log.recovery_point();
+    let p = log.reader().lookup(40).unwrap();
+    assert!(p.batch_base_offset > 0 && p.batch_base_offset < rp);
+    drop(log);
+    let path = seg_path(&dir, 0, "log");
+    let mut bytes = fs::read(&path).unwrap();
+    let len = bytes.len() as u64;
+    let at = p.position as usize;
+    bytes[at..at + 8].copy_from_slice(&(p.batch_base_offset + 3).to_be_bytes());
+    fs::write(&path, &bytes).unwrap();
+
+    match Log::open(&dir, config.clone(), unclean(rp)) {
+        Err(Error::CorruptBelowRecoveryPoint { offset, .. }) => {
+            assert_eq!(offset, p.batch_base_offset)
+        }
+        other => panic!("expected a refusal below the recovery point, got {other:?}"),
+    }
+    assert_eq!(fs::metadata(&path).unwrap().len(), len, "nothing cut");
+
+    let (log, report) = Log::open(&dir, config, unclean(0)).unwrap();
+    assert!(
+        report
+            .problem
+            .as_deref()
+            .is_some_and(|p| p.contains("bad batch")),
+        "{report}"
+    );
+    assert_eq!(log.log_end_offset(), p.batch_base_offset);
+    assert_eq!(read_all(&log, 0), expected[..p.batch_base_offset as usize]);
+}
