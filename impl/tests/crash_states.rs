@@ -317,8 +317,9 @@ fn a_corrupt_index_entry_is_caught() {
 }
 
 /// Check 6 (the epoch cache is what the batches say) catches a
-/// `leader-epoch-checkpoint` missing epoch 1's entry, which recovery keeps
-/// where epoch 1's batches are below the recovery point.
+/// `leader-epoch-checkpoint` that lost every entry after its first, which
+/// recovery keeps where the later epochs' batches are below the recovery
+/// point.
 #[test]
 fn a_missing_epoch_entry_is_caught() {
     doctored_run_is_caught(Doctor::EpochEntry, "but the batches say");

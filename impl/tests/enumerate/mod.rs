@@ -375,11 +375,11 @@ pub enum Doctor {
     /// non-empty `.index` file on disk points one byte past the batch it
     /// names (still increasing and inside the log, so it parses).
     IndexEntry,
-    /// Check 6: before recovery, epoch 1's entry is removed from the
-    /// `leader-epoch-checkpoint`. Recovery checks that each entry names a
+    /// Check 6: before recovery, the `leader-epoch-checkpoint` loses every
+    /// entry after its first. Recovery checks that each entry names a
     /// batch where its epoch starts, not that no epoch is missing (Kafka's
-    /// loader trusts the file outright), so where the segments holding
-    /// epoch 1 are below the recovery point the gap survives recovery.
+    /// loader trusts the file outright), so where the later epochs'
+    /// batches are below the recovery point the loss survives recovery.
     EpochEntry,
     /// Check 7: the first recovery leaves work for the second, a torn
     /// tail (7 bytes, less than a batch header) after the last segment's
@@ -387,16 +387,13 @@ pub enum Doctor {
     TornTailAfterRecovery,
 }
 
-/// The epoch whose entry [`Doctor::EpochEntry`] removes.
-const DOCTORED_EPOCH: i32 = 1;
-
-/// Removes epoch 1's entry from the image's `leader-epoch-checkpoint`.
-fn drop_epoch_entry(part: &Path) {
+/// Keeps only the first entry of the image's `leader-epoch-checkpoint`.
+fn drop_epoch_entries(part: &Path) {
     let path = part.join("leader-epoch-checkpoint");
     let Ok(Some(mut e)) = highwater::storage::checkpoint::read_epochs(&path) else {
         return;
     };
-    e.retain(|e| e.epoch != DOCTORED_EPOCH);
+    e.truncate(1);
     highwater::storage::checkpoint::write_epochs(&path, &e).expect("rewrite the epoch checkpoint");
 }
 
@@ -431,7 +428,7 @@ fn append_torn_tail(part: &Path, log: &Log) {
 pub fn check(w: &Recorded, c: usize, root: &Path, doctor: Doctor) -> Result<(), String> {
     let part = root.join(w.tp.dir_name());
     if doctor == Doctor::EpochEntry {
-        drop_epoch_entry(&part);
+        drop_epoch_entries(&part);
     }
     let open = || -> Result<(LogDir, Log, highwater::storage::RecoveryReport), String> {
         let dir = LogDir::open(root).map_err(|e| format!("log dir: {e}"))?;
