@@ -301,6 +301,9 @@ fn doctored_run_is_caught(doctor: Doctor, mark: &str) {
         "crash_states: {doctor:?}: {} of {} recovered states caught",
         o.failed, o.recovered
     );
+    if let Some(f) = o.failures.first() {
+        eprintln!("crash_states:   e.g. {f}");
+    }
     assert!(o.failed > 0, "{doctor:?} went unnoticed");
     assert!(
         o.failures.iter().all(|f| f.contains(mark)),
@@ -314,6 +317,14 @@ fn doctored_run_is_caught(doctor: Doctor, mark: &str) {
 #[test]
 fn a_corrupt_index_entry_is_caught() {
     doctored_run_is_caught(Doctor::IndexEntry, "does not name a batch ending at");
+}
+
+/// Check 5 also catches, in the loaded index, a bad `.index` entry that
+/// recovery does not look at: not the last of a segment below the recovery
+/// point.
+#[test]
+fn a_corrupt_index_entry_recovery_keeps_is_caught() {
+    doctored_run_is_caught(Doctor::IndexEntryBeforeRecovery, "lookup of");
 }
 
 /// Check 6 (the epoch cache is what the batches say) catches a

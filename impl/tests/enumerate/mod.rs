@@ -31,6 +31,10 @@
 //!    changed, the same log.
 //!
 //! Identical states reached by different combinations are recovered once.
+//!
+//! Each check is shown to fail in `crash_states.rs`: 1 and 2 by the old
+//! truncation order, 3 and 4 by doctored expectations, 5-7 by a
+//! [`Doctor`] that damages the files before or after the first recovery.
 
 #![allow(dead_code)]
 
@@ -375,6 +379,13 @@ pub enum Doctor {
     /// non-empty `.index` file on disk points one byte past the batch it
     /// names (still increasing and inside the log, so it parses).
     IndexEntry,
+    /// Check 5 again, through recovery: before recovery, the first entry
+    /// of every `.index` file with two or more entries is moved one byte.
+    /// Of a segment below the recovery point, recovery validates the last
+    /// index entry only (as Kafka's `OffsetIndex.sanityCheck` checks no
+    /// entry but the last), so the bad entry stays in the loaded index and
+    /// the lookups of check 5 land on it.
+    IndexEntryBeforeRecovery,
     /// Check 6: before recovery, the `leader-epoch-checkpoint` loses every
     /// entry after its first. Recovery checks that each entry names a
     /// batch where its epoch starts, not that no epoch is missing (Kafka's
@@ -397,17 +408,35 @@ fn drop_epoch_entries(part: &Path) {
     highwater::storage::checkpoint::write_epochs(&path, &e).expect("rewrite the epoch checkpoint");
 }
 
-/// Moves the first entry of the first non-empty `.index` file of `log`
-/// one byte past its batch's start.
+/// Moves the first entry of the `.index` file at `path` one byte past its
+/// batch's start, if the file has at least `min` entries; says whether it
+/// did.
+fn move_first_index_entry(path: &Path, min: usize) -> bool {
+    let mut b = fs::read(path).expect("read the index");
+    if b.len() < 8 * min.max(1) {
+        return false;
+    }
+    let pos = u32::from_be_bytes([b[4], b[5], b[6], b[7]]) + 1;
+    b[4..8].copy_from_slice(&pos.to_be_bytes());
+    fs::write(path, b).expect("write the index");
+    true
+}
+
+/// Moves the first entry of the first non-empty `.index` file of `log`.
 fn corrupt_index_entry(part: &Path, log: &Log) {
     for s in log.segments() {
-        let path = part.join(file_name(s.base_offset, "index"));
-        let mut b = fs::read(&path).expect("read the index");
-        if b.len() >= 8 {
-            let pos = u32::from_be_bytes([b[4], b[5], b[6], b[7]]) + 1;
-            b[4..8].copy_from_slice(&pos.to_be_bytes());
-            fs::write(&path, b).expect("write the index");
+        if move_first_index_entry(&part.join(file_name(s.base_offset, "index")), 1) {
             return;
+        }
+    }
+}
+
+/// Moves the first entry of every `.index` file of the image that has a
+/// later entry (recovery checks the last one).
+fn corrupt_index_entries_before_recovery(part: &Path) {
+    for e in fs::read_dir(part).into_iter().flatten().flatten() {
+        if e.path().extension().is_some_and(|x| x == "index") {
+            move_first_index_entry(&e.path(), 2);
         }
     }
 }
@@ -427,6 +456,9 @@ fn append_torn_tail(part: &Path, log: &Log) {
 /// workload step in progress at the crash.
 pub fn check(w: &Recorded, c: usize, root: &Path, doctor: Doctor) -> Result<(), String> {
     let part = root.join(w.tp.dir_name());
+    if doctor == Doctor::IndexEntryBeforeRecovery {
+        corrupt_index_entries_before_recovery(&part);
+    }
     if doctor == Doctor::EpochEntry {
         drop_epoch_entries(&part);
     }
@@ -480,6 +512,17 @@ pub fn check(w: &Recorded, c: usize, root: &Path, doctor: Doctor) -> Result<(), 
         ));
     }
     // 5: indexes.
+    // The loaded indexes first (every offset found by a lookup), then the
+    // files on disk.
+    let reader = log.reader();
+    for (o, ..) in &got {
+        let p = reader
+            .lookup(*o)
+            .map_err(|e| format!("lookup of {o}: {e}"))?;
+        if !(p.batch_base_offset..=p.batch_last_offset).contains(o) {
+            return Err(format!("lookup of {o} found {p:?}"));
+        }
+    }
     if doctor == Doctor::IndexEntry {
         corrupt_index_entry(&part, &log);
     }
@@ -493,15 +536,6 @@ pub fn check(w: &Recorded, c: usize, root: &Path, doctor: Doctor) -> Result<(), 
             if !matches!(ic, IndexCheck::Valid { .. }) {
                 return Err(format!("segment {}: {what} {ic:?}", s.base_offset));
             }
-        }
-    }
-    let reader = log.reader();
-    for (o, ..) in &got {
-        let p = reader
-            .lookup(*o)
-            .map_err(|e| format!("lookup of {o}: {e}"))?;
-        if !(p.batch_base_offset..=p.batch_last_offset).contains(o) {
-            return Err(format!("lookup of {o} found {p:?}"));
         }
     }
     // 6: the epoch cache.
