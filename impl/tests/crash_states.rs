@@ -345,3 +345,13 @@ fn a_second_recovery_that_cuts_is_caught() {
         "the second recovery cut data",
     );
 }
+
+/// Check 7's file comparison catches a first recovery that leaves a stray
+/// file for the second to delete (no cut, the same records).
+#[test]
+fn a_second_recovery_that_deletes_is_caught() {
+    doctored_run_is_caught(
+        Doctor::StrayFileAfterRecovery,
+        "the second recovery changed the log",
+    );
+}

@@ -396,6 +396,10 @@ pub enum Doctor {
     /// tail (7 bytes, less than a batch header) after the last segment's
     /// batches, which the second recovery cuts.
     TornTailAfterRecovery,
+    /// Check 7 again, by its file comparison: the first recovery leaves a
+    /// checkpoint's `.tmp` file (as an interrupted atomic write does),
+    /// which the second recovery deletes.
+    StrayFileAfterRecovery,
 }
 
 /// Keeps only the first entry of the image's `leader-epoch-checkpoint`.
@@ -549,6 +553,9 @@ pub fn check(w: &Recorded, c: usize, root: &Path, doctor: Doctor) -> Result<(), 
     // 7: a second recovery changes nothing.
     if doctor == Doctor::TornTailAfterRecovery {
         append_torn_tail(&part, &log);
+    }
+    if doctor == Doctor::StrayFileAfterRecovery {
+        fs::write(part.join("leader-epoch-checkpoint.tmp"), b"0\n0\n").expect("write a stray file");
     }
     let files = snapshot(&part);
     drop(log);
