@@ -245,3 +245,113 @@ fn state_counts() {
         );
     }
 }
+
+/// The harness's own checks can fail: the same recorded workload with its
+/// expected states doctored (every batch's epoch shifted, so no recovered
+/// record matches any state passed through; everything claimed flushed, so
+/// any crash before the end loses "flushed" data) must be reported by
+/// checks 3 and 4 of `enumerate/mod.rs`.
+#[test]
+fn doctored_expectations_are_caught() {
+    let rec = tempfile::tempdir().unwrap();
+    let w = workload(&rec.path().join("broker"), 1200, 2);
+    let scratch = scratch();
+
+    let mut shifted = w.clone();
+    for s in &mut shifted.steps {
+        for e in &mut s.after.entries {
+            e.1 += 100;
+        }
+    }
+    let o = enumerate(&shifted, scratch.path(), 2, None);
+    assert!(
+        o.failures
+            .iter()
+            .any(|f| f.contains("is no prefix of a state the workload passed through")),
+        "shifted epochs went unnoticed: {:?}",
+        o.failures
+    );
+
+    let mut all_flushed = w.clone();
+    for s in &mut all_flushed.steps {
+        s.after.durable = u64::MAX;
+    }
+    let o = enumerate(&all_flushed, scratch.path(), 2, None);
+    assert!(
+        o.failures
+            .iter()
+            .any(|f| f.contains("was flushed before the crash")),
+        "a lost flush went unnoticed: {:?}",
+        o.failures
+    );
+}
+
+/// Enumerates the small workload (1200-byte segments, a flush every 2
+/// appends) unbroken and with `doctor`: the unbroken run must pass, the
+/// doctored one fail, and every failure must carry `mark`, the message of
+/// the check the doctor aims at (no earlier check may fire instead).
+fn doctored_run_is_caught(doctor: Doctor, mark: &str) {
+    let rec = tempfile::tempdir().unwrap();
+    let w = workload(&rec.path().join("broker"), 1200, 2);
+    let scratch = scratch();
+    let clean = enumerate(&w, scratch.path(), 2, None);
+    assert!(clean.failures.is_empty(), "{:?}", clean.failures);
+    let o = enumerate_doctored(&w, scratch.path(), 2, None, doctor);
+    eprintln!(
+        "crash_states: {doctor:?}: {} of {} recovered states caught",
+        o.failed, o.recovered
+    );
+    if let Some(f) = o.failures.first() {
+        eprintln!("crash_states:   e.g. {f}");
+    }
+    assert!(o.failed > 0, "{doctor:?} went unnoticed");
+    assert!(
+        o.failures.iter().all(|f| f.contains(mark)),
+        "{doctor:?} reported by another check: {:?}",
+        o.failures
+    );
+}
+
+/// Check 5 (indexes consistent) catches an `.index` entry that does not
+/// name a batch, left on disk after recovery.
+#[test]
+fn a_corrupt_index_entry_is_caught() {
+    doctored_run_is_caught(Doctor::IndexEntry, "does not name a batch ending at");
+}
+
+/// Check 5 also catches, in the loaded index, a bad `.index` entry that
+/// recovery does not look at: not the last of a segment below the recovery
+/// point.
+#[test]
+fn a_corrupt_index_entry_recovery_keeps_is_caught() {
+    doctored_run_is_caught(Doctor::IndexEntryBeforeRecovery, "lookup of");
+}
+
+/// Check 6 (the epoch cache is what the batches say) catches a
+/// `leader-epoch-checkpoint` that lost every entry after its first, which
+/// recovery keeps where the later epochs' batches are below the recovery
+/// point.
+#[test]
+fn a_missing_epoch_entry_is_caught() {
+    doctored_run_is_caught(Doctor::EpochEntry, "but the batches say");
+}
+
+/// Check 7 (a second recovery is a no-op) catches a first recovery that
+/// leaves a torn tail for the second to cut.
+#[test]
+fn a_second_recovery_that_cuts_is_caught() {
+    doctored_run_is_caught(
+        Doctor::TornTailAfterRecovery,
+        "the second recovery cut data",
+    );
+}
+
+/// Check 7's file comparison catches a first recovery that leaves a stray
+/// file for the second to delete (no cut, the same records).
+#[test]
+fn a_second_recovery_that_deletes_is_caught() {
+    doctored_run_is_caught(
+        Doctor::StrayFileAfterRecovery,
+        "the second recovery changed the log",
+    );
+}

@@ -31,6 +31,10 @@
 //!    changed, the same log.
 //!
 //! Identical states reached by different combinations are recovered once.
+//!
+//! Each check is shown to fail in `crash_states.rs`: 1 and 2 by the old
+//! truncation order, 3 and 4 by doctored expectations, 5-7 by a
+//! [`Doctor`] that damages the files before or after the first recovery.
 
 #![allow(dead_code)]
 
@@ -43,7 +47,8 @@ use std::time::{Duration, Instant};
 use highwater::storage::checkpoint::EpochEntry;
 use highwater::storage::fs::{record, FsOp};
 use highwater::storage::{
-    check_segment, EpochCache, IndexCheck, Log, LogConfig, LogDir, Record, TopicPartition,
+    check_segment, file_name, EpochCache, IndexCheck, Log, LogConfig, LogDir, Record,
+    TopicPartition,
 };
 
 pub const SECTOR: u64 = 512;
@@ -363,9 +368,104 @@ fn epochs_of(entries: &[Entry], log_start: u64) -> Vec<EpochEntry> {
     c.entries().to_vec()
 }
 
+/// A deliberate fault, to show that checks 5-7 can fail: applied to every
+/// crash state, it must be reported by its check (see `crash_states.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Doctor {
+    /// No fault: the harness as CI runs it.
+    #[default]
+    None,
+    /// Check 5: after the first recovery, the first entry of the first
+    /// non-empty `.index` file on disk points one byte past the batch it
+    /// names (still increasing and inside the log, so it parses).
+    IndexEntry,
+    /// Check 5 again, through recovery: before recovery, the first entry
+    /// of every `.index` file with two or more entries is moved one byte.
+    /// Of a segment below the recovery point, recovery validates the last
+    /// index entry only (as Kafka's `OffsetIndex.sanityCheck` checks no
+    /// entry but the last), so the bad entry stays in the loaded index and
+    /// the lookups of check 5 land on it.
+    IndexEntryBeforeRecovery,
+    /// Check 6: before recovery, the `leader-epoch-checkpoint` loses every
+    /// entry after its first. Recovery checks that each entry names a
+    /// batch where its epoch starts, not that no epoch is missing (Kafka's
+    /// loader trusts the file outright), so where the later epochs'
+    /// batches are below the recovery point the loss survives recovery.
+    EpochEntry,
+    /// Check 7: the first recovery leaves work for the second, a torn
+    /// tail (7 bytes, less than a batch header) after the last segment's
+    /// batches, which the second recovery cuts.
+    TornTailAfterRecovery,
+    /// Check 7 again, by its file comparison: the first recovery leaves a
+    /// checkpoint's `.tmp` file (as an interrupted atomic write does),
+    /// which the second recovery deletes.
+    StrayFileAfterRecovery,
+}
+
+/// Keeps only the first entry of the image's `leader-epoch-checkpoint`.
+fn drop_epoch_entries(part: &Path) {
+    let path = part.join("leader-epoch-checkpoint");
+    let Ok(Some(mut e)) = highwater::storage::checkpoint::read_epochs(&path) else {
+        return;
+    };
+    e.truncate(1);
+    highwater::storage::checkpoint::write_epochs(&path, &e).expect("rewrite the epoch checkpoint");
+}
+
+/// Moves the first entry of the `.index` file at `path` one byte past its
+/// batch's start, if the file has at least `min` entries; says whether it
+/// did.
+fn move_first_index_entry(path: &Path, min: usize) -> bool {
+    let mut b = fs::read(path).expect("read the index");
+    if b.len() < 8 * min.max(1) {
+        return false;
+    }
+    let pos = u32::from_be_bytes([b[4], b[5], b[6], b[7]]) + 1;
+    b[4..8].copy_from_slice(&pos.to_be_bytes());
+    fs::write(path, b).expect("write the index");
+    true
+}
+
+/// Moves the first entry of the first non-empty `.index` file of `log`.
+fn corrupt_index_entry(part: &Path, log: &Log) {
+    for s in log.segments() {
+        if move_first_index_entry(&part.join(file_name(s.base_offset, "index")), 1) {
+            return;
+        }
+    }
+}
+
+/// Moves the first entry of every `.index` file of the image that has a
+/// later entry (recovery checks the last one).
+fn corrupt_index_entries_before_recovery(part: &Path) {
+    for e in fs::read_dir(part).into_iter().flatten().flatten() {
+        if e.path().extension().is_some_and(|x| x == "index") {
+            move_first_index_entry(&e.path(), 2);
+        }
+    }
+}
+
+/// Appends a torn tail to the last segment of `log`.
+fn append_torn_tail(part: &Path, log: &Log) {
+    use std::io::Write;
+    let last = log.segments().last().expect("a segment").base_offset;
+    fs::OpenOptions::new()
+        .append(true)
+        .open(part.join(file_name(last, "log")))
+        .and_then(|mut f| f.write_all(&[0xAB; 7]))
+        .expect("append a torn tail");
+}
+
 /// Recovers the image at `root` and checks properties 1-7; `c` is the
 /// workload step in progress at the crash.
-pub fn check(w: &Recorded, c: usize, root: &Path) -> Result<(), String> {
+pub fn check(w: &Recorded, c: usize, root: &Path, doctor: Doctor) -> Result<(), String> {
+    let part = root.join(w.tp.dir_name());
+    if doctor == Doctor::IndexEntryBeforeRecovery {
+        corrupt_index_entries_before_recovery(&part);
+    }
+    if doctor == Doctor::EpochEntry {
+        drop_epoch_entries(&part);
+    }
     let open = || -> Result<(LogDir, Log, highwater::storage::RecoveryReport), String> {
         let dir = LogDir::open(root).map_err(|e| format!("log dir: {e}"))?;
         let (log, report) = dir
@@ -416,7 +516,20 @@ pub fn check(w: &Recorded, c: usize, root: &Path) -> Result<(), String> {
         ));
     }
     // 5: indexes.
-    let part = root.join(w.tp.dir_name());
+    // The loaded indexes first (every offset found by a lookup), then the
+    // files on disk.
+    let reader = log.reader();
+    for (o, ..) in &got {
+        let p = reader
+            .lookup(*o)
+            .map_err(|e| format!("lookup of {o}: {e}"))?;
+        if !(p.batch_base_offset..=p.batch_last_offset).contains(o) {
+            return Err(format!("lookup of {o} found {p:?}"));
+        }
+    }
+    if doctor == Doctor::IndexEntry {
+        corrupt_index_entry(&part, &log);
+    }
     for s in log.segments() {
         let chk = check_segment(&part, s.base_offset, &w.config, None)
             .map_err(|e| format!("check of segment {}: {e}", s.base_offset))?;
@@ -429,15 +542,6 @@ pub fn check(w: &Recorded, c: usize, root: &Path) -> Result<(), String> {
             }
         }
     }
-    let reader = log.reader();
-    for (o, ..) in &got {
-        let p = reader
-            .lookup(*o)
-            .map_err(|e| format!("lookup of {o}: {e}"))?;
-        if !(p.batch_base_offset..=p.batch_last_offset).contains(o) {
-            return Err(format!("lookup of {o} found {p:?}"));
-        }
-    }
     // 6: the epoch cache.
     if log.epoch_entries() != epochs_of(&got, lso).as_slice() {
         return Err(format!(
@@ -447,10 +551,16 @@ pub fn check(w: &Recorded, c: usize, root: &Path) -> Result<(), String> {
         ));
     }
     // 7: a second recovery changes nothing.
+    if doctor == Doctor::TornTailAfterRecovery {
+        append_torn_tail(&part, &log);
+    }
+    if doctor == Doctor::StrayFileAfterRecovery {
+        fs::write(part.join("leader-epoch-checkpoint.tmp"), b"0\n0\n").expect("write a stray file");
+    }
     let files = snapshot(&part);
     drop(log);
     drop(_dir);
-    let (_d2, log2, report2) = open()?;
+    let (_d2, log2, report2) = open().map_err(|e| format!("the second recovery: {e}"))?;
     if report2.problem.is_some()
         || report2.bytes_truncated > 0
         || !report2.segments_removed.is_empty()
@@ -472,6 +582,9 @@ pub struct Outcome {
     pub states: u64,
     /// Distinct file-system images among them, each recovered and checked.
     pub recovered: u64,
+    /// Recovered states that failed a check (the first few are described
+    /// in `failures`).
+    pub failed: u64,
     pub failures: Vec<String>,
     pub elapsed: Duration,
 }
@@ -487,6 +600,17 @@ fn step_at(w: &Recorded, k: usize) -> usize {
 /// Enumerates every crash state of `w` (or, with `limit`, stops after that
 /// many states) on `threads` threads, scratch files under `scratch`.
 pub fn enumerate(w: &Recorded, scratch: &Path, threads: usize, limit: Option<u64>) -> Outcome {
+    enumerate_doctored(w, scratch, threads, limit, Doctor::None)
+}
+
+/// [`enumerate`], with `doctor` applied to every state.
+pub fn enumerate_doctored(
+    w: &Recorded,
+    scratch: &Path,
+    threads: usize,
+    limit: Option<u64>,
+    doctor: Doctor,
+) -> Outcome {
     let start = Instant::now();
     let prefixes: Vec<usize> = (0..=w.ops.len()).collect();
     let seen = std::sync::Mutex::new(HashSet::new());
@@ -520,7 +644,8 @@ pub fn enumerate(w: &Recorded, scratch: &Path, threads: usize, limit: Option<u64
                         if seen.lock().unwrap().insert(h.finish()) {
                             out.recovered += 1;
                             materialize(&img, &root);
-                            if let Err(e) = check(w, c, &root) {
+                            if let Err(e) = check(w, c, &root, doctor) {
+                                out.failed += 1;
                                 if out.failures.len() < 5 {
                                     out.failures.push(format!(
                                         "after {k} operations (in step {c}, {}), choices {choice:?}: {e}",
@@ -548,6 +673,7 @@ pub fn enumerate(w: &Recorded, scratch: &Path, threads: usize, limit: Option<u64
                 let mut r = results.lock().unwrap();
                 r.states += out.states;
                 r.recovered += out.recovered;
+                r.failed += out.failed;
                 r.failures.extend(out.failures);
             });
         }
