@@ -17,7 +17,7 @@ use highwater::replication::HwCheckpointPolicy;
 use highwater_conformance::lockstep::Lockstep;
 use highwater_conformance::trace_validation::{
     model_config, seeded_config, validate, validate_file, validate_file_with, validated_run,
-    MisfitKind, ValidatedRun,
+    MisfitKind, Mode, ValidatedRun,
 };
 
 /// Seeded concurrent runs with faults, every trace validated.
@@ -48,7 +48,12 @@ fn every_seeded_concurrent_run_is_a_behaviour_of_the_model() {
                             let to = Path::new(&keep).join(format!("seed-{seed}.jsonl"));
                             let _ = std::fs::copy(&trace, to);
                         }
-                        match validate_file_with(&model_config(&config), &config, &trace, false) {
+                        match validate_file_with(
+                            &model_config(&config),
+                            &config,
+                            &trace,
+                            Mode::Fixed,
+                        ) {
                             Ok(_) => "the whole trace".to_string(),
                             Err(m) => format!("{:?} at event {}: {}", m.kind, m.seq, m.why),
                         }
@@ -61,7 +66,7 @@ fn every_seeded_concurrent_run_is_a_behaviour_of_the_model() {
     });
     let results = results.into_inner().unwrap();
     let (mut validated, mut beyond, mut events, mut resyncs, mut crashes) = (0, 0, 0, 0, 0);
-    let mut moves = 0;
+    let (mut moves, mut skipped, mut resumptions) = (0, 0, 0);
     let mut misfits = Vec::new();
     for (seed, run, unmoved) in &results {
         assert!(
@@ -72,7 +77,13 @@ fn every_seeded_concurrent_run_is_a_behaviour_of_the_model() {
         crashes += run.report.crashes.len();
         match &run.validation {
             Ok(s) => {
-                validated += 1;
+                if s.whole() {
+                    validated += 1;
+                } else {
+                    beyond += 1;
+                    skipped += s.events_skipped;
+                    resumptions += s.resumptions;
+                }
                 events += s.events;
                 resyncs += s.resyncs;
                 moves += s.window_moves;
@@ -92,9 +103,10 @@ fn every_seeded_concurrent_run_is_a_behaviour_of_the_model() {
         misfits.join("\n")
     );
     eprintln!(
-        "{} runs, {crashes} crashes: {validated} traces validated whole ({events} events, \
-         {resyncs} lost fetch responses taken as they were, the window moved {moves} times), \
-         {beyond} stopped beyond the model's bounds",
+        "{} runs, {crashes} crashes: {validated} traces validated whole; {events} events \
+         validated ({resyncs} lost fetch responses taken as they were, the window moved {moves} \
+         times); {beyond} went beyond the model's bounds ({skipped} events skipped there, \
+         validation resumed {resumptions} times)",
         results.len()
     );
     assert_eq!(results.len() as u64, RUNS);
@@ -366,7 +378,7 @@ fn without_window(run_dir: &Path, config: &ConcurrentConfig) -> MisfitKind {
     let mut config = config.clone();
     config.trace_file = Some(run_dir.join("trace.jsonl"));
     let trace = run_dir.join("trace.jsonl");
-    match validate_file_with(&model_config(&config), &config, &trace, false) {
+    match validate_file_with(&model_config(&config), &config, &trace, Mode::Fixed) {
         Ok(_) => panic!("a trace of {LONG_RECORDS} records validated whole without the window"),
         Err(m) => {
             assert_eq!(m.seq, fifth_record(&trace), "stopped at the fifth record");
@@ -451,7 +463,7 @@ fn recorded_traces_that_did_not_fit_now_fit() {
         let mut config = seeded_config(seed, &trace);
         // As the runs were: the HW checkpointed with every change.
         config.replication.hw_checkpoint = HwCheckpointPolicy::EveryChange;
-        if let Err(m) = validate_file_with(&model_config(&config), &config, &trace, true) {
+        if let Err(m) = validate_file_with(&model_config(&config), &config, &trace, Mode::Resume) {
             panic!("seed {seed}: the trace does not fit:\n{m}");
         }
     }
