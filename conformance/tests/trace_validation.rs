@@ -468,3 +468,84 @@ fn recorded_traces_that_did_not_fit_now_fit() {
         }
     }
 }
+
+// --- Past the bounds: resuming ------------------------------------------------
+
+/// A long run whose producer keeps 4 requests in flight: a fifth record
+/// comes before the first settles, so the window cannot move in time and
+/// validation goes beyond the model's bounds, then resumes once the
+/// records settle.
+fn in_flight_config() -> ConcurrentConfig {
+    let mut c = long_config();
+    c.max_records = Some(2 * LONG_RECORDS);
+    c.max_in_flight = 4;
+    c
+}
+
+/// The same trace validated as before resuming: the window moves, and
+/// validation stops at its first event beyond the bounds.
+fn without_resuming(run_dir: &Path, config: &ConcurrentConfig) -> Result<u64, String> {
+    let trace = run_dir.join("trace.jsonl");
+    match validate_file_with(&model_config(config), config, &trace, Mode::Window) {
+        Ok(s) => Err(format!("validated whole without resuming: {s:?}")),
+        Err(m) if m.kind == MisfitKind::BeyondModel => Ok(m.seq),
+        Err(m) => Err(format!("does not fit without resuming:\n{m}")),
+    }
+}
+
+/// Several requests in flight: validation goes beyond the bounds and
+/// resumes; without resuming it stops at its first stretch beyond them.
+#[test]
+fn a_run_with_requests_in_flight_is_validated_past_its_stretches_beyond_the_bounds() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = in_flight_config();
+    let run = validated_run(config.clone(), dir.path()).expect("the run starts");
+    eprintln!("{} records in flight: {}", 2 * LONG_RECORDS, run.describe());
+    assert!(run.report.errors.is_empty(), "{:?}", run.report.errors);
+    let s = run
+        .validation
+        .as_ref()
+        .unwrap_or_else(|m| panic!("the run does not fit:\n{m}"));
+    let stopped = without_resuming(dir.path(), &config).unwrap();
+    eprintln!("without resuming: stopped at event {stopped}");
+    assert!(s.resumptions >= 1, "validation resumed: {s:?}");
+    assert!(
+        s.events > stopped,
+        "more events validated ({}) than before resuming ({stopped})",
+        s.events
+    );
+}
+
+/// A follower publishing an HW the leader never had from offset 20 on
+/// (`InjectedFault::HwPublishedEarlyFrom`), in a run whose producer keeps
+/// 4 requests in flight: caught after a stretch beyond the model's bounds,
+/// only because validation resumed; the same trace validated without
+/// resuming stops at its first stretch and says nothing of the fault.
+#[test]
+fn a_fault_after_a_stretch_beyond_the_bounds_is_caught_only_because_validation_resumes() {
+    let mut tried = Vec::new();
+    for _ in 0..3 {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = in_flight_config();
+        config.inject = Some(InjectedFault::HwPublishedEarlyFrom { offset: 20 });
+        let run = validated_run(config.clone(), dir.path()).expect("the run starts");
+        match &run.validation {
+            Err(m) if m.kind == MisfitKind::DoesNotFit => {
+                let stopped = without_resuming(dir.path(), &config).unwrap();
+                eprintln!(
+                    "caught at event {} (without resuming, stopped at {stopped}):\n{}",
+                    m.seq,
+                    m.to_string()
+                        .lines()
+                        .take(14)
+                        .collect::<Vec<_>>()
+                        .join("\n")
+                );
+                assert!(m.seq > stopped, "caught after the first stretch");
+                return;
+            }
+            _ => tried.push(run.describe()),
+        }
+    }
+    panic!("the fault was not caught in 3 runs: {tried:?}");
+}
