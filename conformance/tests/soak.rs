@@ -9,22 +9,40 @@
 use std::time::Duration;
 
 use highwater::cluster::concurrent::{soak_config, RuleSet, SoakFigures};
-use highwater_conformance::trace_validation::validated_run;
+use highwater_conformance::trace_validation::{
+    model_config, validate_file_with, validated_run, Mode,
+};
 
 const SECONDS: f64 = 1.5;
 
-/// Runs validated whole and runs stopped beyond the model's bounds.
+/// Runs validated whole and runs that went beyond the model's bounds; the
+/// events of all of them, validated now and as before resuming (the trace
+/// validated again with `Mode::Window`, which stops at its first event
+/// beyond the bounds).
 #[derive(Default)]
 struct Tally {
     whole: u32,
-    stopped: u32,
+    beyond: u32,
+    events: u64,
+    validated: u64,
+    validated_before: u64,
+    resumptions: u64,
 }
 
 impl Tally {
     fn print(&self, what: &str) {
+        let pct = |n: u64| 100.0 * n as f64 / self.events.max(1) as f64;
         eprintln!(
-            "{what}: {} runs validated whole, {} stopped beyond the model's bounds",
-            self.whole, self.stopped
+            "{what}: {} runs validated whole, {} went beyond the model's bounds; of {} events, \
+             {} validated ({:.1}%, resumed {} times), {} before resuming ({:.1}%)",
+            self.whole,
+            self.beyond,
+            self.events,
+            self.validated,
+            pct(self.validated),
+            self.resumptions,
+            self.validated_before,
+            pct(self.validated_before)
         );
     }
 }
@@ -32,11 +50,22 @@ impl Tally {
 fn soak(rules: RuleSet, seed: u64, tally: &mut Tally) -> SoakFigures {
     let dir = tempfile::tempdir().unwrap();
     let config = soak_config(rules, seed, Duration::from_secs_f64(SECONDS));
-    let run = validated_run(config, dir.path()).unwrap();
+    let run = validated_run(config.clone(), dir.path()).unwrap();
     if run.whole() {
         tally.whole += 1;
     } else {
-        tally.stopped += 1;
+        tally.beyond += 1;
+    }
+    if let Ok(s) = &run.validation {
+        tally.events += s.events + s.events_skipped;
+        tally.validated += s.events;
+        tally.resumptions += s.resumptions;
+        let trace = dir.path().join("trace.jsonl");
+        tally.validated_before +=
+            match validate_file_with(&model_config(&config), &config, &trace, Mode::Window) {
+                Ok(s) => s.events,
+                Err(m) => m.seq,
+            };
     }
     let report = run.fitted(&format!("{rules:?} seed {seed}"));
     let f = SoakFigures::of(&report);

@@ -20,7 +20,9 @@ use std::time::{Duration, Instant};
 
 use clap::Parser;
 use highwater::cluster::concurrent::{soak_config, RuleSet, SoakFigures};
-use highwater_conformance::trace_validation::{validated_run, MisfitKind};
+use highwater_conformance::trace_validation::{
+    model_config, validate_file_with, validated_run, MisfitKind, Mode,
+};
 
 #[derive(Parser)]
 #[command(about = "Soak the concurrent driver under a nemesis, every trace validated")]
@@ -44,6 +46,11 @@ struct Cli {
     /// records unflushed on every replica are lost under any rule).
     #[arg(long)]
     overlap_unclean: bool,
+    /// Also validate each trace as before resuming (the window moves, and
+    /// validation stops at the first event beyond the model's bounds), and
+    /// print the fraction of events validated then.
+    #[arg(long)]
+    compare_without_resuming: bool,
     /// Where the trace of a run that does not fit the model is kept.
     #[arg(long, default_value_os_t = std::env::temp_dir().join("highwater-soak-misfits"))]
     keep_traces: PathBuf,
@@ -75,6 +82,11 @@ struct Tally {
     beyond_validated: u64,
     beyond_skipped: u64,
     resumptions: u64,
+    /// Events of the traces that fit, and of those the events validated
+    /// now and (with --compare-without-resuming) as before resuming.
+    events: u64,
+    validated: u64,
+    validated_before: u64,
     /// Traces that do not fit, and where each is kept.
     misfits: Vec<String>,
 }
@@ -123,9 +135,22 @@ fn soak(cli: &Cli, rules: RuleSet) -> Result<Tally, String> {
         if let Some(n) = config.nemesis.as_mut() {
             n.one_unclean_at_a_time = !cli.overlap_unclean;
         }
-        let run = validated_run(config, dir.path())
+        let run = validated_run(config.clone(), dir.path())
             .map_err(|e| format!("{rules:?} seed {seed}: the run failed: {e}"))?;
         eprintln!("done");
+        if let Ok(s) = &run.validation {
+            t.events += s.events + s.events_skipped;
+            t.validated += s.events;
+            if cli.compare_without_resuming {
+                let trace = dir.path().join("trace.jsonl");
+                t.validated_before +=
+                    match validate_file_with(&model_config(&config), &config, &trace, Mode::Window)
+                    {
+                        Ok(s) => s.events,
+                        Err(m) => m.seq,
+                    };
+            }
+        }
         let report = &run.report;
         let f = SoakFigures::of(report);
         t.runs += 1;
@@ -213,6 +238,20 @@ fn print_tally(cli: &Cli, rules: RuleSet, t: &Tally) {
          times)",
         t.beyond, t.beyond_validated, t.beyond_skipped, t.resumptions
     );
+    let pct = |n: u64| 100.0 * n as f64 / t.events.max(1) as f64;
+    println!(
+        "events validated:             {} of {} ({:.1}%) in the traces that fit",
+        t.validated,
+        t.events,
+        pct(t.validated)
+    );
+    if cli.compare_without_resuming {
+        println!(
+            "  without resuming:           {} ({:.1}%)",
+            t.validated_before,
+            pct(t.validated_before)
+        );
+    }
     println!("traces that do not fit:       {}", t.misfits.len());
     for m in &t.misfits {
         println!("  {m}");
