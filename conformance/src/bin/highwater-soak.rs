@@ -19,7 +19,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
-use highwater::cluster::concurrent::{soak_config, RuleSet, SoakFigures};
+use highwater::cluster::concurrent::{soak_config, InjectedFault, RuleSet, SoakFigures};
 use highwater_conformance::trace_validation::{
     model_config, validate_file_with, validated_run, MisfitKind, Mode,
 };
@@ -51,9 +51,31 @@ struct Cli {
     /// print the fraction of events validated then.
     #[arg(long)]
     compare_without_resuming: bool,
+    /// A concurrency bug injected into the driver (a test-only switch, to
+    /// show a trace that does not fit failing the soak).
+    #[arg(long, value_enum, hide = true)]
+    inject_fault: Option<Injected>,
     /// Where the trace of a run that does not fit the model is kept.
     #[arg(long, default_value_os_t = std::env::temp_dir().join("highwater-soak-misfits"))]
     keep_traces: PathBuf,
+}
+
+/// The driver's injected faults the soak can be run with.
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum Injected {
+    HwPublishedEarly,
+    StaleEpochFetchResponse,
+    IsrChangeAppliedTwice,
+}
+
+impl Injected {
+    fn fault(self) -> InjectedFault {
+        match self {
+            Injected::HwPublishedEarly => InjectedFault::HwPublishedEarly,
+            Injected::StaleEpochFetchResponse => InjectedFault::StaleEpochFetchResponse,
+            Injected::IsrChangeAppliedTwice => InjectedFault::IsrChangeAppliedTwice,
+        }
+    }
 }
 
 fn positive_seconds(s: &str) -> Result<f64, String> {
@@ -135,6 +157,7 @@ fn soak(cli: &Cli, rules: RuleSet) -> Result<Tally, String> {
         if let Some(n) = config.nemesis.as_mut() {
             n.one_unclean_at_a_time = !cli.overlap_unclean;
         }
+        config.inject = cli.inject_fault.map(Injected::fault);
         let run = validated_run(config.clone(), dir.path())
             .map_err(|e| format!("{rules:?} seed {seed}: the run failed: {e}"))?;
         eprintln!("done");

@@ -302,9 +302,22 @@ pub fn validate_with(
                 let event = describe(&entry);
                 checker.skip();
                 rebuild.gap.take();
+                let max_epoch = i64::from(checker.config().max_epoch);
                 let resumed = rebuild.apply(&entry).map(|()| {
-                    let floor = rebuild.unapplied_floor().map(|(o, _)| o);
-                    window::resume_at(checker.config(), &rebuild.snapshot(), floor)
+                    match rebuild
+                        .highest_epoch()
+                        .filter(|&e| i64::from(e) > max_epoch)
+                    {
+                        // Epochs are not windowed: nothing later fits.
+                        Some(e) => Err(format!(
+                            "leader epoch {e}, beyond the model's {max_epoch}: no later state \
+                             fits the model"
+                        )),
+                        None => {
+                            let floor = rebuild.unapplied_floor().map(|(o, _)| o);
+                            window::resume_at(checker.config(), &rebuild.snapshot(), floor)
+                        }
+                    }
                 });
                 let m = match resumed {
                     Err(why) => Some(fail(

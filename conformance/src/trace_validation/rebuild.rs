@@ -541,6 +541,14 @@ impl Rebuild {
         !leads
     }
 
+    /// The highest leader epoch the controller has named. Epochs only
+    /// rise, and every request sent stays in the snapshot, so once this is
+    /// beyond the model's bound no later state fits the model (checked
+    /// before the costlier `window::resume_at`).
+    pub fn highest_epoch(&self) -> Option<LeaderEpoch> {
+        self.requests.keys().next_back().copied()
+    }
+
     /// The lowest offset a served response not yet applied could still
     /// take a follower back to, and which follower: shown as applied
     /// (`replica_snapshot`), it is lost if the follower crashes or drops

@@ -16,7 +16,7 @@
 //! the model's steps from the state before a move and from the moved state,
 //! two steps deep, before every move.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
 use highwater::cluster::{ClusterSnapshot, ReplicaSnapshot};
 use highwater::replication::LogEntry;
@@ -525,7 +525,11 @@ pub fn resume_at(
             );
         }
     }
-    let pending = |id: u64| snap.replicas.iter().any(|x| x.pending_acks.contains(&id));
+    let waited: HashSet<u64> = snap
+        .replicas
+        .iter()
+        .flat_map(|x| x.pending_acks.iter().copied())
+        .collect();
     for o in 0..k {
         let e = first.log[o as usize];
         let id = e
@@ -538,7 +542,7 @@ pub fn resume_at(
         if h.offset != o {
             return Err(format!("record {id} at offset {o} says {}", h.offset));
         }
-        if h.visible.is_none() || pending(id) {
+        if h.visible.is_none() || waited.contains(&id) {
             lower(
                 &mut k,
                 o,
@@ -547,15 +551,29 @@ pub fn resume_at(
             break;
         }
     }
-    let prefix: Vec<u64> = first.log[..k as usize]
+    // Cheaply, before any copy: a log longer than the model's past the
+    // prefix does not fit.
+    if let Some(x) = snap
+        .replicas
+        .iter()
+        .find(|x| x.log.len() as u64 - k > MAX_RECORDS as u64)
+    {
+        return Err(format!(
+            "replica {}: {} entries; the model holds {MAX_RECORDS}, with the settled prefix \
+             dropped (offsets below {k}, limited by {limit})",
+            x.id,
+            x.log.len() as u64 - k
+        ));
+    }
+    let prefix: HashSet<u64> = first.log[..k as usize]
         .iter()
         .filter_map(|e| e.record_id)
         .collect();
-    let in_a_log = |id: u64| {
-        snap.replicas
-            .iter()
-            .any(|x| x.log.iter().any(|e| e.record_id == Some(id)))
-    };
+    let logged: HashSet<u64> = snap
+        .replicas
+        .iter()
+        .flat_map(|x| x.log.iter().filter_map(|e| e.record_id))
+        .collect();
     let mut window = Window {
         base: k,
         kept: Vec::new(),
@@ -563,7 +581,10 @@ pub fn resume_at(
         dropped: 0,
     };
     for (&id, h) in &snap.records {
-        let dead = !in_a_log(id) && !pending(id) && h.acked.is_none() && h.visible.is_none();
+        let dead = !logged.contains(&id)
+            && !waited.contains(&id)
+            && h.acked.is_none()
+            && h.visible.is_none();
         if prefix.contains(&id) || dead {
             window.dropped += 1;
         } else if h.offset < k {
