@@ -171,7 +171,16 @@ fn the_soak_binary_validates_every_trace() {
     let accounted = out
         .lines()
         .filter(|l| l.starts_with("traces validated whole:") || l.starts_with("traces beyond"))
-        .map(|l| l.split_whitespace().nth(3).unwrap().parse::<u32>().unwrap())
+        .map(|l| {
+            let n = l
+                .split(':')
+                .nth(1)
+                .unwrap()
+                .split_whitespace()
+                .next()
+                .unwrap();
+            n.parse::<u32>().unwrap()
+        })
         .sum::<u32>();
     assert_eq!(
         accounted, 2,

@@ -315,7 +315,9 @@ pub fn validate_with(
                         )),
                         None => {
                             let floor = rebuild.unapplied_floor().map(|(o, _)| o);
-                            window::resume_at(checker.config(), &rebuild.snapshot(), floor)
+                            let cfg = checker.config();
+                            window::resume_hint(cfg, &rebuild.replicas_without_logs(), floor)
+                                .and_then(|()| window::resume_at(cfg, &rebuild.snapshot(), floor))
                         }
                     }
                 });

@@ -364,6 +364,7 @@ impl Rebuild {
                 leader,
                 fetch_offset,
                 log_end_offset,
+                error,
                 ..
             } => {
                 let served = self.served.remove(&(r, *leader));
@@ -386,7 +387,10 @@ impl Rebuild {
                         ));
                     }
                     s.log.extend_from_slice(&served.entries[..want]);
-                } else if served.is_none() {
+                } else if served.is_none() && error.is_none() {
+                    // An error answer (NotLeaderOrFollower, fenced) holds no
+                    // records and is not kept as served: taking it changes
+                    // only what the entry's state says.
                     return Err(format!(
                         "replica {r} applied a fetch response from {leader} at offset \
                          {fetch_offset} that {leader} never served"
@@ -572,14 +576,27 @@ impl Rebuild {
     /// as noticed; an ISR change the controller decided shows as answered;
     /// a registered broker whose restart is under way shows as restarted.
     fn replica_snapshot(&self, r: ReplicaId) -> ReplicaSnapshot {
+        self.replica_snapshot_with(r, true)
+    }
+
+    /// Every replica as [`Rebuild::snapshot`] shows it, but without the
+    /// logs (empty; the LEOs kept): cheap, for `window::resume_hint`.
+    pub fn replicas_without_logs(&self) -> Vec<ReplicaSnapshot> {
+        (0..self.replicas.len() as ReplicaId)
+            .map(|r| self.replica_snapshot_with(r, false))
+            .collect()
+    }
+
+    fn replica_snapshot_with(&self, r: ReplicaId, with_log: bool) -> ReplicaSnapshot {
         let s = &self.replicas[r as usize];
         if let Some(frozen) = s.frozen.as_ref().filter(|_| self.unsettled(r)) {
             return frozen.clone();
         }
+        let copy = |log: &Vec<LogEntry>| if with_log { log.clone() } else { Vec::new() };
         let leo = s.log.len() as u64;
         let down = ReplicaSnapshot::down(
             r,
-            s.log.clone(),
+            copy(&s.log),
             leo,
             s.last_hw.min(leo),
             s.last_rp.min(leo),
@@ -608,7 +625,8 @@ impl Rebuild {
                 };
             }
         };
-        let mut log = s.log.clone();
+        let mut log = copy(&s.log);
+        let mut leo = leo;
         let mut hw = st.high_watermark;
         let recovery_point = st.recovery_point;
         if let LeaderView::Replica(l) = st.leader {
@@ -624,9 +642,12 @@ impl Rebuild {
                 .get(&(r, l))
                 .filter(|x| fetching && !x.diverging);
             if let Some(x) = pending {
-                if x.fetch_offset == log.len() as u64 {
-                    log.extend_from_slice(&x.entries);
-                    hw = x.high_watermark.min(log.len() as u64);
+                if x.fetch_offset == leo {
+                    if with_log {
+                        log.extend_from_slice(&x.entries);
+                    }
+                    leo += x.entries.len() as u64;
+                    hw = x.high_watermark.min(leo);
                 }
             }
         }
@@ -658,7 +679,7 @@ impl Rebuild {
         ReplicaSnapshot {
             id: r,
             alive: true,
-            log_end_offset: log.len() as u64,
+            log_end_offset: leo,
             log,
             high_watermark: hw,
             recovery_point,
@@ -703,11 +724,16 @@ impl Rebuild {
     pub fn describe(&self) -> String {
         let mut out = String::new();
         for (i, s) in self.replicas.iter().enumerate() {
-            let log: Vec<String> = s
-                .log
+            // The last entries only: a long run's log would bury the rest.
+            const SHOWN: usize = 16;
+            let skip = s.log.len().saturating_sub(SHOWN);
+            let mut log: Vec<String> = s.log[skip..]
                 .iter()
                 .map(|e| format!("{}@{}", e.record_id.map_or(-1, |x| x as i64), e.epoch))
                 .collect();
+            if skip > 0 {
+                log.insert(0, format!("({skip} entries before)"));
+            }
             let st = s.state.as_ref().filter(|_| s.alive);
             out.push_str(&format!(
                 "  replica {i}: {} log [{}] {}\n",

@@ -444,6 +444,46 @@ impl Window {
     }
 }
 
+/// A cheap necessary condition for [`resume_at`], read from the replicas'
+/// numbers alone (`Rebuild::replicas_without_logs`): the prefix it could
+/// drop ends at or below every LEO, HW, recovery point, HW checkpoint (when
+/// periodic), follower LEO and `floor`, so a log longer than the model's
+/// past that bound cannot fit. Tried before each `resume_at`, which copies
+/// the logs, so that a long stretch beyond the bounds costs little per
+/// event.
+pub fn resume_hint(
+    cfg: &Config,
+    replicas: &[ReplicaSnapshot],
+    floor: Option<u64>,
+) -> Result<(), String> {
+    let periodic = cfg.hw_checkpoint == HwCheckpoint::Periodic;
+    let mut k = floor.unwrap_or(u64::MAX);
+    for x in replicas {
+        k = k
+            .min(x.log_end_offset)
+            .min(x.high_watermark)
+            .min(x.recovery_point);
+        if periodic {
+            k = k.min(x.hw_checkpoint);
+        }
+        for leo in x.follower_leo.values().flatten() {
+            k = k.min(*leo);
+        }
+    }
+    match replicas
+        .iter()
+        .find(|x| x.log_end_offset.saturating_sub(k) > MAX_RECORDS as u64)
+    {
+        Some(x) => Err(format!(
+            "replica {} holds {} entries past the most that could settle (offset {k}); the \
+             model holds {MAX_RECORDS}",
+            x.id,
+            x.log_end_offset - k
+        )),
+        None => Ok(()),
+    }
+}
+
 /// Where validation may resume after a stretch beyond the model's bounds
 /// (spec/trace-validation.md, "Resuming past the bounds"): the
 /// implementation's state `snap` (the rebuild's, refinement applied) with
