@@ -43,6 +43,9 @@ struct Shadow {
     last_hw: u64,
     last_rp: u64,
     last_hw_checkpoint: u64,
+    /// As leader: the epoch and the HW up to which its records were marked
+    /// visible (`Rebuild::mark_visible`).
+    marked: Option<(LeaderEpoch, u64)>,
 }
 
 /// The cluster rebuilt from a trace, event by event.
@@ -499,21 +502,29 @@ impl Rebuild {
 
     /// Records below a presumed leader's HW are visible at its epoch.
     fn mark_visible(&mut self) {
-        for (i, s) in self.replicas.iter().enumerate() {
-            let Some(st) = s.state.as_ref().filter(|_| s.alive) else {
+        for (i, s) in self.replicas.iter_mut().enumerate() {
+            let leading = s
+                .state
+                .as_ref()
+                .filter(|st| s.alive && st.leader == LeaderView::Replica(i as ReplicaId))
+                .and_then(|st| Some((st.leader_epoch?, st.high_watermark)));
+            let Some((epoch, hw)) = leading else {
+                s.marked = None;
                 continue;
             };
-            if st.leader != LeaderView::Replica(i as ReplicaId) {
-                continue;
-            }
-            let Some(epoch) = st.leader_epoch else {
-                continue;
+            // A leader's log below its HW does not change while it leads
+            // in one epoch: only what the HW passed since is marked (a
+            // whole pass at every event made long traces quadratic).
+            let from = match s.marked {
+                Some((e, upto)) if e == epoch => upto.min(hw),
+                _ => 0,
             };
-            for e in s.log.iter().take(st.high_watermark as usize) {
+            for e in s.log.iter().take(hw as usize).skip(from as usize) {
                 if let Some(h) = e.record_id.and_then(|id| self.records.get_mut(&id)) {
                     h.visible = Some(h.visible.map_or(epoch, |v| v.min(epoch)));
                 }
             }
+            s.marked = Some((epoch, hw));
         }
     }
 
