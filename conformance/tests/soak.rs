@@ -187,7 +187,7 @@ fn the_soak_binary_validates_every_trace() {
         "each trace validated whole or in part:\n{out}"
     );
 
-    let (code, _, err) = soak_binary(&["--seconds", "-1"]);
+    let (code, _, err) = soak_binary(&["--seconds", "0"]);
     assert_eq!(code, 2);
     assert!(err.contains("positive number"), "{err}");
     let (code, _, err) = soak_binary(&["--rules", "acks2"]);
@@ -197,7 +197,8 @@ fn the_soak_binary_validates_every_trace() {
 
 /// A trace that does not fit fails the soak whatever the rule set: the
 /// misfit printed, the trace kept and where said (a concurrency bug
-/// injected by a test-only switch).
+/// injected by a test-only switch; 4 records, so that the traces are
+/// validated past their first records).
 #[test]
 fn a_soak_whose_trace_does_not_fit_fails_and_keeps_the_trace() {
     let keep = tempfile::tempdir().unwrap();
@@ -205,7 +206,9 @@ fn a_soak_whose_trace_does_not_fit_fails_and_keeps_the_trace() {
         "--seeds",
         "2",
         "--seconds",
-        "0.5",
+        "0.3",
+        "--max-records",
+        "4",
         "--rules",
         "acks1",
         "--inject-fault",

@@ -46,6 +46,11 @@ struct Cli {
     /// records unflushed on every replica are lost under any rule).
     #[arg(long)]
     overlap_unclean: bool,
+    /// Stop producing after this many records (4 or fewer: the records fit
+    /// the model's state, and a trace is validated to its end unless its
+    /// leader epochs go beyond the model's).
+    #[arg(long)]
+    max_records: Option<u64>,
     /// Also validate each trace as before resuming (the window moves, and
     /// validation stops at the first event beyond the model's bounds), and
     /// print the fraction of events validated then.
@@ -158,6 +163,9 @@ fn soak(cli: &Cli, rules: RuleSet) -> Result<Tally, String> {
             n.one_unclean_at_a_time = !cli.overlap_unclean;
         }
         config.inject = cli.inject_fault.map(Injected::fault);
+        if cli.max_records.is_some() {
+            config.max_records = cli.max_records;
+        }
         let run = validated_run(config.clone(), dir.path())
             .map_err(|e| format!("{rules:?} seed {seed}: the run failed: {e}"))?;
         eprintln!("done");
