@@ -191,11 +191,6 @@ impl Checker {
         self.summary.events_skipped += 1;
     }
 
-    /// Why the window could not move when the record budget was last full.
-    pub fn window_stuck(&self) -> Option<&str> {
-        self.window_stuck.as_deref()
-    }
-
     pub fn summary_mut(&mut self) -> &mut Summary {
         &mut self.summary
     }

@@ -570,6 +570,7 @@ pub fn resume_at(
         .iter()
         .flat_map(|x| x.pending_acks.iter().copied())
         .collect();
+    let mut unsettled = None;
     for o in 0..k {
         let e = first.log[o as usize];
         let id = e
@@ -583,13 +584,16 @@ pub fn resume_at(
             return Err(format!("record {id} at offset {o} says {}", h.offset));
         }
         if h.visible.is_none() || waited.contains(&id) {
-            lower(
-                &mut k,
-                o,
-                format!("record {id} is not committed and answered"),
-            );
+            unsettled = Some((o, id));
             break;
         }
+    }
+    if let Some((o, id)) = unsettled {
+        lower(
+            &mut k,
+            o,
+            format!("record {id} is not committed and answered"),
+        );
     }
     // Cheaply, before any copy: a log longer than the model's past the
     // prefix does not fit.
