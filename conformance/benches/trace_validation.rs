@@ -36,7 +36,7 @@ fn main() {
         let started = Instant::now();
         let ok = validate_file(&model_config(&config), &config, &path);
         validate_s += started.elapsed().as_secs_f64();
-        if ok.is_ok() {
+        if ok.as_ref().is_ok_and(|s| s.whole()) {
             validated += 1;
         }
         events += n;

@@ -17,7 +17,7 @@ use highwater::replication::HwCheckpointPolicy;
 use highwater_conformance::lockstep::Lockstep;
 use highwater_conformance::trace_validation::{
     model_config, seeded_config, validate, validate_file, validate_file_with, validated_run,
-    MisfitKind, ValidatedRun,
+    MisfitKind, Mode, ValidatedRun,
 };
 
 /// Seeded concurrent runs with faults, every trace validated.
@@ -48,7 +48,12 @@ fn every_seeded_concurrent_run_is_a_behaviour_of_the_model() {
                             let to = Path::new(&keep).join(format!("seed-{seed}.jsonl"));
                             let _ = std::fs::copy(&trace, to);
                         }
-                        match validate_file_with(&model_config(&config), &config, &trace, false) {
+                        match validate_file_with(
+                            &model_config(&config),
+                            &config,
+                            &trace,
+                            Mode::Fixed,
+                        ) {
                             Ok(_) => "the whole trace".to_string(),
                             Err(m) => format!("{:?} at event {}: {}", m.kind, m.seq, m.why),
                         }
@@ -61,7 +66,7 @@ fn every_seeded_concurrent_run_is_a_behaviour_of_the_model() {
     });
     let results = results.into_inner().unwrap();
     let (mut validated, mut beyond, mut events, mut resyncs, mut crashes) = (0, 0, 0, 0, 0);
-    let mut moves = 0;
+    let (mut moves, mut skipped, mut resumptions) = (0, 0, 0);
     let mut misfits = Vec::new();
     for (seed, run, unmoved) in &results {
         assert!(
@@ -72,7 +77,13 @@ fn every_seeded_concurrent_run_is_a_behaviour_of_the_model() {
         crashes += run.report.crashes.len();
         match &run.validation {
             Ok(s) => {
-                validated += 1;
+                if s.whole() {
+                    validated += 1;
+                } else {
+                    beyond += 1;
+                    skipped += s.events_skipped;
+                    resumptions += s.resumptions;
+                }
                 events += s.events;
                 resyncs += s.resyncs;
                 moves += s.window_moves;
@@ -92,9 +103,10 @@ fn every_seeded_concurrent_run_is_a_behaviour_of_the_model() {
         misfits.join("\n")
     );
     eprintln!(
-        "{} runs, {crashes} crashes: {validated} traces validated whole ({events} events, \
-         {resyncs} lost fetch responses taken as they were, the window moved {moves} times), \
-         {beyond} stopped beyond the model's bounds",
+        "{} runs, {crashes} crashes: {validated} traces validated whole; {events} events \
+         validated ({resyncs} lost fetch responses taken as they were, the window moved {moves} \
+         times); {beyond} went beyond the model's bounds ({skipped} events skipped there, \
+         validation resumed {resumptions} times)",
         results.len()
     );
     assert_eq!(results.len() as u64, RUNS);
@@ -382,7 +394,7 @@ fn without_window(run_dir: &Path, config: &ConcurrentConfig) -> MisfitKind {
     let mut config = config.clone();
     config.trace_file = Some(run_dir.join("trace.jsonl"));
     let trace = run_dir.join("trace.jsonl");
-    match validate_file_with(&model_config(&config), &config, &trace, false) {
+    match validate_file_with(&model_config(&config), &config, &trace, Mode::Fixed) {
         Ok(_) => panic!("a trace of {LONG_RECORDS} records validated whole without the window"),
         Err(m) => {
             assert_eq!(m.seq, fifth_record(&trace), "stopped at the fifth record");
@@ -489,8 +501,89 @@ fn recorded_traces_that_did_not_fit_now_fit() {
     for seed in [10u64, 105, 131] {
         let file = format!("seed-{seed}.jsonl");
         let (trace, config, cfg) = recorded(&file, seed, Some(HwCheckpointPolicy::EveryChange));
-        if let Err(m) = validate_file_with(&cfg, &config, &trace, true) {
+        if let Err(m) = validate_file_with(&cfg, &config, &trace, Mode::Resume) {
             panic!("seed {seed}: the trace does not fit:\n{m}");
         }
     }
+}
+
+// --- Past the bounds: resuming ------------------------------------------------
+
+/// A long run whose producer keeps 4 requests in flight: a fifth record
+/// comes before the first settles, so the window cannot move in time and
+/// validation goes beyond the model's bounds, then resumes once the
+/// records settle.
+fn in_flight_config() -> ConcurrentConfig {
+    let mut c = long_config();
+    c.max_records = Some(2 * LONG_RECORDS);
+    c.max_in_flight = 4;
+    c
+}
+
+/// The same trace validated as before resuming: the window moves, and
+/// validation stops at its first event beyond the bounds.
+fn without_resuming(run_dir: &Path, config: &ConcurrentConfig) -> Result<u64, String> {
+    let trace = run_dir.join("trace.jsonl");
+    match validate_file_with(&model_config(config), config, &trace, Mode::Window) {
+        Ok(s) => Err(format!("validated whole without resuming: {s:?}")),
+        Err(m) if m.kind == MisfitKind::BeyondModel => Ok(m.seq),
+        Err(m) => Err(format!("does not fit without resuming:\n{m}")),
+    }
+}
+
+/// Several requests in flight: validation goes beyond the bounds and
+/// resumes; without resuming it stops at its first stretch beyond them.
+#[test]
+fn a_run_with_requests_in_flight_is_validated_past_its_stretches_beyond_the_bounds() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = in_flight_config();
+    let run = validated_run(config.clone(), dir.path()).expect("the run starts");
+    eprintln!("{} records in flight: {}", 2 * LONG_RECORDS, run.describe());
+    assert!(run.report.errors.is_empty(), "{:?}", run.report.errors);
+    let s = run
+        .validation
+        .as_ref()
+        .unwrap_or_else(|m| panic!("the run does not fit:\n{m}"));
+    let stopped = without_resuming(dir.path(), &config).unwrap();
+    eprintln!("without resuming: stopped at event {stopped}");
+    assert!(s.resumptions >= 1, "validation resumed: {s:?}");
+    assert!(
+        s.events > stopped,
+        "more events validated ({}) than before resuming ({stopped})",
+        s.events
+    );
+}
+
+/// A follower publishing an HW the leader never had from offset 20 on
+/// (`InjectedFault::HwPublishedEarlyFrom`), in a run whose producer keeps
+/// 4 requests in flight: caught after a stretch beyond the model's bounds,
+/// only because validation resumed; the same trace validated without
+/// resuming stops at its first stretch and says nothing of the fault.
+#[test]
+fn a_fault_after_a_stretch_beyond_the_bounds_is_caught_only_because_validation_resumes() {
+    let mut tried = Vec::new();
+    for _ in 0..3 {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = in_flight_config();
+        config.inject = Some(InjectedFault::HwPublishedEarlyFrom { offset: 20 });
+        let run = validated_run(config.clone(), dir.path()).expect("the run starts");
+        match &run.validation {
+            Err(m) if m.kind == MisfitKind::DoesNotFit => {
+                let stopped = without_resuming(dir.path(), &config).unwrap();
+                eprintln!(
+                    "caught at event {} (without resuming, stopped at {stopped}):\n{}",
+                    m.seq,
+                    m.to_string()
+                        .lines()
+                        .take(14)
+                        .collect::<Vec<_>>()
+                        .join("\n")
+                );
+                assert!(m.seq > stopped, "caught after the first stretch");
+                return;
+            }
+            _ => tried.push(run.describe()),
+        }
+    }
+    panic!("the fault was not caught in 3 runs: {tried:?}");
 }

@@ -161,7 +161,48 @@ impl Checker {
     /// no action for, if one happened since the last event: then, and only
     /// then, a state the model cannot reach is taken as it is (counted).
     pub fn step(&mut self, snap: &ClusterSnapshot, gap: Option<Gap>) -> Result<(), StepError> {
-        self.summary.events += 1;
+        let stepped = self.step_to(snap, gap);
+        if stepped.is_ok() {
+            self.summary.events += 1;
+        }
+        stepped
+    }
+
+    /// Resumes validation from `state`, the abstraction of the
+    /// implementation's state after a stretch beyond the model's bounds
+    /// (`window::resume_at`): taken as it is, as at a resync, but whole.
+    /// The always-properties must hold on it (a state that breaks one is a
+    /// misfit, resumed or not). The steps kept for `reorder` are
+    /// forgotten: no event is placed before the resume.
+    pub fn resume(&mut self, state: State) -> Result<(), StepError> {
+        let broken = broken_properties(&state);
+        if !broken.is_empty() {
+            return Err((
+                MisfitKind::DoesNotFit,
+                format!(
+                    "always-properties broken where validation resumed: {}",
+                    broken.join("; ")
+                ),
+                Some(Box::new(state)),
+            ));
+        }
+        self.model = state;
+        self.recent.clear();
+        self.window_stuck = None;
+        self.summary.resumptions += 1;
+        Ok(())
+    }
+
+    /// Counts an event not validated (beyond the model's bounds).
+    pub fn skip(&mut self) {
+        self.summary.events_skipped += 1;
+    }
+
+    pub fn summary_mut(&mut self) -> &mut Summary {
+        &mut self.summary
+    }
+
+    fn step_to(&mut self, snap: &ClusterSnapshot, gap: Option<Gap>) -> Result<(), StepError> {
         let imp = match abstract_state(&self.cfg, snap) {
             Ok(s) => s,
             Err(why) => {

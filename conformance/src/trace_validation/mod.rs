@@ -120,6 +120,62 @@ pub struct Summary {
     /// Moves `behaves_alike` refused (the refinement argument did not hold
     /// on that state; validation then goes on without moving).
     pub window_refused: u64,
+    /// Events not validated: from each event beyond the model's bounds up
+    /// to and including the event validation resumed after
+    /// (`Mode::Resume`), or to the end of the trace.
+    pub events_skipped: u64,
+    /// Times validation resumed after a stretch beyond the bounds.
+    pub resumptions: u64,
+    /// Stretches beyond the bounds: (first event skipped, why), the first
+    /// eight kept.
+    pub stretches: Vec<(u64, String)>,
+    /// Why validation could not resume when the trace ended, if it ended
+    /// in a stretch beyond the bounds.
+    pub unresumed: Option<String>,
+}
+
+impl Summary {
+    /// Validated whole: every event checked, none skipped.
+    pub fn whole(&self) -> bool {
+        self.events_skipped == 0
+    }
+
+    /// Events validated and skipped, resumptions, and why the first stretch
+    /// began and the last did not end.
+    pub fn describe_skipped(&self) -> String {
+        let mut out = format!(
+            "{} events validated, {} skipped beyond the model's bounds in {} stretch(es), \
+             resumed {} time(s)",
+            self.events,
+            self.events_skipped,
+            self.resumptions + u64::from(self.unresumed.is_some()),
+            self.resumptions
+        );
+        if let Some((seq, why)) = self.stretches.first() {
+            out.push_str(&format!("; first stopped at event {seq}: {why}"));
+        }
+        if let Some(why) = &self.unresumed {
+            out.push_str(&format!("; not resumed by the end: {why}"));
+        }
+        out
+    }
+}
+
+/// How far validation goes past the model's bounds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// No window: validation ends at the first record beyond the model's
+    /// state (as before the window; kept to show what the window catches).
+    Fixed,
+    /// The window moves over settled records; validation ends at the first
+    /// event still beyond the bounds (`MisfitKind::BeyondModel`; as before
+    /// resuming, kept to show what resuming catches).
+    Window,
+    /// The window moves, and past a stretch beyond the bounds validation
+    /// resumes from the first state that fits the model once its settled
+    /// prefix is dropped (`window::resume_at`); the stretch is skipped and
+    /// counted in the `Summary`, never an error.
+    Resume,
 }
 
 /// The model configuration a concurrent run stands for: its protocol
@@ -170,18 +226,17 @@ pub fn validate(
     concurrent: &ConcurrentConfig,
     entries: impl IntoIterator<Item = Result<TraceEntry, String>>,
 ) -> Result<Summary, Box<Misfit>> {
-    validate_with(cfg, concurrent, entries, true)
+    validate_with(cfg, concurrent, entries, Mode::Resume)
 }
 
-/// [`validate`], with the window moving or not (`moving: false`, as before
-/// the window: validation ends at the first record beyond the model's
-/// state; kept to show what the window catches).
+/// [`validate`], going as far past the model's bounds as `mode` says.
 pub fn validate_with(
     cfg: &Config,
     concurrent: &ConcurrentConfig,
     entries: impl IntoIterator<Item = Result<TraceEntry, String>>,
-    moving: bool,
+    mode: Mode,
 ) -> Result<Summary, Box<Misfit>> {
+    let moving = mode != Mode::Fixed;
     let ids: Vec<u32> = (0..concurrent.replicas).collect();
     let controller = Controller::new(
         ids,
@@ -217,6 +272,9 @@ pub fn validate_with(
     let mut before: VecDeque<String> = VecDeque::new();
     let mut entries = entries.into_iter();
     let mut seq = 0;
+    // In a stretch beyond the model's bounds (`Mode::Resume`): why
+    // validation cannot resume yet.
+    let mut skipping: Option<String> = None;
     while let Some(entry) = entries.next() {
         let fail =
             |kind, seq, event: String, why: String, checker: &Checker, rebuild: &Rebuild| Misfit {
@@ -239,6 +297,62 @@ pub fn validate_with(
                 &checker,
                 &rebuild,
             )),
+            Ok(entry) if skipping.is_some() => {
+                seq = entry.seq;
+                let event = describe(&entry);
+                checker.skip();
+                rebuild.gap.take();
+                let max_epoch = i64::from(checker.config().max_epoch);
+                let resumed = rebuild.apply(&entry).map(|()| {
+                    match rebuild
+                        .highest_epoch()
+                        .filter(|&e| i64::from(e) > max_epoch)
+                    {
+                        // Epochs are not windowed: nothing later fits.
+                        Some(e) => Err(format!(
+                            "leader epoch {e}, beyond the model's {max_epoch}: no later state \
+                             fits the model"
+                        )),
+                        None => {
+                            let floor = rebuild.unapplied_floor().map(|(o, _)| o);
+                            let cfg = checker.config();
+                            window::resume_hint(cfg, &rebuild.replicas_without_logs(), floor)
+                                .and_then(|()| window::resume_at(cfg, &rebuild.snapshot(), floor))
+                        }
+                    }
+                });
+                let m = match resumed {
+                    Err(why) => Some(fail(
+                        MisfitKind::DoesNotFit,
+                        seq,
+                        event.clone(),
+                        why,
+                        &checker,
+                        &rebuild,
+                    )),
+                    Ok(Err(why)) => {
+                        skipping = Some(why);
+                        None
+                    }
+                    Ok(Ok((w, state))) => match checker.resume(state) {
+                        Ok(()) => {
+                            window = w;
+                            skipping = None;
+                            None
+                        }
+                        Err((kind, why, imp)) => {
+                            let mut m = fail(kind, seq, event.clone(), why, &checker, &rebuild);
+                            m.implementation = imp;
+                            Some(m)
+                        }
+                    },
+                };
+                before.push_back(event);
+                if before.len() > 8 {
+                    before.pop_front();
+                }
+                m
+            }
             Ok(entry) => {
                 seq = entry.seq;
                 let event = describe(&entry);
@@ -269,6 +383,21 @@ pub fn validate_with(
                                 fail(MisfitKind::DoesNotFit, seq, event, why, &checker, &rebuild)
                             })
                         }
+                        Err((MisfitKind::BeyondModel, why, _)) if mode == Mode::Resume => {
+                            // Skipped from here until the implementation's
+                            // state fits the model again.
+                            checker.skip();
+                            let s = checker.summary_mut();
+                            if s.stretches.len() < 8 {
+                                s.stretches.push((seq, why.clone()));
+                            }
+                            skipping = Some(why);
+                            before.push_back(event);
+                            if before.len() > 8 {
+                                before.pop_front();
+                            }
+                            None
+                        }
                         Err((kind, why, imp)) => {
                             let mut m = fail(kind, seq, event, why, &checker, &rebuild);
                             m.implementation = imp;
@@ -295,7 +424,9 @@ pub fn validate_with(
             return Err(Box::new(misfit.take().expect("set")));
         }
     }
-    Ok(checker.into_summary())
+    let mut summary = checker.into_summary();
+    summary.unresumed = skipping;
+    Ok(summary)
 }
 
 /// Moves the window where the model's state allows it, the
@@ -343,23 +474,23 @@ pub fn validate_file(
     concurrent: &ConcurrentConfig,
     path: &Path,
 ) -> Result<Summary, Box<Misfit>> {
-    validate_file_with(cfg, concurrent, path, true)
+    validate_file_with(cfg, concurrent, path, Mode::Resume)
 }
 
-/// [`validate_file`], with the window moving or not (see [`validate_with`]).
+/// [`validate_file`], going as far past the model's bounds as `mode` says.
 pub fn validate_file_with(
     cfg: &Config,
     concurrent: &ConcurrentConfig,
     path: &Path,
-    moving: bool,
+    mode: Mode,
 ) -> Result<Summary, Box<Misfit>> {
     match read_trace_file(path) {
-        Ok(entries) => validate_with(cfg, concurrent, entries, moving),
+        Ok(entries) => validate_with(cfg, concurrent, entries, mode),
         Err(e) => validate_with(
             cfg,
             concurrent,
             [Err(format!("{}: {e}", path.display()))],
-            moving,
+            mode,
         ),
     }
 }
@@ -448,8 +579,8 @@ pub fn validated_run(
 }
 
 impl ValidatedRun {
-    /// The events validated: the whole trace, or those before the first
-    /// event beyond the model's bounds. A trace that does not fit is an
+    /// The events validated: the whole trace, or those outside its
+    /// stretches beyond the model's bounds. A trace that does not fit is an
     /// error.
     pub fn events_validated(&self) -> Result<u64, &Misfit> {
         match &self.validation {
@@ -459,19 +590,26 @@ impl ValidatedRun {
         }
     }
 
-    /// Whether the whole trace was validated (not stopped beyond the
+    /// Whether the whole trace was validated (no event skipped beyond the
     /// model's bounds).
     pub fn whole(&self) -> bool {
-        self.validation.is_ok()
+        self.validation.as_ref().is_ok_and(Summary::whole)
     }
 
-    /// One line: how far validation went, and where the window moved.
+    /// One line: how far validation went, where the window moved, what was
+    /// skipped beyond the model's bounds.
     pub fn describe(&self) -> String {
         match &self.validation {
-            Ok(s) => format!(
+            Ok(s) if s.whole() => format!(
                 "{} events validated, the whole trace (window moved {} times over {} offsets, \
                  {} records dropped)",
                 s.events, s.window_moves, s.offsets_dropped, s.records_dropped
+            ),
+            Ok(s) => format!(
+                "{} (window moved {} times over {} offsets)",
+                s.describe_skipped(),
+                s.window_moves,
+                s.offsets_dropped
             ),
             Err(m) if m.kind == MisfitKind::BeyondModel => format!(
                 "{} events validated, then stopped beyond the model's bounds: {}",

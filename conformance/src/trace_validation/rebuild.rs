@@ -43,6 +43,9 @@ struct Shadow {
     last_hw: u64,
     last_rp: u64,
     last_hw_checkpoint: u64,
+    /// As leader: the epoch and the HW up to which its records were marked
+    /// visible (`Rebuild::mark_visible`).
+    marked: Option<(LeaderEpoch, u64)>,
 }
 
 /// The cluster rebuilt from a trace, event by event.
@@ -364,6 +367,7 @@ impl Rebuild {
                 leader,
                 fetch_offset,
                 log_end_offset,
+                error,
                 ..
             } => {
                 let served = self.served.remove(&(r, *leader));
@@ -386,7 +390,10 @@ impl Rebuild {
                         ));
                     }
                     s.log.extend_from_slice(&served.entries[..want]);
-                } else if served.is_none() {
+                } else if served.is_none() && error.is_none() {
+                    // An error answer (NotLeaderOrFollower, fenced) holds no
+                    // records and is not kept as served: taking it changes
+                    // only what the entry's state says.
                     return Err(format!(
                         "replica {r} applied a fetch response from {leader} at offset \
                          {fetch_offset} that {leader} never served"
@@ -495,21 +502,29 @@ impl Rebuild {
 
     /// Records below a presumed leader's HW are visible at its epoch.
     fn mark_visible(&mut self) {
-        for (i, s) in self.replicas.iter().enumerate() {
-            let Some(st) = s.state.as_ref().filter(|_| s.alive) else {
+        for (i, s) in self.replicas.iter_mut().enumerate() {
+            let leading = s
+                .state
+                .as_ref()
+                .filter(|st| s.alive && st.leader == LeaderView::Replica(i as ReplicaId))
+                .and_then(|st| Some((st.leader_epoch?, st.high_watermark)));
+            let Some((epoch, hw)) = leading else {
+                s.marked = None;
                 continue;
             };
-            if st.leader != LeaderView::Replica(i as ReplicaId) {
-                continue;
-            }
-            let Some(epoch) = st.leader_epoch else {
-                continue;
+            // A leader's log below its HW does not change while it leads
+            // in one epoch: only what the HW passed since is marked (a
+            // whole pass at every event made long traces quadratic).
+            let from = match s.marked {
+                Some((e, upto)) if e == epoch => upto.min(hw),
+                _ => 0,
             };
-            for e in s.log.iter().take(st.high_watermark as usize) {
+            for e in s.log.iter().take(hw as usize).skip(from as usize) {
                 if let Some(h) = e.record_id.and_then(|id| self.records.get_mut(&id)) {
                     h.visible = Some(h.visible.map_or(epoch, |v| v.min(epoch)));
                 }
             }
+            s.marked = Some((epoch, hw));
         }
     }
 
@@ -539,6 +554,14 @@ impl Rebuild {
                     && (!self.fencing || ls.leader_epoch == st.leader_epoch)
             });
         !leads
+    }
+
+    /// The highest leader epoch the controller has named. Epochs only
+    /// rise, and every request sent stays in the snapshot, so once this is
+    /// beyond the model's bound no later state fits the model (checked
+    /// before the costlier `window::resume_at`).
+    pub fn highest_epoch(&self) -> Option<LeaderEpoch> {
+        self.requests.keys().next_back().copied()
     }
 
     /// The lowest offset a served response not yet applied could still
@@ -574,14 +597,27 @@ impl Rebuild {
     /// as noticed; an ISR change the controller decided shows as answered;
     /// a registered broker whose restart is under way shows as restarted.
     fn replica_snapshot(&self, r: ReplicaId) -> ReplicaSnapshot {
+        self.replica_snapshot_with(r, true)
+    }
+
+    /// Every replica as [`Rebuild::snapshot`] shows it, but without the
+    /// logs (empty; the LEOs kept): cheap, for `window::resume_hint`.
+    pub fn replicas_without_logs(&self) -> Vec<ReplicaSnapshot> {
+        (0..self.replicas.len() as ReplicaId)
+            .map(|r| self.replica_snapshot_with(r, false))
+            .collect()
+    }
+
+    fn replica_snapshot_with(&self, r: ReplicaId, with_log: bool) -> ReplicaSnapshot {
         let s = &self.replicas[r as usize];
         if let Some(frozen) = s.frozen.as_ref().filter(|_| self.unsettled(r)) {
             return frozen.clone();
         }
+        let copy = |log: &Vec<LogEntry>| if with_log { log.clone() } else { Vec::new() };
         let leo = s.log.len() as u64;
         let down = ReplicaSnapshot::down(
             r,
-            s.log.clone(),
+            copy(&s.log),
             leo,
             s.last_hw.min(leo),
             s.last_rp.min(leo),
@@ -610,7 +646,8 @@ impl Rebuild {
                 };
             }
         };
-        let mut log = s.log.clone();
+        let mut log = copy(&s.log);
+        let mut leo = leo;
         let mut hw = st.high_watermark;
         let recovery_point = st.recovery_point;
         if let LeaderView::Replica(l) = st.leader {
@@ -626,9 +663,12 @@ impl Rebuild {
                 .get(&(r, l))
                 .filter(|x| fetching && !x.diverging);
             if let Some(x) = pending {
-                if x.fetch_offset == log.len() as u64 {
-                    log.extend_from_slice(&x.entries);
-                    hw = x.high_watermark.min(log.len() as u64);
+                if x.fetch_offset == leo {
+                    if with_log {
+                        log.extend_from_slice(&x.entries);
+                    }
+                    leo += x.entries.len() as u64;
+                    hw = x.high_watermark.min(leo);
                 }
             }
         }
@@ -660,7 +700,7 @@ impl Rebuild {
         ReplicaSnapshot {
             id: r,
             alive: true,
-            log_end_offset: log.len() as u64,
+            log_end_offset: leo,
             log,
             high_watermark: hw,
             recovery_point,
@@ -705,11 +745,16 @@ impl Rebuild {
     pub fn describe(&self) -> String {
         let mut out = String::new();
         for (i, s) in self.replicas.iter().enumerate() {
-            let log: Vec<String> = s
-                .log
+            // The last entries only: a long run's log would bury the rest.
+            const SHOWN: usize = 16;
+            let skip = s.log.len().saturating_sub(SHOWN);
+            let mut log: Vec<String> = s.log[skip..]
                 .iter()
                 .map(|e| format!("{}@{}", e.record_id.map_or(-1, |x| x as i64), e.epoch))
                 .collect();
+            if skip > 0 {
+                log.insert(0, format!("({skip} entries before)"));
+            }
             let st = s.state.as_ref().filter(|_| s.alive);
             out.push_str(&format!(
                 "  replica {i}: {} log [{}] {}\n",

@@ -16,7 +16,7 @@
 //! the model's steps from the state before a move and from the moved state,
 //! two steps deep, before every move.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
 use highwater::cluster::{ClusterSnapshot, ReplicaSnapshot};
 use highwater::replication::LogEntry;
@@ -444,6 +444,214 @@ impl Window {
     }
 }
 
+/// A cheap necessary condition for [`resume_at`], read from the replicas'
+/// numbers alone (`Rebuild::replicas_without_logs`): the prefix it could
+/// drop ends at or below every LEO, HW, recovery point, HW checkpoint (when
+/// periodic), follower LEO and `floor`, so a log longer than the model's
+/// past that bound cannot fit. Tried before each `resume_at`, which copies
+/// the logs, so that a long stretch beyond the bounds costs little per
+/// event.
+pub fn resume_hint(
+    cfg: &Config,
+    replicas: &[ReplicaSnapshot],
+    floor: Option<u64>,
+) -> Result<(), String> {
+    let periodic = cfg.hw_checkpoint == HwCheckpoint::Periodic;
+    let mut k = floor.unwrap_or(u64::MAX);
+    for x in replicas {
+        k = k
+            .min(x.log_end_offset)
+            .min(x.high_watermark)
+            .min(x.recovery_point);
+        if periodic {
+            k = k.min(x.hw_checkpoint);
+        }
+        for leo in x.follower_leo.values().flatten() {
+            k = k.min(*leo);
+        }
+    }
+    match replicas
+        .iter()
+        .find(|x| x.log_end_offset.saturating_sub(k) > MAX_RECORDS as u64)
+    {
+        Some(x) => Err(format!(
+            "replica {} holds {} entries past the most that could settle (offset {k}); the \
+             model holds {MAX_RECORDS}",
+            x.id,
+            x.log_end_offset - k
+        )),
+        None => Ok(()),
+    }
+}
+
+/// Where validation may resume after a stretch beyond the model's bounds
+/// (spec/trace-validation.md, "Resuming past the bounds"): the
+/// implementation's state `snap` (the rebuild's, refinement applied) with
+/// its settled prefix dropped, if it then fits the model. The prefix is
+/// settled by the same rules as [`settled`], read on the implementation's
+/// state (which the model's cannot hold, so `settled` cannot read it):
+/// the same entries on every log, below every HW, recovery point, HW
+/// checkpoint (when periodic) and follower LEO a leader knows, each record
+/// in it committed and answered, epochs rising along every log, KIP-320
+/// fencing on; and below `floor`, where a response served and not applied
+/// could still take a follower back (`Rebuild::unapplied_floor`). Records
+/// in no log, never acknowledged, committed or waited for are dropped too.
+/// Returns the window to see the implementation through from here on and
+/// the model state to resume from (the abstraction of the implementation
+/// seen through it), or why there is none yet.
+pub fn resume_at(
+    cfg: &Config,
+    snap: &ClusterSnapshot,
+    floor: Option<u64>,
+) -> Result<(Window, State), String> {
+    if !cfg.fencing {
+        return Err("no KIP-320 fencing: epochs may fall along a log".into());
+    }
+    let periodic = cfg.hw_checkpoint == HwCheckpoint::Periodic;
+    let mut k = u64::MAX;
+    let mut limit = String::new();
+    let mut lower = |k: &mut u64, v: u64, what: String| {
+        if v < *k {
+            *k = v;
+            limit = what;
+        }
+    };
+    for x in &snap.replicas {
+        let r = x.id;
+        if x.log.iter().enumerate().any(|(i, e)| e.offset != i as u64) {
+            return Err(format!("replica {r}'s log is not contiguous from offset 0"));
+        }
+        if x.log.windows(2).any(|w| w[0].epoch > w[1].epoch) {
+            return Err(format!("replica {r}'s log has a falling epoch"));
+        }
+        lower(&mut k, x.log.len() as u64, format!("replica {r}'s LEO"));
+        lower(&mut k, x.high_watermark, format!("replica {r}'s HW"));
+        // An unclean crash may always come (`model_config`): the recovery
+        // point always bounds the prefix.
+        lower(
+            &mut k,
+            x.recovery_point,
+            format!("replica {r}'s recovery point"),
+        );
+        if periodic {
+            lower(
+                &mut k,
+                x.hw_checkpoint,
+                format!("replica {r}'s HW checkpoint"),
+            );
+        }
+        for (f, leo) in &x.follower_leo {
+            if let Some(leo) = *leo {
+                lower(&mut k, leo, format!("follower {f}'s LEO as {r} knows it"));
+            }
+        }
+    }
+    if let Some(o) = floor {
+        lower(
+            &mut k,
+            o,
+            "a fetch response served and not yet applied".into(),
+        );
+    }
+    let Some(first) = snap.replicas.first() else {
+        return Err("no replicas".into());
+    };
+    for x in &snap.replicas[1..] {
+        if let Some(o) = (0..k).find(|&o| first.log.get(o as usize) != x.log.get(o as usize)) {
+            lower(
+                &mut k,
+                o,
+                format!("replicas {} and {} differ at offset {o}", first.id, x.id),
+            );
+        }
+    }
+    let waited: HashSet<u64> = snap
+        .replicas
+        .iter()
+        .flat_map(|x| x.pending_acks.iter().copied())
+        .collect();
+    let mut unsettled = None;
+    for o in 0..k {
+        let e = first.log[o as usize];
+        let id = e
+            .record_id
+            .ok_or_else(|| format!("the record at offset {o} has no record id"))?;
+        let h = snap
+            .records
+            .get(&id)
+            .ok_or_else(|| format!("record {id} at offset {o} was never produced"))?;
+        if h.offset != o {
+            return Err(format!("record {id} at offset {o} says {}", h.offset));
+        }
+        if h.visible.is_none() || waited.contains(&id) {
+            unsettled = Some((o, id));
+            break;
+        }
+    }
+    if let Some((o, id)) = unsettled {
+        lower(
+            &mut k,
+            o,
+            format!("record {id} is not committed and answered"),
+        );
+    }
+    // Cheaply, before any copy: a log longer than the model's past the
+    // prefix does not fit.
+    if let Some(x) = snap
+        .replicas
+        .iter()
+        .find(|x| x.log.len() as u64 - k > MAX_RECORDS as u64)
+    {
+        return Err(format!(
+            "replica {}: {} entries; the model holds {MAX_RECORDS}, with the settled prefix \
+             dropped (offsets below {k}, limited by {limit})",
+            x.id,
+            x.log.len() as u64 - k
+        ));
+    }
+    let prefix: HashSet<u64> = first.log[..k as usize]
+        .iter()
+        .filter_map(|e| e.record_id)
+        .collect();
+    let logged: HashSet<u64> = snap
+        .replicas
+        .iter()
+        .flat_map(|x| x.log.iter().filter_map(|e| e.record_id))
+        .collect();
+    let mut window = Window {
+        base: k,
+        kept: Vec::new(),
+        first_new: snap.records.keys().last().map_or(0, |&id| id + 1),
+        dropped: 0,
+    };
+    for (&id, h) in &snap.records {
+        let dead = !logged.contains(&id)
+            && !waited.contains(&id)
+            && h.acked.is_none()
+            && h.visible.is_none();
+        if prefix.contains(&id) || dead {
+            window.dropped += 1;
+        } else if h.offset < k {
+            return Err(format!(
+                "record {id} was appended at {} and is in no log, but was acknowledged or \
+                 committed",
+                h.offset
+            ));
+        } else {
+            window.kept.push(id);
+        }
+    }
+    let state = window
+        .view(snap.clone())
+        .and_then(|seen| crate::abstraction::abstract_state(cfg, &seen))
+        .map_err(|why| {
+            format!(
+                "{why}, with the settled prefix dropped (offsets below {k}, limited by {limit})"
+            )
+        })?;
+    Ok((window, state))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -600,5 +808,115 @@ mod tests {
         assert_eq!(w.model_id(4), Some(1));
         assert_eq!(w.model_id(5), None, "rebuild id 5 was model id 3, dropped");
         assert_eq!(w.model_id(6), Some(2));
+    }
+    /// A cluster of 3 replicas in epoch 0, led by 0, every log holding the
+    /// same 6 records, flushed: HW `hw` everywhere, records below it
+    /// committed and answered.
+    fn six_records(hw: u64) -> ClusterSnapshot {
+        use highwater::cluster::RecordHistory as H;
+        use highwater::replication::{ControllerState, LeaderAndIsr, LeaderView};
+        let log: Vec<LogEntry> = (0..6)
+            .map(|o| LogEntry {
+                offset: o,
+                epoch: 0,
+                record_id: Some(o),
+            })
+            .collect();
+        let replicas = (0..3)
+            .map(|r| {
+                let mut x = ReplicaSnapshot::down(r, log.clone(), 6, hw, 6, hw, false);
+                x.alive = true;
+                x.leader_epoch = Some(0);
+                x.leader = LeaderView::Replica(0);
+                if r == 0 {
+                    x.isr = vec![0, 1, 2];
+                    x.follower_leo = [(1, Some(6)), (2, Some(6))].into_iter().collect();
+                }
+                x
+            })
+            .collect();
+        let records = (0..6)
+            .map(|o| {
+                let done = (o < hw).then_some(0);
+                (
+                    o,
+                    H {
+                        offset: o,
+                        acked: done,
+                        visible: done,
+                    },
+                )
+            })
+            .collect();
+        ClusterSnapshot {
+            replicas,
+            controller: ControllerState {
+                leader: Some(0),
+                leader_epoch: Some(0),
+                isr: vec![0, 1, 2],
+                alive: vec![0, 1, 2],
+                ..ControllerState::default()
+            },
+            requests: [(
+                0,
+                LeaderAndIsr {
+                    leader_epoch: 0,
+                    leader: Some(0),
+                    isr: vec![0, 1, 2],
+                    replicas: vec![0, 1, 2],
+                },
+            )]
+            .into_iter()
+            .collect(),
+            records,
+            clean_crashes: 0,
+            unclean_crashes: 0,
+            leader_moves: 0,
+        }
+    }
+
+    /// Resuming takes the implementation's state once its settled prefix
+    /// is dropped and the rest fits the model (6 records, 3 settled: the
+    /// model resumes holding the other 3, renamed 0 to 2 from offset 0),
+    /// and refuses one that does not fit: 5 records unsettled (the HW at
+    /// 1), a follower's recovery point below the HW (an unclean crash could
+    /// still cut the prefix), a record still waiting for its answer.
+    #[test]
+    fn a_resume_takes_only_a_settled_state_that_fits_the_model() {
+        let concurrent = highwater::cluster::concurrent::ConcurrentConfig::new(3);
+        let cfg = super::super::model_config(&concurrent);
+        let (window, state) = resume_at(&cfg, &six_records(3), None).expect("3 settled");
+        assert_eq!((window.base, window.dropped), (3, 3));
+        assert_eq!(state.produced, 3);
+        assert_eq!(state.replica(0).log.leo(), 3);
+        assert_eq!(state.replica(1).hw, 0);
+        assert_eq!(state.records[0].offset, 0);
+        assert!(super::super::check::broken_properties(&state).is_empty());
+
+        let refused = |snap: &ClusterSnapshot, floor| match resume_at(&cfg, snap, floor) {
+            Ok((w, s)) => panic!("resumed at base {} with {} records", w.base, s.produced),
+            Err(why) => why,
+        };
+        let why = refused(&six_records(1), None);
+        assert!(
+            why.contains("5 entries") && why.contains("limited by replica 0's HW"),
+            "{why}"
+        );
+
+        let mut unflushed = six_records(3);
+        unflushed.replicas[2].recovery_point = 1;
+        let why = refused(&unflushed, None);
+        assert!(why.contains("replica 2's recovery point"), "{why}");
+
+        let mut waiting = six_records(3);
+        waiting.replicas[0].pending_acks = vec![1];
+        let why = refused(&waiting, None);
+        assert!(
+            why.contains("record 1 is not committed and answered"),
+            "{why}"
+        );
+
+        let why = refused(&six_records(3), Some(1));
+        assert!(why.contains("served and not yet applied"), "{why}");
     }
 }

@@ -1,0 +1,299 @@
+//! highwater-soak: runs the concurrent driver under a nemesis (overlapping
+//! crashes, zombies, leader moves, pauses; chosen by seed) for N seeds of
+//! T seconds each, under one or more rule sets, and prints what was sent,
+//! acknowledged and lost, what was read and later vanished, logs that
+//! disagree below the HW, faults injected, and whether the partition
+//! healed after the last fault. Every seed's trace is validated against the
+//! model (`trace_validation::validated_run`; this binary lives in the
+//! conformance crate, which sees both): per rule set it prints how many
+//! traces were validated whole, how many went beyond the model's bounds
+//! (and how many of their events were validated and skipped), and how many
+//! did not fit. Exits non-zero on a trace that does not fit (under any
+//! rule set: the model runs with the same rules; the misfit is printed and
+//! the trace kept) and on any loss under today's rules (a historical rule
+//! set is expected to lose).
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use clap::Parser;
+use highwater::cluster::concurrent::{soak_config, InjectedFault, RuleSet, SoakFigures};
+use highwater_conformance::trace_validation::{
+    model_config, validate_file_with, validated_run, MisfitKind, Mode,
+};
+
+#[derive(Parser)]
+#[command(about = "Soak the concurrent driver under a nemesis, every trace validated")]
+struct Cli {
+    /// Seeds to run (0 to N-1, or from --first-seed), under each rule set.
+    #[arg(long, default_value_t = 10)]
+    seeds: u64,
+    #[arg(long, default_value_t = 0)]
+    first_seed: u64,
+    /// Seconds each seed runs.
+    #[arg(long, default_value_t = 3.0, value_parser = positive_seconds)]
+    seconds: f64,
+    /// Rule sets to soak, one after the other (comma-separated).
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "today")]
+    rules: Vec<RuleSet>,
+    /// Stop a rule set at the first seed that loses something.
+    #[arg(long)]
+    stop_at_loss: bool,
+    /// Let unclean crashes overlap (by default one happens only while
+    /// every broker is up and in the ISR: the model's assumption, since
+    /// records unflushed on every replica are lost under any rule).
+    #[arg(long)]
+    overlap_unclean: bool,
+    /// Stop producing after this many records (4 or fewer: the records fit
+    /// the model's state, and a trace is validated to its end unless its
+    /// leader epochs go beyond the model's).
+    #[arg(long)]
+    max_records: Option<u64>,
+    /// Also validate each trace as before resuming (the window moves, and
+    /// validation stops at the first event beyond the model's bounds), and
+    /// print the fraction of events validated then.
+    #[arg(long)]
+    compare_without_resuming: bool,
+    /// A concurrency bug injected into the driver (a test-only switch, to
+    /// show a trace that does not fit failing the soak).
+    #[arg(long, value_enum, hide = true)]
+    inject_fault: Option<Injected>,
+    /// Where the trace of a run that does not fit the model is kept.
+    #[arg(long, default_value_os_t = std::env::temp_dir().join("highwater-soak-misfits"))]
+    keep_traces: PathBuf,
+}
+
+/// The driver's injected faults the soak can be run with.
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum Injected {
+    HwPublishedEarly,
+    StaleEpochFetchResponse,
+    IsrChangeAppliedTwice,
+}
+
+impl Injected {
+    fn fault(self) -> InjectedFault {
+        match self {
+            Injected::HwPublishedEarly => InjectedFault::HwPublishedEarly,
+            Injected::StaleEpochFetchResponse => InjectedFault::StaleEpochFetchResponse,
+            Injected::IsrChangeAppliedTwice => InjectedFault::IsrChangeAppliedTwice,
+        }
+    }
+}
+
+fn positive_seconds(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .parse()
+        .map_err(|_| format!("`{s}` is not a number of seconds"))?;
+    if v > 0.0 && v.is_finite() {
+        Ok(v)
+    } else {
+        Err(format!("{s}: the seconds must be a positive number"))
+    }
+}
+
+/// What one rule set's seeds showed.
+#[derive(Default)]
+struct Tally {
+    runs: u64,
+    healed: u64,
+    figures: SoakFigures,
+    first_loss: Option<(u64, Duration)>,
+    /// Traces validated whole.
+    whole: u64,
+    /// Traces that went beyond the model's bounds: their events validated
+    /// and skipped, and the times validation resumed.
+    beyond: u64,
+    beyond_validated: u64,
+    beyond_skipped: u64,
+    resumptions: u64,
+    /// Events of the traces that fit, and of those the events validated
+    /// now and (with --compare-without-resuming) as before resuming.
+    events: u64,
+    validated: u64,
+    validated_before: u64,
+    /// Traces that do not fit, and where each is kept.
+    misfits: Vec<String>,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let mut failed = false;
+    let mut tallies = Vec::new();
+    for &rules in &cli.rules {
+        match soak(&cli, rules) {
+            Ok(t) => {
+                let lost_today =
+                    rules == RuleSet::Today && !cli.overlap_unclean && t.first_loss.is_some();
+                failed |= lost_today || !t.misfits.is_empty();
+                tallies.push((rules, t));
+            }
+            Err(e) => {
+                eprintln!("{e}");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    for (rules, t) in &tallies {
+        print_tally(&cli, *rules, t);
+    }
+    if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+fn soak(cli: &Cli, rules: RuleSet) -> Result<Tally, String> {
+    let started = Instant::now();
+    let mut t = Tally::default();
+    for (i, seed) in (cli.first_seed..cli.first_seed + cli.seeds).enumerate() {
+        eprint!(
+            "{rules:?} seed {seed} ({} of {}): running {} s, then validating... ",
+            i + 1,
+            cli.seeds,
+            cli.seconds
+        );
+        let _ = std::io::stderr().flush();
+        let dir = tempfile::tempdir().map_err(|e| format!("no temporary directory: {e}"))?;
+        let mut config = soak_config(rules, seed, Duration::from_secs_f64(cli.seconds));
+        if let Some(n) = config.nemesis.as_mut() {
+            n.one_unclean_at_a_time = !cli.overlap_unclean;
+        }
+        config.inject = cli.inject_fault.map(Injected::fault);
+        if cli.max_records.is_some() {
+            config.max_records = cli.max_records;
+        }
+        let run = validated_run(config.clone(), dir.path())
+            .map_err(|e| format!("{rules:?} seed {seed}: the run failed: {e}"))?;
+        eprintln!("done");
+        if let Ok(s) = &run.validation {
+            t.events += s.events + s.events_skipped;
+            t.validated += s.events;
+            if cli.compare_without_resuming {
+                let trace = dir.path().join("trace.jsonl");
+                t.validated_before +=
+                    match validate_file_with(&model_config(&config), &config, &trace, Mode::Window)
+                    {
+                        Ok(s) => s.events,
+                        Err(m) => m.seq,
+                    };
+            }
+        }
+        let report = &run.report;
+        let f = SoakFigures::of(report);
+        t.runs += 1;
+        t.healed += u64::from(f.healed);
+        let validation = match &run.validation {
+            Ok(s) if s.whole() => {
+                t.whole += 1;
+                run.describe()
+            }
+            Ok(s) => {
+                t.beyond += 1;
+                t.beyond_validated += s.events;
+                t.beyond_skipped += s.events_skipped;
+                t.resumptions += s.resumptions;
+                run.describe()
+            }
+            // Not returned by `validated_run` (it resumes past the bounds);
+            // counted the same should it be.
+            Err(m) if m.kind == MisfitKind::BeyondModel => {
+                t.beyond += 1;
+                t.beyond_validated += m.seq;
+                run.describe()
+            }
+            Err(m) => {
+                let kept = keep_trace(&cli.keep_traces, rules, seed, dir.path());
+                println!("{rules:?} seed {seed}: the trace is not a behaviour of the model:\n{m}");
+                t.misfits.push(format!("seed {seed}: trace {kept}"));
+                format!("does not fit at event {} (trace {kept})", m.seq)
+            }
+        };
+        println!(
+            "{rules:?} seed {seed}: sent {} acked {} lost {} vanished {} disagreeing-below-hw {} \
+             faults {} healed {}{}; trace: {validation}",
+            f.records_sent,
+            f.acknowledged,
+            f.lost,
+            f.vanished,
+            f.disagreeing_below_hw,
+            f.faults,
+            f.healed,
+            if report.errors.is_empty() {
+                String::new()
+            } else {
+                format!(" errors {:?}", report.errors)
+            }
+        );
+        t.figures.records_sent += f.records_sent;
+        t.figures.acknowledged += f.acknowledged;
+        t.figures.lost += f.lost;
+        t.figures.vanished += f.vanished;
+        t.figures.disagreeing_below_hw += f.disagreeing_below_hw;
+        t.figures.faults += f.faults;
+        if f.loss() && t.first_loss.is_none() {
+            t.first_loss = Some((seed, started.elapsed()));
+            if cli.stop_at_loss {
+                break;
+            }
+        }
+    }
+    Ok(t)
+}
+
+/// Copies a misfit's trace out of the run's temporary directory; says
+/// where it is (or why it could not be kept).
+fn keep_trace(to: &Path, rules: RuleSet, seed: u64, run_dir: &Path) -> String {
+    let from = run_dir.join("trace.jsonl");
+    let dest = to.join(format!("{rules:?}-seed-{seed}.jsonl").to_lowercase());
+    match std::fs::create_dir_all(to).and_then(|()| std::fs::copy(&from, &dest)) {
+        Ok(_) => format!("kept at {}", dest.display()),
+        Err(e) => format!("not kept ({} to {}: {e})", from.display(), dest.display()),
+    }
+}
+
+fn print_tally(cli: &Cli, rules: RuleSet, t: &Tally) {
+    let f = &t.figures;
+    println!("rules: {rules:?}, {} run(s) of {} s", t.runs, cli.seconds);
+    println!("records sent:                 {}", f.records_sent);
+    println!("acknowledged:                 {}", f.acknowledged);
+    println!("acknowledged and lost:        {}", f.lost);
+    println!("consumed, later vanished:     {}", f.vanished);
+    println!("logs disagreeing below HW:    {}", f.disagreeing_below_hw);
+    println!("traces validated whole:       {} of {}", t.whole, t.runs);
+    println!(
+        "traces beyond model bounds:   {} ({} events validated, {} skipped, validation resumed {} \
+         times)",
+        t.beyond, t.beyond_validated, t.beyond_skipped, t.resumptions
+    );
+    let pct = |n: u64| 100.0 * n as f64 / t.events.max(1) as f64;
+    println!(
+        "events validated:             {} of {} ({:.1}%) in the traces that fit",
+        t.validated,
+        t.events,
+        pct(t.validated)
+    );
+    if cli.compare_without_resuming {
+        println!(
+            "  without resuming:           {} ({:.1}%)",
+            t.validated_before,
+            pct(t.validated_before)
+        );
+    }
+    println!("traces that do not fit:       {}", t.misfits.len());
+    for m in &t.misfits {
+        println!("  {m}");
+    }
+    println!("faults injected:              {}", f.faults);
+    println!("healed after the last fault:  {} of {}", t.healed, t.runs);
+    match t.first_loss {
+        Some((seed, at)) => println!(
+            "first loss:                   seed {seed}, within {:.1} s (runs and their validation)",
+            at.as_secs_f64()
+        ),
+        None => println!("first loss:                   none"),
+    }
+}
