@@ -558,11 +558,12 @@ fn a_run_with_requests_in_flight_is_validated_past_its_stretches_beyond_the_boun
 /// (`InjectedFault::HwPublishedEarlyFrom`), in a run whose producer keeps
 /// 4 requests in flight: caught after a stretch beyond the model's bounds,
 /// only because validation resumed; the same trace validated without
-/// resuming stops at its first stretch and says nothing of the fault.
+/// resuming stops at its first stretch and says nothing of the fault. Up
+/// to 6 runs: the fault may fall in a skipped stretch (1 in 8 runs).
 #[test]
 fn a_fault_after_a_stretch_beyond_the_bounds_is_caught_only_because_validation_resumes() {
     let mut tried = Vec::new();
-    for _ in 0..3 {
+    for _ in 0..6 {
         let dir = tempfile::tempdir().unwrap();
         let mut config = in_flight_config();
         config.inject = Some(InjectedFault::HwPublishedEarlyFrom { offset: 20 });
@@ -585,5 +586,5 @@ fn a_fault_after_a_stretch_beyond_the_bounds_is_caught_only_because_validation_r
             _ => tried.push(run.describe()),
         }
     }
-    panic!("the fault was not caught in 3 runs: {tried:?}");
+    panic!("the fault was not caught in 6 runs: {tried:?}");
 }

@@ -313,6 +313,14 @@ pub fn validate_with(
                             "leader epoch {e}, beyond the model's {max_epoch}: no later state \
                              fits the model"
                         )),
+                        // Resuming forgets the steps `reorder` keeps: a
+                        // follower's own Flush or CheckpointHw before it
+                        // applies an answer shown as applied could no
+                        // longer go before its fetch.
+                        None if !rebuild.unapplied_followers().is_empty() => Err(format!(
+                            "replica {}'s fetch is answered and not yet applied",
+                            rebuild.unapplied_followers()[0]
+                        )),
                         None => {
                             let floor = rebuild.unapplied_floor().map(|(o, _)| o);
                             let cfg = checker.config();

@@ -581,12 +581,23 @@ impl Rebuild {
             .min()
     }
 
-    /// The followers with a fetch answered (with records or an HW) and
-    /// not yet applied.
+    /// The followers with a fetch answered and not yet applied whose answer
+    /// changes them (records, or a higher HW): shown as applied, so their
+    /// own Flush or CheckpointHw before the apply must go before the fetch
+    /// (`Checker::reorder`).
     pub fn unapplied_followers(&self) -> Vec<ReplicaId> {
         self.served
             .iter()
-            .filter(|(_, x)| !x.diverging)
+            .filter(|(&(f, _), x)| {
+                let Some(s) = self.replicas.get(f as usize) else {
+                    return false;
+                };
+                // An answer that brings nothing (a held fetch at the
+                // follower's LEO and HW) is shown as applied to no effect.
+                let hw = s.state.as_ref().map_or(s.last_hw, |st| st.high_watermark);
+                let leo = s.log.len() as u64 + x.entries.len() as u64;
+                !x.diverging && (!x.entries.is_empty() || x.high_watermark.min(leo) > hw)
+            })
             .map(|(&(f, _), _)| f)
             .collect()
     }
