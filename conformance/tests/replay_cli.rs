@@ -1,18 +1,10 @@
 //! `highwater-replay`: a historical loss replayed on real files, and clear
 //! errors for what cannot be replayed.
 
-use std::process::Command;
+mod common;
 
 fn replay(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_highwater-replay"))
-        .args(args)
-        .output()
-        .expect("the binary runs");
-    (
-        out.status.code().expect("an exit code"),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    common::binary::run(env!("CARGO_BIN_EXE_highwater-replay"), args)
 }
 
 #[test]

@@ -6,6 +6,8 @@
 //! Every run's trace is validated against the model (`validated_run`): a
 //! historical rule set's trace fits the model run with the same rules.
 
+mod common;
+
 use std::time::Duration;
 
 use highwater::cluster::concurrent::{soak_config, RuleSet, SoakFigures};
@@ -138,15 +140,7 @@ fn a_full_disk_takes_the_replica_offline_and_the_partition_heals() {
 // --- The binary ---------------------------------------------------------------
 
 fn soak_binary(args: &[&str]) -> (i32, String, String) {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_highwater-soak"))
-        .args(args)
-        .output()
-        .expect("the binary runs");
-    (
-        out.status.code().expect("an exit code"),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    common::binary::run(env!("CARGO_BIN_EXE_highwater-soak"), args)
 }
 
 /// `highwater-soak` validates every seed's trace and says so per rule set,

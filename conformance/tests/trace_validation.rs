@@ -117,6 +117,11 @@ fn every_seeded_concurrent_run_is_a_behaviour_of_the_model() {
     );
 }
 
+/// The first `n` lines of a report.
+fn head(report: &str, n: usize) -> String {
+    report.lines().take(n).collect::<Vec<_>>().join("\n")
+}
+
 /// Seeds tried per injected fault before giving up (whether a fault strikes
 /// depends on timing: under heavy load 40 seeds were once not enough).
 const FAULT_SEEDS: u64 = 120;
@@ -163,10 +168,7 @@ fn assert_caught(fault: InjectedFault) {
     let report = caught(fault).unwrap_or_else(|| {
         panic!("{fault:?}: trace validation accepted {FAULT_SEEDS} runs with the fault")
     });
-    eprintln!(
-        "{fault:?} caught:\n{}",
-        report.lines().take(16).collect::<Vec<_>>().join("\n")
-    );
+    eprintln!("{fault:?} caught:\n{}", head(&report, 16));
     lockstep_finds_nothing();
 }
 
@@ -443,11 +445,7 @@ fn a_fault_after_the_fifth_record_is_caught_only_because_the_window_moves() {
                 eprintln!(
                     "caught at event {} (the fifth record at {fifth}):\n{}",
                     m.seq,
-                    m.to_string()
-                        .lines()
-                        .take(14)
-                        .collect::<Vec<_>>()
-                        .join("\n")
+                    head(&m.to_string(), 14)
                 );
                 assert!(m.seq > fifth, "caught after the fifth record");
                 assert_eq!(
@@ -574,11 +572,7 @@ fn a_fault_after_a_stretch_beyond_the_bounds_is_caught_only_because_validation_r
                 eprintln!(
                     "caught at event {} (without resuming, stopped at {stopped}):\n{}",
                     m.seq,
-                    m.to_string()
-                        .lines()
-                        .take(14)
-                        .collect::<Vec<_>>()
-                        .join("\n")
+                    head(&m.to_string(), 14)
                 );
                 assert!(m.seq > stopped, "caught after the first stretch");
                 return;

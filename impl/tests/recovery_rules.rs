@@ -369,12 +369,18 @@ fn epochs_below_minus_one_are_refused() {
     assert_eq!(fs::read(&path).unwrap(), bytes, "nothing cut");
 }
 
-/// Finding 6: a broker checkpoint that does not parse used to refuse the
-/// whole directory. Kafka's `LogManager.loadLogs` resets the recovery point
-/// to 0 and the log start to the first segment; the HW goes to the log
-/// start (safe: it only waits for the leader again).
-#[test]
-fn unreadable_broker_checkpoints_are_reset() {
+/// The three broker checkpoints of a log directory.
+const BROKER_CHECKPOINTS: [&str; 3] = [
+    "recovery-point-offset-checkpoint",
+    "replication-offset-checkpoint",
+    "log-start-offset-checkpoint",
+];
+
+/// A log directory holding `t-0` with 40 batches, its HW at its end,
+/// stopped without the clean-shutdown marker: the directory, the
+/// partition, what was written and the log end.
+fn stopped_uncleanly_with_40_batches(
+) -> (tempfile::TempDir, TopicPartition, Vec<(u64, Record)>, u64) {
     let tmp = tempfile::tempdir().unwrap();
     let tp = TopicPartition::new("t", 0).unwrap();
     let ld = LogDir::open(tmp.path()).unwrap();
@@ -384,20 +390,31 @@ fn unreadable_broker_checkpoints_are_reset() {
     log.set_high_watermark(leo).unwrap();
     ld.close(vec![(tp.clone(), log)]).unwrap();
     fs::remove_file(tmp.path().join(".kafka_cleanshutdown")).unwrap();
-    for name in [
-        "recovery-point-offset-checkpoint",
-        "replication-offset-checkpoint",
-        "log-start-offset-checkpoint",
-    ] {
-        let root = tmp.path().join(format!("copy-{name}"));
-        fs::create_dir_all(&root).unwrap();
-        for e in fs::read_dir(tmp.path()).unwrap() {
-            let e = e.unwrap();
-            if e.file_type().unwrap().is_file() {
-                fs::copy(e.path(), root.join(e.file_name())).unwrap();
-            }
+    (tmp, tp, expected, leo)
+}
+
+/// Copies a log directory (its files and `t-0`) to `to`, created.
+fn copy_log_dir(from: &Path, to: &Path) {
+    fs::create_dir_all(to).unwrap();
+    for e in fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        if e.file_type().unwrap().is_file() {
+            fs::copy(e.path(), to.join(e.file_name())).unwrap();
         }
-        copy_dir(&tmp.path().join("t-0"), &root.join("t-0"));
+    }
+    copy_dir(&from.join("t-0"), &to.join("t-0"));
+}
+
+/// Finding 6: a broker checkpoint that does not parse used to refuse the
+/// whole directory. Kafka's `LogManager.loadLogs` resets the recovery point
+/// to 0 and the log start to the first segment; the HW goes to the log
+/// start (safe: it only waits for the leader again).
+#[test]
+fn unreadable_broker_checkpoints_are_reset() {
+    let (tmp, tp, expected, leo) = stopped_uncleanly_with_40_batches();
+    for name in BROKER_CHECKPOINTS {
+        let root = tmp.path().join(format!("copy-{name}"));
+        copy_log_dir(tmp.path(), &root);
         let mut bytes = fs::read(root.join(name)).unwrap();
         bytes[0] ^= 0x04; // the version line: "0" becomes "4"
         fs::write(root.join(name), &bytes).unwrap();
@@ -450,34 +467,15 @@ fn recovery_of_a_log_with_no_epochs_needs_no_checkpoint() {
 /// valid offset; only the log start may then move, and only up.
 #[test]
 fn every_bit_flip_of_a_broker_checkpoint_opens_and_keeps_every_batch() {
-    let tmp = tempfile::tempdir().unwrap();
-    let tp = TopicPartition::new("t", 0).unwrap();
-    let ld = LogDir::open(tmp.path()).unwrap();
-    let (mut log, _) = ld.open_log(&tp, small_config()).unwrap();
-    let expected = fill(&mut log, 40);
-    let leo = log.log_end_offset();
-    log.set_high_watermark(leo).unwrap();
-    ld.close(vec![(tp.clone(), log)]).unwrap();
-    fs::remove_file(tmp.path().join(".kafka_cleanshutdown")).unwrap();
+    let (tmp, tp, expected, leo) = stopped_uncleanly_with_40_batches();
     let root = tmp.path().join("copy");
     let mut flips = 0;
     let mut refused = Vec::new();
-    for name in [
-        "recovery-point-offset-checkpoint",
-        "replication-offset-checkpoint",
-        "log-start-offset-checkpoint",
-    ] {
+    for name in BROKER_CHECKPOINTS {
         let original = fs::read(tmp.path().join(name)).unwrap();
         for bit in 0..original.len() * 8 {
             let _ = fs::remove_dir_all(&root);
-            fs::create_dir_all(&root).unwrap();
-            for e in fs::read_dir(tmp.path()).unwrap() {
-                let e = e.unwrap();
-                if e.file_type().unwrap().is_file() {
-                    fs::copy(e.path(), root.join(e.file_name())).unwrap();
-                }
-            }
-            copy_dir(&tmp.path().join("t-0"), &root.join("t-0"));
+            copy_log_dir(tmp.path(), &root);
             let mut bytes = original.clone();
             bytes[bit / 8] ^= 1 << (bit % 8);
             fs::write(root.join(name), &bytes).unwrap();

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 use highwater_conformance::lockstep::Guide;
+pub mod binary;
 pub mod scripted;
 
 use highwater_model::state::{MAX_EPOCH, MAX_RECORDS};
