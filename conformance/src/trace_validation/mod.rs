@@ -317,16 +317,19 @@ pub fn validate_with(
                         // follower's own Flush or CheckpointHw before it
                         // applies an answer shown as applied could no
                         // longer go before its fetch.
-                        None if !rebuild.unapplied_followers().is_empty() => Err(format!(
-                            "replica {}'s fetch is answered and not yet applied",
-                            rebuild.unapplied_followers()[0]
-                        )),
-                        None => {
-                            let floor = rebuild.unapplied_floor().map(|(o, _)| o);
-                            let cfg = checker.config();
-                            window::resume_hint(cfg, &rebuild.replicas_without_logs(), floor)
-                                .and_then(|()| window::resume_at(cfg, &rebuild.snapshot(), floor))
-                        }
+                        None => match rebuild.unapplied_followers().first() {
+                            Some(f) => Err(format!(
+                                "replica {f}'s fetch is answered and not yet applied"
+                            )),
+                            None => {
+                                let floor = rebuild.unapplied_floor().map(|(o, _)| o);
+                                let cfg = checker.config();
+                                window::resume_hint(cfg, &rebuild.replicas_without_logs(), floor)
+                                    .and_then(|()| {
+                                        window::resume_at(cfg, &rebuild.snapshot(), floor)
+                                    })
+                            }
+                        },
                     }
                 });
                 let m = match resumed {

@@ -50,6 +50,31 @@ fn checkpoint_matters(cfg: &Config, s: &State) -> bool {
     recovery_matters(cfg, s) && cfg.hw_checkpoint == HwCheckpoint::Periodic
 }
 
+/// Whether a move to offset `k` drops record `id` (one rule for the
+/// model's state, `settled_as`, and the implementation's, `resume_at`): a
+/// record in the settled prefix, or one in no log that nobody waits for
+/// and that was never acknowledged or committed (nothing brings it back).
+/// A record appended below `k` and kept anyway is an error: nothing may
+/// name an offset in the prefix.
+fn dropped_by_the_move(
+    id: impl std::fmt::Display,
+    in_prefix: bool,
+    dead: bool,
+    offset: u64,
+    k: u64,
+) -> Result<bool, String> {
+    if in_prefix || dead {
+        Ok(true)
+    } else if offset < k {
+        Err(format!(
+            "record {id} was appended at {offset} and is in no log, but was acknowledged or \
+             committed"
+        ))
+    } else {
+        Ok(false)
+    }
+}
+
 /// The move the model's state `s` allows, or why none.
 pub fn settled(cfg: &Config, s: &State) -> Result<Shift, String> {
     settled_as(cfg, s, false)
@@ -154,14 +179,8 @@ fn settled_as(cfg: &Config, s: &State, ignore_recovery_point: bool) -> Result<Sh
         let in_prefix = shift.prefix[..k as usize].iter().any(|e| e.id == id);
         let dead =
             !in_a_log(id) && pending & (1 << id) == 0 && h.acked.is_none() && h.visible.is_none();
-        if in_prefix || dead {
+        if dropped_by_the_move(id, in_prefix, dead, u64::from(h.offset), u64::from(k))? {
             shift.dropped += 1;
-        } else if h.offset < k {
-            return Err(format!(
-                "record {id} was appended at {} and is in no log, but was acknowledged or \
-                 committed",
-                h.offset
-            ));
         } else {
             shift.renumber[id as usize] = Some(next);
             next += 1;
@@ -629,14 +648,8 @@ pub fn resume_at(
             && !waited.contains(&id)
             && h.acked.is_none()
             && h.visible.is_none();
-        if prefix.contains(&id) || dead {
+        if dropped_by_the_move(id, prefix.contains(&id), dead, h.offset, k)? {
             window.dropped += 1;
-        } else if h.offset < k {
-            return Err(format!(
-                "record {id} was appended at {} and is in no log, but was acknowledged or \
-                 committed",
-                h.offset
-            ));
         } else {
             window.kept.push(id);
         }
