@@ -19,7 +19,9 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
-use highwater::cluster::concurrent::{soak_config, InjectedFault, RuleSet, SoakFigures};
+use highwater::cluster::concurrent::{
+    pace_for_validation, soak_config, ConcurrentConfig, InjectedFault, RuleSet, SoakFigures,
+};
 use highwater_conformance::trace_validation::{
     model_config, validate_file_with, validated_run, MisfitKind, Mode,
 };
@@ -51,6 +53,13 @@ struct Cli {
     /// leader epochs go beyond the model's).
     #[arg(long)]
     max_records: Option<u64>,
+    /// Pace the producers so that trace validation can follow the run past
+    /// its faults: bursts of 4 records (the model's) with a pause after
+    /// each, and brokers that flush and checkpoint their HW every 10 ms
+    /// (`pace_for_validation`). Without it the soak runs at full rate, and
+    /// only the traces' first events fit the model's 4 records.
+    #[arg(long)]
+    paced: bool,
     /// Also validate each trace as before resuming (the window moves, and
     /// validation stops at the first event beyond the model's bounds), and
     /// print the fraction of events validated then.
@@ -60,6 +69,11 @@ struct Cli {
     /// show a trace that does not fit failing the soak).
     #[arg(long, value_enum, hide = true)]
     inject_fault: Option<Injected>,
+    /// Validate this kept trace again instead of running (with the
+    /// configuration of --rules, --first-seed and --paced, as the soak
+    /// that kept it ran): prints the first event that does not fit.
+    #[arg(long, value_name = "FILE")]
+    validate_trace: Option<PathBuf>,
     /// Where the trace of a run that does not fit the model is kept.
     #[arg(long, default_value_os_t = std::env::temp_dir().join("highwater-soak-misfits"))]
     keep_traces: PathBuf,
@@ -120,6 +134,9 @@ struct Tally {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Some(trace) = &cli.validate_trace {
+        return validate_kept(&cli, trace);
+    }
     let mut failed = false;
     let mut tallies = Vec::new();
     for &rules in &cli.rules {
@@ -146,6 +163,42 @@ fn main() -> ExitCode {
     }
 }
 
+/// The configuration the soak runs `rules` and `seed` with.
+fn config_of(cli: &Cli, rules: RuleSet, seed: u64) -> ConcurrentConfig {
+    let mut config = soak_config(rules, seed, Duration::from_secs_f64(cli.seconds));
+    if let Some(n) = config.nemesis.as_mut() {
+        n.one_unclean_at_a_time = !cli.overlap_unclean;
+    }
+    config.inject = cli.inject_fault.map(Injected::fault);
+    if cli.max_records.is_some() {
+        config.max_records = cli.max_records;
+    }
+    if cli.paced {
+        pace_for_validation(&mut config);
+    }
+    config
+}
+
+/// `--validate-trace`: exit 0 when the trace fits, 1 when it does not, 2
+/// when the options name no single rule set.
+fn validate_kept(cli: &Cli, trace: &Path) -> ExitCode {
+    let [rules] = cli.rules[..] else {
+        eprintln!("--validate-trace takes one rule set (--rules), the one the trace ran under");
+        return ExitCode::from(2);
+    };
+    let config = config_of(cli, rules, cli.first_seed);
+    match validate_file_with(&model_config(&config), &config, trace, Mode::Resume) {
+        Ok(s) => {
+            println!("{}: fits ({})", trace.display(), s.describe_skipped());
+            ExitCode::SUCCESS
+        }
+        Err(m) => {
+            println!("{}: {m}", trace.display());
+            ExitCode::FAILURE
+        }
+    }
+}
+
 fn soak(cli: &Cli, rules: RuleSet) -> Result<Tally, String> {
     let started = Instant::now();
     let mut t = Tally::default();
@@ -158,14 +211,7 @@ fn soak(cli: &Cli, rules: RuleSet) -> Result<Tally, String> {
         );
         let _ = std::io::stderr().flush();
         let dir = tempfile::tempdir().map_err(|e| format!("no temporary directory: {e}"))?;
-        let mut config = soak_config(rules, seed, Duration::from_secs_f64(cli.seconds));
-        if let Some(n) = config.nemesis.as_mut() {
-            n.one_unclean_at_a_time = !cli.overlap_unclean;
-        }
-        config.inject = cli.inject_fault.map(Injected::fault);
-        if cli.max_records.is_some() {
-            config.max_records = cli.max_records;
-        }
+        let config = config_of(cli, rules, seed);
         let run = validated_run(config.clone(), dir.path())
             .map_err(|e| format!("{rules:?} seed {seed}: the run failed: {e}"))?;
         eprintln!("done");
@@ -257,7 +303,11 @@ fn keep_trace(to: &Path, rules: RuleSet, seed: u64, run_dir: &Path) -> String {
 
 fn print_tally(cli: &Cli, rules: RuleSet, t: &Tally) {
     let f = &t.figures;
-    println!("rules: {rules:?}, {} run(s) of {} s", t.runs, cli.seconds);
+    let paced = if cli.paced { ", paced" } else { "" };
+    println!(
+        "rules: {rules:?}, {} run(s) of {} s{paced}",
+        t.runs, cli.seconds
+    );
     println!("records sent:                 {}", f.records_sent);
     println!("acknowledged:                 {}", f.acknowledged);
     println!("acknowledged and lost:        {}", f.lost);

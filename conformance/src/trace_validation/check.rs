@@ -17,7 +17,7 @@ use highwater_model::state::{Replica, MAX_REPLICAS};
 use highwater_model::{Action, Config, PartitionModel, State};
 
 use super::rebuild::Gap;
-use super::window::{behaves_alike, settled, shift_action, shift_state, Shift};
+use super::window::{behaves_alike, epochs_settled, settled, shift_action, shift_state, Shift};
 use super::{MisfitKind, Summary};
 use crate::abstraction::{abstract_state, comparable};
 
@@ -314,7 +314,8 @@ impl Checker {
     }
 
     /// Moves the window (`window.rs`) once the model's record budget is
-    /// full and a prefix has settled: the model's state, and the recent
+    /// full or its last epoch is taken, and a prefix has settled or old
+    /// epochs are named no more: the model's state, and the recent
     /// steps kept for `reorder` (those that hold the prefix; older ones are
     /// forgotten), drop it. The move is taken only where the model behaves
     /// alike from the moved state, two steps deep (`behaves_alike`).
@@ -323,10 +324,14 @@ impl Checker {
     /// and the follower that can.
     /// `unapplied`: the followers with a fetch answered and not applied.
     pub fn move_window(&mut self, limit: Option<(u8, u32)>, unapplied: &[u8]) -> Option<Shift> {
-        if self.model.produced < self.cfg.records {
+        let settle = if self.model.produced >= self.cfg.records {
+            settled
+        } else if self.model.controller.next_epoch() > self.cfg.max_epoch {
+            epochs_settled
+        } else {
             return None;
-        }
-        let shift = match settled(&self.cfg, &self.model) {
+        };
+        let shift = match settle(&self.cfg, &self.model) {
             Ok(shift) => shift,
             Err(why) => {
                 self.window_stuck = Some(why);
@@ -391,6 +396,7 @@ impl Checker {
         self.summary.window_moves += 1;
         self.summary.offsets_dropped += u64::from(shift.k);
         self.summary.records_dropped += u64::from(shift.dropped);
+        self.summary.epochs_dropped += u64::from(shift.epochs);
         Some(shift)
     }
 

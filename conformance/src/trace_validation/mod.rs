@@ -117,6 +117,11 @@ pub struct Summary {
     /// Offsets and records dropped by those moves.
     pub offsets_dropped: u64,
     pub records_dropped: u64,
+    /// Leader epochs dropped by those moves.
+    pub epochs_dropped: u64,
+    /// The highest first epoch of the window at a validated event: events
+    /// of epochs up to this many past the model's last were validated.
+    pub epoch_base_reached: highwater::replication::LeaderEpoch,
     /// Moves `behaves_alike` refused (the refinement argument did not hold
     /// on that state; validation then goes on without moving).
     pub window_refused: u64,
@@ -302,34 +307,22 @@ pub fn validate_with(
                 let event = describe(&entry);
                 checker.skip();
                 rebuild.gap.take();
-                let max_epoch = i64::from(checker.config().max_epoch);
                 let resumed = rebuild.apply(&entry).map(|()| {
-                    match rebuild
-                        .highest_epoch()
-                        .filter(|&e| i64::from(e) > max_epoch)
-                    {
-                        // Epochs are not windowed: nothing later fits.
-                        Some(e) => Err(format!(
-                            "leader epoch {e}, beyond the model's {max_epoch}: no later state \
-                             fits the model"
+                    // Resuming forgets the steps `reorder` keeps: a
+                    // follower's own Flush or CheckpointHw before it
+                    // applies an answer shown as applied could no longer
+                    // go before its fetch.
+                    match rebuild.unapplied_followers().first() {
+                        Some(f) => Err(format!(
+                            "replica {f}'s fetch is answered and not yet applied"
                         )),
-                        // Resuming forgets the steps `reorder` keeps: a
-                        // follower's own Flush or CheckpointHw before it
-                        // applies an answer shown as applied could no
-                        // longer go before its fetch.
-                        None => match rebuild.unapplied_followers().first() {
-                            Some(f) => Err(format!(
-                                "replica {f}'s fetch is answered and not yet applied"
-                            )),
-                            None => {
-                                let floor = rebuild.unapplied_floor().map(|(o, _)| o);
-                                let cfg = checker.config();
-                                window::resume_hint(cfg, &rebuild.replicas_without_logs(), floor)
-                                    .and_then(|()| {
-                                        window::resume_at(cfg, &rebuild.snapshot(), floor)
-                                    })
-                            }
-                        },
+                        None => {
+                            let floor = rebuild.unapplied_floor().map(|(o, _)| o);
+                            let cfg = checker.config();
+                            let replicas = rebuild.replicas_without_logs();
+                            window::resume_hint(cfg, &replicas, floor, rebuild.highest_epoch())
+                                .and_then(|()| window::resume_at(cfg, &rebuild.snapshot(), floor))
+                        }
                     }
                 });
                 let m = match resumed {
@@ -381,6 +374,8 @@ pub fn validate_with(
                     )),
                     Ok(snap) => match checker.step(&snap, rebuild.gap.take()) {
                         Ok(()) => {
+                            let s = checker.summary_mut();
+                            s.epoch_base_reached = s.epoch_base_reached.max(window.epoch_base);
                             let moved = if moving {
                                 move_window(&mut checker, &mut window, &rebuild)
                             } else {
@@ -612,15 +607,16 @@ impl ValidatedRun {
     pub fn describe(&self) -> String {
         match &self.validation {
             Ok(s) if s.whole() => format!(
-                "{} events validated, the whole trace (window moved {} times over {} offsets, \
-                 {} records dropped)",
-                s.events, s.window_moves, s.offsets_dropped, s.records_dropped
+                "{} events validated, the whole trace (window moved {} times over {} offsets \
+                 and {} epochs, {} records dropped)",
+                s.events, s.window_moves, s.offsets_dropped, s.epochs_dropped, s.records_dropped
             ),
             Ok(s) => format!(
-                "{} (window moved {} times over {} offsets)",
+                "{} (window moved {} times over {} offsets and {} epochs)",
                 s.describe_skipped(),
                 s.window_moves,
-                s.offsets_dropped
+                s.offsets_dropped,
+                s.epochs_dropped
             ),
             Err(m) if m.kind == MisfitKind::BeyondModel => format!(
                 "{} events validated, then stopped beyond the model's bounds: {}",

@@ -243,8 +243,12 @@ impl Rebuild {
                 }
                 self.served.retain(|&(f, _), _| f != r);
                 self.decided.remove(&r);
+                // A broker that is down hears nothing of it (and comes back
+                // with no leader state the notice could change).
                 for o in (0..n).filter(|&o| o != r) {
-                    self.unnoticed_crashes.insert((o, r));
+                    if self.replicas[o as usize].alive {
+                        self.unnoticed_crashes.insert((o, r));
+                    }
                 }
                 self.unnoticed_crashes.retain(|&(o, _)| o != r);
                 return Ok(());
@@ -582,7 +586,9 @@ impl Rebuild {
     }
 
     /// The followers with a fetch answered and not yet applied whose answer
-    /// changes them (records, or a higher HW): shown as applied, so their
+    /// changes them (records, or another HW: a follower takes its leader's
+    /// HW, lower or higher, as Kafka's `UnifiedLog.maybeUpdateHighWatermark`
+    /// does): shown as applied, so their
     /// own Flush or CheckpointHw before the apply must go before the fetch
     /// (`Checker::reorder`).
     pub fn unapplied_followers(&self) -> Vec<ReplicaId> {
@@ -596,7 +602,7 @@ impl Rebuild {
                 // follower's LEO and HW) is shown as applied to no effect.
                 let hw = s.state.as_ref().map_or(s.last_hw, |st| st.high_watermark);
                 let leo = s.log.len() as u64 + x.entries.len() as u64;
-                !x.diverging && (!x.entries.is_empty() || x.high_watermark.min(leo) > hw)
+                !x.diverging && (!x.entries.is_empty() || x.high_watermark.min(leo) != hw)
             })
             .map(|(&(f, _), _)| f)
             .collect()

@@ -10,7 +10,11 @@
 //! left (`shift_state`), and the validator sees the implementation through
 //! the same move (`Window::view`). Records that are in no log and were
 //! never acknowledged or committed are dropped with it: nothing can bring
-//! them back, and no property speaks of them.
+//! them back, and no property speaks of them. Leader epochs move the same
+//! way: once nothing outside the settled prefix names an epoch below `d`
+//! (the controller's epoch, a live replica's, an entry above the prefix),
+//! every epoch moves down by `d` (`Shift::epochs`), so that a run with
+//! more elections than the model's 7 epochs is validated past them.
 //!
 //! The argument is also checked where it is used: `behaves_alike` compares
 //! the model's steps from the state before a move and from the moved state,
@@ -19,9 +23,11 @@
 use std::collections::{BTreeMap, HashSet};
 
 use highwater::cluster::{ClusterSnapshot, ReplicaSnapshot};
-use highwater::replication::LogEntry;
+use highwater::replication::{LeaderEpoch, LogEntry};
 use highwater_model::actions::{apply, enabled};
-use highwater_model::state::{Entry, Offset, RecordHistory, RecordId, MAX_RECORDS};
+use highwater_model::state::{
+    Entry, Epoch, Offset, RecordHistory, RecordId, EPOCH_SLOTS, MAX_RECORDS,
+};
 use highwater_model::{Action, Config, HwCheckpoint, State};
 
 /// One move of the window, in the model's terms.
@@ -37,6 +43,16 @@ pub struct Shift {
     pub dropped: u8,
     /// The settled entries (the first `k`).
     pub prefix: [Entry; MAX_RECORDS],
+    /// Leader epochs dropped: every epoch moves down by this many. Below
+    /// it only settled entries, requests no replica can take any more (a
+    /// live replica takes only its own epoch or a newer one, a restarted
+    /// one the controller's) and records' ack and commit epochs name an
+    /// epoch; those become 0, which every presumed leader's epoch is at or
+    /// above, as it was above the old ones (`records_survive`).
+    pub epochs: Epoch,
+    /// Deliberately broken (`Broken::IgnoreLiveEpochs`): an epoch below the
+    /// dropped ones becomes 0 rather than making the state unshiftable.
+    clamp_epochs: bool,
 }
 
 /// The recovery point matters while an unclean crash may still happen
@@ -75,15 +91,82 @@ fn dropped_by_the_move(
     }
 }
 
-/// The move the model's state `s` allows, or why none.
-pub fn settled(cfg: &Config, s: &State) -> Result<Shift, String> {
-    settled_as(cfg, s, false)
+/// The lowest leader epoch named outside the settled prefix (one rule for
+/// the model's state, `epoch_floor`, and the implementation's,
+/// `resume_at`): the controller's, every live replica's (one down takes the
+/// controller's when it restarts) and every log entry's above the prefix.
+/// 0 before the first election, or while a live replica has none.
+fn lowest_epoch(
+    controller: Option<i64>,
+    live_replicas: impl IntoIterator<Item = Option<i64>>,
+    entries_above_prefix: impl IntoIterator<Item = i64>,
+) -> i64 {
+    let live = live_replicas.into_iter().map(|e| e.unwrap_or(0));
+    live.chain(entries_above_prefix)
+        .fold(controller.unwrap_or(0), i64::min)
+        .max(0)
 }
 
-/// [`settled`]; `ignore_recovery_point` is a deliberately broken rule (a
-/// prefix an unclean crash can still cut), for the test that shows
+/// [`lowest_epoch`] of the model's state `s`, prefix `k` offsets long.
+fn epoch_floor(s: &State, k: Offset) -> Epoch {
+    let live = s.ids().map(|r| s.replica(r)).filter(|x| x.alive);
+    let entries = s
+        .ids()
+        .flat_map(|r| s.replica(r).log.entries().iter().skip(k as usize));
+    let d = lowest_epoch(
+        s.controller.epoch.map(i64::from),
+        live.map(|x| x.epoch.map(i64::from)),
+        entries.map(|e| i64::from(e.epoch)),
+    );
+    Epoch::try_from(d).expect("no lower than a model epoch")
+}
+
+/// The move the model's state `s` allows, or why none.
+pub fn settled(cfg: &Config, s: &State) -> Result<Shift, String> {
+    settled_as(cfg, s, None)
+}
+
+/// A move of the epochs alone (no offset dropped), for a state whose last
+/// epoch is taken while its record budget is not full: dropping a prefix
+/// then could take from a leader's log the only entries of an epoch a
+/// follower still asks about (KIP-101's answer comes from the log alone).
+pub fn epochs_settled(cfg: &Config, s: &State) -> Result<Shift, String> {
+    if !cfg.fencing {
+        return Err("no KIP-320 fencing: epochs may fall along a log".into());
+    }
+    let epochs = epoch_floor(s, 0);
+    if epochs == 0 {
+        return Err("epoch 0 is still named".into());
+    }
+    let mut renumber = [None; MAX_RECORDS];
+    for id in 0..s.produced {
+        renumber[id as usize] = Some(id);
+    }
+    Ok(Shift {
+        k: 0,
+        produced: s.produced,
+        renumber,
+        dropped: 0,
+        prefix: [Entry::default(); MAX_RECORDS],
+        epochs,
+        clamp_epochs: false,
+    })
+}
+
+/// A deliberately broken window rule, for the tests that show
 /// `behaves_alike` refusing the moves it allows.
-fn settled_as(cfg: &Config, s: &State, ignore_recovery_point: bool) -> Result<Shift, String> {
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Broken {
+    /// Settles a prefix an unclean crash can still cut.
+    IgnoreRecoveryPoint,
+    /// Drops epochs a live replica is still at (a follower that has not
+    /// taken the newest LeaderAndIsr), setting its epoch to 0.
+    IgnoreLiveEpochs,
+}
+
+/// [`settled`], or a `broken` rule.
+fn settled_as(cfg: &Config, s: &State, broken: Option<Broken>) -> Result<Shift, String> {
+    let ignore_recovery_point = broken == Some(Broken::IgnoreRecoveryPoint);
     if !cfg.fencing {
         // Without KIP-320 a log's epochs may fall, and the epoch caches
         // (`truncation::cache_of`) then depend on entries the window would
@@ -169,7 +252,17 @@ fn settled_as(cfg: &Config, s: &State, ignore_recovery_point: bool) -> Result<Sh
         renumber: [None; MAX_RECORDS],
         dropped: 0,
         prefix: [Entry::default(); MAX_RECORDS],
+        epochs: epoch_floor(s, k),
+        clamp_epochs: false,
     };
+    if broken == Some(Broken::IgnoreLiveEpochs) {
+        let mut dead = *s;
+        for r in s.ids() {
+            dead.replica_mut(r).alive = false;
+        }
+        shift.epochs = epoch_floor(&dead, k);
+        shift.clamp_epochs = true;
+    }
     for o in 0..k {
         shift.prefix[o as usize] = first.get(o).expect("below every LEO");
     }
@@ -186,8 +279,10 @@ fn settled_as(cfg: &Config, s: &State, ignore_recovery_point: bool) -> Result<Sh
             next += 1;
         }
     }
-    if shift.dropped == 0 {
-        return Err(format!("nothing is settled (limited by {limit})"));
+    if shift.dropped == 0 && shift.epochs == 0 {
+        return Err(format!(
+            "nothing is settled (limited by {limit}), and epoch 0 is still named"
+        ));
     }
     Ok(shift)
 }
@@ -207,6 +302,14 @@ impl Shift {
     fn offset(&self, o: Offset) -> Option<Offset> {
         o.checked_sub(self.k)
     }
+
+    /// An epoch after the move (None: below the dropped ones).
+    fn epoch(&self, e: Epoch) -> Option<Epoch> {
+        match self.clamp_epochs {
+            true => Some(e.saturating_sub(self.epochs)),
+            false => e.checked_sub(self.epochs),
+        }
+    }
 }
 
 /// `s` with the window moved by `shift`; None when `s` does not hold the
@@ -225,10 +328,14 @@ pub fn shift_state(cfg: &Config, s: &State, shift: &Shift) -> Option<State> {
         for e in &x.log.entries()[k as usize..] {
             log.append(Entry {
                 id: shift.id(e.id)?,
-                epoch: e.epoch,
+                epoch: shift.epoch(e.epoch)?,
             });
         }
         y.log = log;
+        y.epoch = match x.epoch {
+            Some(e) => Some(shift.epoch(e)?),
+            None => None,
+        };
         y.hw = shift.offset(x.hw)?;
         y.recovery_point = if recovery_matters(cfg, s) {
             shift.offset(x.recovery_point)?
@@ -254,14 +361,24 @@ pub fn shift_state(cfg: &Config, s: &State, shift: &Shift) -> Option<State> {
         }
         y.pending_acks = pending;
     }
+    out.controller.epoch = match s.controller.epoch {
+        Some(e) => Some(shift.epoch(e)?),
+        None => None,
+    };
+    out.requests = [None; EPOCH_SLOTS];
+    for e in shift.epochs..EPOCH_SLOTS as Epoch {
+        out.requests[(e - shift.epochs) as usize] = s.request(e);
+    }
     out.records = [RecordHistory::default(); MAX_RECORDS];
     let mut produced = 0;
     for id in 0..s.produced {
         if let Some(new) = shift.id(id) {
             let h = s.records[id as usize];
+            let below = |e: Option<Epoch>| e.map(|e| e.saturating_sub(shift.epochs));
             out.records[new as usize] = RecordHistory {
                 offset: shift.offset(h.offset)?,
-                ..h
+                acked: below(h.acked),
+                visible: below(h.visible),
             };
             produced += 1;
         }
@@ -282,17 +399,27 @@ pub fn shift_action(a: Action, shift: &Shift) -> Option<Action> {
             leader,
             hw: shift.offset(hw)?,
         },
+        Action::BecomeLeader { replica, epoch } => Action::BecomeLeader {
+            replica,
+            epoch: shift.epoch(epoch)?,
+        },
+        Action::BecomeFollower { replica, epoch } => Action::BecomeFollower {
+            replica,
+            epoch: shift.epoch(epoch)?,
+        },
         other => other,
     })
 }
 
 /// Whether the model behaves alike from `s` and from `s` moved by `shift`,
 /// `depth` steps deep: the same actions are enabled (but a Produce the
-/// record budget refused before the move) and lead to states that are
-/// again each other's move. This is the refinement argument of the
+/// record budget refused before the move, and an election or leader
+/// removal the epoch budget refused) and lead to states that are again
+/// each other's move. This is the refinement argument of the
 /// window, checked on the states where it is used.
 pub fn behaves_alike(cfg: &Config, s: &State, shift: &Shift, depth: usize) -> Result<(), String> {
-    let t = shift_state(cfg, s, shift).ok_or("the state does not hold the settled prefix")?;
+    let t = shift_state(cfg, s, shift)
+        .ok_or("the state does not hold the settled prefix, or names a dropped epoch")?;
     let (mut before, mut after) = (Vec::new(), Vec::new());
     enabled(cfg, s, &mut before);
     enabled(cfg, &t, &mut after);
@@ -320,9 +447,13 @@ pub fn behaves_alike(cfg: &Config, s: &State, shift: &Shift, depth: usize) -> Re
         images.push(b);
     }
     let budget_refused = s.produced >= cfg.records;
+    let epochs_refused = s.controller.next_epoch() > cfg.max_epoch;
+    let bumps_epoch =
+        |b| apply(cfg, &t, b).is_some_and(|y| y.controller.epoch != t.controller.epoch);
     for &b in &after {
         let produce = matches!(b, Action::Produce { .. });
-        if !(images.contains(&b) || produce && budget_refused) {
+        let refused = produce && budget_refused || epochs_refused && bumps_epoch(b);
+        if !(images.contains(&b) || refused) {
             return Err(format!("{b} is enabled after the move only"));
         }
     }
@@ -342,6 +473,8 @@ pub struct Window {
     first_new: u64,
     /// Records dropped so far.
     pub dropped: u64,
+    /// Leader epochs dropped so far.
+    pub epoch_base: LeaderEpoch,
 }
 
 impl Window {
@@ -371,17 +504,27 @@ impl Window {
         self.kept = kept;
         self.base += u64::from(shift.k);
         self.dropped += u64::from(shift.dropped);
+        self.epoch_base += LeaderEpoch::from(shift.epochs);
     }
 
     /// `snap` through the window. An implementation that goes below the
     /// settled prefix (a log, HW or recovery point cut below it, a follower
-    /// LEO below it, a dropped record anywhere but there) has done what no
-    /// model action can: an error.
+    /// LEO below it, a dropped record anywhere but there) or names a
+    /// dropped epoch (a replica's, the controller's, an entry's above the
+    /// prefix) has done what no model action can: an error.
     pub fn view(&self, snap: ClusterSnapshot) -> Result<ClusterSnapshot, String> {
-        if self.base == 0 && self.first_new == 0 {
+        if self.base == 0 && self.first_new == 0 && self.epoch_base == 0 {
             return Ok(snap);
         }
         let base = self.base;
+        let epochs = self.epoch_base;
+        let epoch = |e: LeaderEpoch, what: &str| {
+            e.checked_sub(epochs).filter(|&e| e >= 0).ok_or_else(|| {
+                format!("{what} is epoch {e}, below the window (epochs below {epochs} dropped)")
+            })
+        };
+        let leader_epoch =
+            |e: Option<LeaderEpoch>, what: &str| e.map(|e| epoch(e, what)).transpose();
         let below = |v: u64, what: &str, r: u32| {
             v.checked_sub(base).ok_or_else(|| {
                 format!(
@@ -413,7 +556,7 @@ impl Window {
                 })?;
                 log.push(LogEntry {
                     offset: e.offset - base,
-                    epoch: e.epoch,
+                    epoch: epoch(e.epoch, &format!("replica {r}'s entry at {}", e.offset))?,
                     record_id: Some(model),
                 });
             }
@@ -432,6 +575,7 @@ impl Window {
                 // (after the last unclean crash it may have, `settled`
                 // stops bounding it, and the model holds it at 0).
                 hw_checkpoint: x.hw_checkpoint.saturating_sub(base),
+                leader_epoch: leader_epoch(x.leader_epoch, &format!("replica {r}'s epoch"))?,
                 follower_leo: x
                     .follower_leo
                     .iter()
@@ -455,10 +599,31 @@ impl Window {
                 let offset = h.offset.checked_sub(base).ok_or_else(|| {
                     format!("record {id}, still in the window, was appended below it")
                 })?;
-                records.insert(m, highwater::cluster::RecordHistory { offset, ..*h });
+                // Every presumed leader is at or above the window's first
+                // epoch, as it was above an earlier one (`Shift::epochs`).
+                let below = |e: Option<LeaderEpoch>| e.map(|e| (e - epochs).max(0));
+                records.insert(
+                    m,
+                    highwater::cluster::RecordHistory {
+                        offset,
+                        acked: below(h.acked),
+                        visible: below(h.visible),
+                    },
+                );
             }
         }
         out.records = records;
+        out.controller.leader_epoch =
+            leader_epoch(out.controller.leader_epoch, "the controller's epoch")?;
+        // Requests of dropped epochs: no replica can take them any more.
+        out.requests = std::mem::take(&mut out.requests)
+            .into_iter()
+            .filter(|(e, _)| *e >= epochs)
+            .map(|(e, mut req)| {
+                req.leader_epoch = e - epochs;
+                (e - epochs, req)
+            })
+            .collect();
         Ok(out)
     }
 }
@@ -467,14 +632,29 @@ impl Window {
 /// numbers alone (`Rebuild::replicas_without_logs`): the prefix it could
 /// drop ends at or below every LEO, HW, recovery point, HW checkpoint (when
 /// periodic), follower LEO and `floor`, so a log longer than the model's
-/// past that bound cannot fit. Tried before each `resume_at`, which copies
-/// the logs, so that a long stretch beyond the bounds costs little per
-/// event.
+/// past that bound cannot fit; and the epochs it could drop end at or
+/// below every live replica's, so a request above the model's last epoch
+/// past that bound (`highest_epoch`, the newest sent) cannot either. Tried
+/// before each `resume_at`, which copies the logs, so that a long stretch
+/// beyond the bounds costs little per event.
 pub fn resume_hint(
     cfg: &Config,
     replicas: &[ReplicaSnapshot],
     floor: Option<u64>,
+    highest_epoch: Option<LeaderEpoch>,
 ) -> Result<(), String> {
+    let live = replicas.iter().filter(|x| x.alive);
+    let lowest = live.map(|x| x.leader_epoch.map_or(0, i64::from)).min();
+    let apart =
+        |e: LeaderEpoch| lowest.is_some_and(|l| i64::from(e) - l > i64::from(cfg.max_epoch));
+    if let Some(e) = highest_epoch.filter(|&e| apart(e)) {
+        let lowest = lowest.unwrap_or_default();
+        return Err(format!(
+            "a request of epoch {e}, and a live replica at epoch {lowest}: more epochs than the \
+             model's {} apart",
+            cfg.max_epoch + 1
+        ));
+    }
     let periodic = cfg.hw_checkpoint == HwCheckpoint::Periodic;
     let mut k = floor.unwrap_or(u64::MAX);
     for x in replicas {
@@ -637,11 +817,23 @@ pub fn resume_at(
         .iter()
         .flat_map(|x| x.log.iter().filter_map(|e| e.record_id))
         .collect();
+    let epoch_base = lowest_epoch(
+        snap.controller.leader_epoch.map(i64::from),
+        snap.replicas
+            .iter()
+            .filter(|x| x.alive)
+            .map(|x| x.leader_epoch.map(i64::from)),
+        snap.replicas
+            .iter()
+            .flat_map(|x| &x.log[k as usize..])
+            .map(|e| i64::from(e.epoch)),
+    );
     let mut window = Window {
         base: k,
         kept: Vec::new(),
         first_new: snap.records.keys().last().map_or(0, |&id| id + 1),
         dropped: 0,
+        epoch_base: LeaderEpoch::try_from(epoch_base).expect("no lower than an epoch named"),
     };
     for (&id, h) in &snap.records {
         let dead = !logged.contains(&id)
@@ -671,13 +863,16 @@ mod tests {
     use highwater_model::{PartitionModel, Truncation};
 
     /// Random walks of the model, faults one step in ten: at each state
-    /// where the record budget is full and `settle` allows a move, `check`
+    /// where the record budget is full and `settle` allows a move, or the
+    /// last epoch is taken and `epochs_settle` allows one (as
+    /// `Checker::move_window` moves), `check`
     /// decides whether to take it (the walk then goes on from the moved
     /// state, so records keep coming) or to end the walk.
     fn walks(
         cfg: &Config,
         walks: usize,
         settle: impl Fn(&State) -> Result<Shift, String>,
+        epochs_settle: impl Fn(&State) -> Result<Shift, String>,
         mut check: impl FnMut(&State, &Shift) -> bool,
     ) {
         let mut seed = 7u64;
@@ -691,13 +886,18 @@ mod tests {
             let mut s = PartitionModel::new(*cfg).init_state();
             let mut acts = Vec::new();
             for _ in 0..300 {
-                if s.produced >= cfg.records {
-                    if let Ok(shift) = settle(&s) {
-                        if !check(&s, &shift) {
-                            break;
-                        }
-                        s = shift_state(cfg, &s, &shift).expect("shiftable");
+                let allowed = if s.produced >= cfg.records {
+                    settle(&s)
+                } else if s.controller.next_epoch() > cfg.max_epoch {
+                    epochs_settle(&s)
+                } else {
+                    Err("no budget spent".into())
+                };
+                if let Ok(shift) = allowed {
+                    if !check(&s, &shift) {
+                        break;
                     }
+                    s = shift_state(cfg, &s, &shift).expect("shiftable");
                 }
                 acts.clear();
                 enabled(cfg, &s, &mut acts);
@@ -724,7 +924,7 @@ mod tests {
     #[test]
     fn the_model_behaves_alike_after_every_move_on_random_walks() {
         let concurrent = highwater::cluster::concurrent::ConcurrentConfig::new(3);
-        let mut moves = 0;
+        let (mut moves, mut epoch_moves) = (0, 0);
         for truncation in [
             Truncation::OnFetch,
             Truncation::EpochIterative,
@@ -741,17 +941,20 @@ mod tests {
                     &cfg,
                     100,
                     |s| settled(&cfg, s),
+                    |s| epochs_settled(&cfg, s),
                     |s, shift| {
                         behaves_alike(&cfg, s, shift, 3)
                             .unwrap_or_else(|e| panic!("{truncation:?}: {e}\n{s:?}\n{shift:?}"));
                         moves += 1;
+                        epoch_moves += usize::from(shift.epochs > 0);
                         true
                     },
                 );
             }
         }
-        eprintln!("{moves} moves checked");
+        eprintln!("{moves} moves checked, {epoch_moves} of them dropping epochs");
         assert!(moves > 100, "the window moved: {moves}");
+        assert!(epoch_moves > 50, "the window dropped epochs: {epoch_moves}");
     }
 
     /// A window that ignores the recovery point (a prefix an unclean crash
@@ -765,7 +968,8 @@ mod tests {
         walks(
             &cfg,
             100,
-            |s| settled_as(&cfg, s, true),
+            |s| settled_as(&cfg, s, Some(Broken::IgnoreRecoveryPoint)),
+            |_| Err("offsets only".into()),
             |s, shift| match behaves_alike(&cfg, s, shift, 2) {
                 Ok(()) => {
                     alike += 1;
@@ -788,6 +992,43 @@ mod tests {
         );
     }
 
+    /// A window that drops the epoch a live follower is still at (one that
+    /// has not taken the newest LeaderAndIsr), deliberately broken, moves
+    /// where the model would not behave alike: the follower could take a
+    /// request before the move that it cannot after. `behaves_alike`
+    /// refuses those moves.
+    #[test]
+    fn a_window_dropping_a_live_replicas_epoch_is_refused() {
+        let concurrent = highwater::cluster::concurrent::ConcurrentConfig::new(3);
+        let cfg = super::super::model_config(&concurrent);
+        let (mut alike, mut refused) = (0, Vec::new());
+        walks(
+            &cfg,
+            100,
+            |s| settled_as(&cfg, s, Some(Broken::IgnoreLiveEpochs)),
+            |_| Err("with the offsets".into()),
+            |s, shift| match behaves_alike(&cfg, s, shift, 2) {
+                Ok(()) => {
+                    alike += 1;
+                    true
+                }
+                Err(e) => {
+                    refused.push(e);
+                    false
+                }
+            },
+        );
+        eprintln!(
+            "{alike} moves alike, {} refused; first: {:?}",
+            refused.len(),
+            refused.first()
+        );
+        assert!(
+            refused.iter().any(|e| e.contains("not after")),
+            "no move of the broken window was refused for a request it lost"
+        );
+    }
+
     #[test]
     fn model_ids_follow_the_moves() {
         let mut w = Window::default();
@@ -798,6 +1039,8 @@ mod tests {
             renumber: [None, Some(0), None, Some(1)],
             dropped: 2,
             prefix: [Entry::default(); MAX_RECORDS],
+            epochs: 0,
+            clamp_epochs: false,
         };
         w.advance(&shift);
         assert_eq!(w.model_id(0), None);
@@ -812,6 +1055,8 @@ mod tests {
             renumber: [None, Some(0), Some(1), None],
             dropped: 2,
             prefix: [Entry::default(); MAX_RECORDS],
+            epochs: 0,
+            clamp_epochs: false,
         };
         w.advance(&shift);
         assert_eq!(w.base, 3);

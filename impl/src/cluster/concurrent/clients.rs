@@ -71,6 +71,9 @@ pub(super) fn run_producer(
     // again (without it a producer spins on NotLeaderOrFollower).
     let mut backoff_until = Instant::now();
     let mut errors_seen = 0;
+    // `ConcurrentConfig::bursts`: records sent in this burst, and when the
+    // next may begin.
+    let (mut burst_sent, mut burst_at) = (0u64, Instant::now());
     while !shared.stop_clients.load(Ordering::Relaxed) {
         let errors_now: u64 = out.errors.values().sum();
         if errors_now > errors_seen && config.regress != Some(super::Regression::NoProducerBackoff)
@@ -78,11 +81,20 @@ pub(super) fn run_producer(
             errors_seen = errors_now;
             backoff_until = Instant::now() + RETRY_BACKOFF;
         }
-        while in_flight.len() < config.max_in_flight && Instant::now() >= backoff_until {
+        while in_flight.len() < config.max_in_flight
+            && Instant::now() >= backoff_until.max(burst_at)
+        {
+            let n = config.records_per_request as u64;
+            if let Some(b) = config.bursts.filter(|b| burst_sent + n > b.records.max(n)) {
+                if in_flight.is_empty() {
+                    burst_sent = 0;
+                    burst_at = Instant::now() + b.pause;
+                }
+                break;
+            }
             let Some(leader) = shared.metadata().leader else {
                 break;
             };
-            let n = config.records_per_request as u64;
             if let Some(max) = config.max_records {
                 if !super::published::take_records(&shared.records_sent, n, max) {
                     break;
@@ -107,6 +119,7 @@ pub(super) fn run_producer(
             };
             out.requests += 1;
             out.records += ids.len() as u64;
+            burst_sent += n;
             if replicas[leader as usize]
                 .send(Msg::Produce { producer: k, req })
                 .is_err()

@@ -55,7 +55,7 @@ pub use super::trace::read_trace_file;
 pub use faults::{Fault, FaultSchedule};
 pub use nemesis::{Nemesis, NemesisFault};
 pub use report::{AckedRecord, ConsumedRecord, RunReport};
-pub use soak::{soak_config, RuleSet, SoakFigures};
+pub use soak::{pace_for_validation, soak_config, RuleSet, SoakFigures};
 
 use clients::{run_consumer, run_producer};
 use faults::run_faults;
@@ -75,6 +75,8 @@ pub struct ConcurrentConfig {
     pub producers: usize,
     /// Produce requests each producer keeps in flight.
     pub max_in_flight: usize,
+    /// Producers send in bursts (`None`: without pause).
+    pub bursts: Option<Bursts>,
     pub records_per_request: usize,
     /// Bytes of each record's value.
     pub record_bytes: usize,
@@ -132,6 +134,16 @@ pub struct ConcurrentConfig {
     /// Fault injection: every other read of every consumer fails, as a
     /// failing read does. Off in real runs.
     pub consumer_reads_fail: bool,
+}
+
+/// Paced producers: each sends `records` records, waits for every answer,
+/// then pauses, so that the partition settles between bursts (trace
+/// validation resumes only where the records past a settled prefix fit
+/// the model's 4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Bursts {
+    pub records: u64,
+    pub pause: Duration,
 }
 
 /// The faults of the driver that issue 12 fixed, each of which can be
@@ -220,6 +232,7 @@ impl ConcurrentConfig {
             trace: false,
             trace_file: None,
             max_records: None,
+            bursts: None,
             inject: None,
             hw_checkpoints_fail: false,
             regress: None,

@@ -40,7 +40,9 @@ impl RuleSet {
 }
 
 /// A run of `seconds` under `rules` with every nemesis fault, chosen by
-/// `seed`; its logs flushed only on a clean shutdown (Kafka's default).
+/// `seed`; its logs flushed only on a clean shutdown (Kafka's default:
+/// an unclean crash loses every record not yet on another replica, which
+/// is how min.insync.replicas=1 loses records).
 pub fn soak_config(rules: RuleSet, seed: u64, duration: Duration) -> ConcurrentConfig {
     let mut c = ConcurrentConfig::new(3);
     c.duration = duration;
@@ -80,6 +82,22 @@ pub fn soak_config(rules: RuleSet, seed: u64, duration: Duration) -> ConcurrentC
         }
     }
     c
+}
+
+/// Paces a soak so that trace validation can follow it past its faults
+/// (`highwater-soak --paced`): producers send bursts of at most 4 records
+/// (the model's) and pause 60 ms after each, while every broker flushes
+/// and checkpoints its HW every 10 ms; between bursts the partition can
+/// settle, and validation resumes there. The nemesis is unchanged.
+pub fn pace_for_validation(c: &mut ConcurrentConfig) {
+    c.max_in_flight = c.max_in_flight.min(4);
+    c.records_per_request = 1;
+    c.bursts = Some(super::Bursts {
+        records: 4,
+        pause: Duration::from_millis(60),
+    });
+    c.flush_interval = Some(Duration::from_millis(10));
+    c.replication.hw_checkpoint = crate::replication::HwCheckpointPolicy::IntervalMs(10);
 }
 
 /// What one soaked run shows.
