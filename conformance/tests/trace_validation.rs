@@ -18,8 +18,8 @@ use highwater::cluster::Event;
 use highwater::replication::HwCheckpointPolicy;
 use highwater_conformance::lockstep::Lockstep;
 use highwater_conformance::trace_validation::{
-    model_config, seeded_config, validate, validate_file, validate_file_with, validated_run,
-    MisfitKind, Mode, ValidatedRun,
+    model_config, seeded_config, validate, validate_file, validate_file_with, validate_unsound,
+    validated_run, MisfitKind, Mode, Unsound, ValidatedRun,
 };
 
 /// Seeded concurrent runs with faults, every trace validated.
@@ -487,6 +487,32 @@ fn the_window_keeps_a_fetch_whose_answer_is_unapplied() {
         Err(m) if m.kind == MisfitKind::BeyondModel => assert!(m.seq > 70, "{m}"),
         Err(m) => panic!("the trace does not fit:\n{m}"),
     }
+}
+
+/// The two waits of the validator, each left out by a test-only switch
+/// (`Unsound`), and the recorded trace that then does not fit: seed 170's
+/// (`the_window_keeps_a_fetch_whose_answer_is_unapplied`) with a window
+/// that moves while replica 2's answer is unapplied (event 70, its own HW
+/// checkpoint); the paced soak's seed 2 with a resume taken while replica
+/// 0's answer (a lower HW) is unapplied (event 367, its own HW checkpoint).
+/// Both fit with the waits.
+#[test]
+fn each_wait_of_the_validator_is_needed() {
+    let (held, config, cfg) = recorded("held-fetch-then-checkpoint.jsonl", 170, None);
+    match validate_unsound(&cfg, &config, &held, Unsound::MoveWithoutWaiting) {
+        Err(m) if m.kind == MisfitKind::DoesNotFit => assert_eq!(m.seq, 70, "{m}"),
+        other => panic!("the window moved without waiting: {other:?}"),
+    }
+    let (lower, config, cfg) = soak_recorded("soak-follower-takes-a-lower-hw.jsonl", 2);
+    match validate_unsound(&cfg, &config, &lower, Unsound::ResumeWithoutWaiting) {
+        Err(m) if m.kind == MisfitKind::DoesNotFit => assert_eq!(m.seq, 367, "{m}"),
+        other => panic!("resumed without waiting: {other:?}"),
+    }
+    // The other switch leaves each trace fitting: each wait is needed by
+    // its own trace.
+    assert!(validate_unsound(&cfg, &config, &lower, Unsound::MoveWithoutWaiting).is_ok());
+    let (_, config, cfg) = recorded("held-fetch-then-checkpoint.jsonl", 170, None);
+    assert!(validate_unsound(&cfg, &config, &held, Unsound::ResumeWithoutWaiting).is_ok());
 }
 
 /// Traces of seeded runs that did not fit before the validator's fixes of

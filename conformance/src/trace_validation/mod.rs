@@ -234,12 +234,46 @@ pub fn validate(
     validate_with(cfg, concurrent, entries, Mode::Resume)
 }
 
+/// A deliberately unsound validator (a test-only switch): one of the
+/// waits that keep a follower's own Flush or CheckpointHw placeable before
+/// its fetch (`Checker::reorder`) left out, to show the traces that do not
+/// fit without it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unsound {
+    /// The window moves while an answer that changes a follower is
+    /// unapplied, forgetting its fetch.
+    MoveWithoutWaiting,
+    /// Validation resumes while such an answer is unapplied.
+    ResumeWithoutWaiting,
+}
+
 /// [`validate`], going as far past the model's bounds as `mode` says.
 pub fn validate_with(
     cfg: &Config,
     concurrent: &ConcurrentConfig,
     entries: impl IntoIterator<Item = Result<TraceEntry, String>>,
     mode: Mode,
+) -> Result<Summary, Box<Misfit>> {
+    validate_as(cfg, concurrent, entries, mode, None)
+}
+
+/// [`validate`] with a wait left out (`Unsound`), for the tests that show
+/// what it catches.
+pub fn validate_unsound(
+    cfg: &Config,
+    concurrent: &ConcurrentConfig,
+    path: &Path,
+    unsound: Unsound,
+) -> Result<Summary, Box<Misfit>> {
+    validate_path(cfg, concurrent, path, Mode::Resume, Some(unsound))
+}
+
+fn validate_as(
+    cfg: &Config,
+    concurrent: &ConcurrentConfig,
+    entries: impl IntoIterator<Item = Result<TraceEntry, String>>,
+    mode: Mode,
+    unsound: Option<Unsound>,
 ) -> Result<Summary, Box<Misfit>> {
     let moving = mode != Mode::Fixed;
     let ids: Vec<u32> = (0..concurrent.replicas).collect();
@@ -312,7 +346,11 @@ pub fn validate_with(
                     // follower's own Flush or CheckpointHw before it
                     // applies an answer shown as applied could no longer
                     // go before its fetch.
-                    match rebuild.unapplied_followers().first() {
+                    let unapplied = match unsound {
+                        Some(Unsound::ResumeWithoutWaiting) => Vec::new(),
+                        _ => rebuild.unapplied_followers(),
+                    };
+                    match unapplied.first() {
                         Some(f) => Err(format!(
                             "replica {f}'s fetch is answered and not yet applied"
                         )),
@@ -377,7 +415,8 @@ pub fn validate_with(
                             let s = checker.summary_mut();
                             s.epoch_base_reached = s.epoch_base_reached.max(window.epoch_base);
                             let moved = if moving {
-                                move_window(&mut checker, &mut window, &rebuild)
+                                let wait = unsound != Some(Unsound::MoveWithoutWaiting);
+                                move_window(&mut checker, &mut window, &rebuild, wait)
                             } else {
                                 Ok(())
                             };
@@ -437,11 +476,13 @@ pub fn validate_with(
 
 /// Moves the window where the model's state allows it, the
 /// implementation's view with it; the two must still agree (a check of
-/// the validator's own mapping).
+/// the validator's own mapping). `wait`: while an answer that changes a
+/// follower is unapplied (false: `Unsound::MoveWithoutWaiting`).
 fn move_window(
     checker: &mut Checker,
     window: &mut Window,
     rebuild: &Rebuild,
+    wait: bool,
 ) -> Result<(), String> {
     // Offsets the window may settle (model offsets): none at or above
     // where a served response still unapplied could take a follower back.
@@ -452,6 +493,7 @@ fn move_window(
     let unapplied: Vec<u8> = rebuild
         .unapplied_followers()
         .into_iter()
+        .filter(|_| wait)
         .filter_map(|f| u8::try_from(f).ok())
         .collect();
     let Some(shift) = checker.move_window(limit, &unapplied) else {
@@ -490,13 +532,24 @@ pub fn validate_file_with(
     path: &Path,
     mode: Mode,
 ) -> Result<Summary, Box<Misfit>> {
+    validate_path(cfg, concurrent, path, mode, None)
+}
+
+fn validate_path(
+    cfg: &Config,
+    concurrent: &ConcurrentConfig,
+    path: &Path,
+    mode: Mode,
+    unsound: Option<Unsound>,
+) -> Result<Summary, Box<Misfit>> {
     match read_trace_file(path) {
-        Ok(entries) => validate_with(cfg, concurrent, entries, mode),
-        Err(e) => validate_with(
+        Ok(entries) => validate_as(cfg, concurrent, entries, mode, unsound),
+        Err(e) => validate_as(
             cfg,
             concurrent,
             [Err(format!("{}: {e}", path.display()))],
             mode,
+            unsound,
         ),
     }
 }
