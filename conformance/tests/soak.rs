@@ -266,6 +266,7 @@ fn a_paced_soak_is_validated_past_its_faults_and_epochs() {
             Err(m) => panic!("seed {seed}: the trace is not a behaviour of the model:\n{m}"),
         };
         eprintln!("seed {seed}: {}", run.describe());
+        assert_eq!(run.broken_properties(), &[], "seed {seed}");
         assert!(
             s.resumptions > 0,
             "seed {seed}: resumed past a stretch: {s:?}"

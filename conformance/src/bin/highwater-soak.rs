@@ -8,10 +8,12 @@
 //! conformance crate, which sees both): per rule set it prints how many
 //! traces were validated whole, how many went beyond the model's bounds
 //! (and how many of their events were validated and skipped), and how many
-//! did not fit. Exits non-zero on a trace that does not fit (under any
-//! rule set: the model runs with the same rules; the misfit is printed and
-//! the trace kept) and on any loss under today's rules (a historical rule
-//! set is expected to lose).
+//! did not fit, and how many broke an always-property where they fit (the
+//! model breaks it too under a historical rule set). Exits non-zero on a
+//! trace that does not fit (under any rule set: the model runs with the
+//! same rules; the misfit is printed and the trace kept) and on any loss
+//! or broken property under today's rules (a historical rule set is
+//! expected to lose).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -130,6 +132,9 @@ struct Tally {
     validated_before: u64,
     /// Traces that do not fit, and where each is kept.
     misfits: Vec<String>,
+    /// Traces that fit and break an always-property (as the model does
+    /// under a historical rule set): the seed and the first broken.
+    broken: Vec<String>,
 }
 
 fn main() -> ExitCode {
@@ -142,8 +147,9 @@ fn main() -> ExitCode {
     for &rules in &cli.rules {
         match soak(&cli, rules) {
             Ok(t) => {
-                let lost_today =
-                    rules == RuleSet::Today && !cli.overlap_unclean && t.first_loss.is_some();
+                let lost_today = rules == RuleSet::Today
+                    && !cli.overlap_unclean
+                    && (t.first_loss.is_some() || !t.broken.is_empty());
                 failed |= lost_today || !t.misfits.is_empty();
                 tallies.push((rules, t));
             }
@@ -227,6 +233,9 @@ fn soak(cli: &Cli, rules: RuleSet) -> Result<Tally, String> {
                         Err(m) => m.seq,
                     };
             }
+        }
+        if let Some((seq, p)) = run.broken_properties().first() {
+            t.broken.push(format!("seed {seed}: at event {seq}, {p}"));
         }
         let report = &run.report;
         let f = SoakFigures::of(report);
@@ -336,6 +345,10 @@ fn print_tally(cli: &Cli, rules: RuleSet, t: &Tally) {
     println!("traces that do not fit:       {}", t.misfits.len());
     for m in &t.misfits {
         println!("  {m}");
+    }
+    println!("traces breaking a property:   {}", t.broken.len());
+    for b in &t.broken {
+        println!("  {b}");
     }
     println!("faults injected:              {}", f.faults);
     println!("healed after the last fault:  {} of {}", t.healed, t.runs);

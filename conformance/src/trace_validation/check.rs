@@ -160,7 +160,13 @@ impl Checker {
     /// Takes the cluster after one event. `gap` names a step the model has
     /// no action for, if one happened since the last event: then, and only
     /// then, a state the model cannot reach is taken as it is (counted).
-    pub fn step(&mut self, snap: &ClusterSnapshot, gap: Option<Gap>) -> Result<(), StepError> {
+    /// Returns the always-properties the state breaks: it fits, so the
+    /// model breaks them too (under rules the model shows unsafe).
+    pub fn step(
+        &mut self,
+        snap: &ClusterSnapshot,
+        gap: Option<Gap>,
+    ) -> Result<Vec<String>, StepError> {
         let stepped = self.step_to(snap, gap);
         if stepped.is_ok() {
             self.summary.events += 1;
@@ -171,26 +177,16 @@ impl Checker {
     /// Resumes validation from `state`, the abstraction of the
     /// implementation's state after a stretch beyond the model's bounds
     /// (`window::resume_at`): taken as it is, as at a resync, but whole.
-    /// The always-properties must hold on it (a state that breaks one is a
-    /// misfit, resumed or not). The steps kept for `reorder` are
-    /// forgotten: no event is placed before the resume.
-    pub fn resume(&mut self, state: State) -> Result<(), StepError> {
-        let broken = broken_properties(&state);
-        if !broken.is_empty() {
-            return Err((
-                MisfitKind::DoesNotFit,
-                format!(
-                    "always-properties broken where validation resumed: {}",
-                    broken.join("; ")
-                ),
-                Some(Box::new(state)),
-            ));
-        }
+    /// Returns the always-properties it breaks (a loss in the stretch,
+    /// which the model may or may not have allowed: the caller records it).
+    /// The steps kept for `reorder` are forgotten: no event is placed
+    /// before the resume.
+    pub fn resume(&mut self, state: State) -> Vec<String> {
         self.model = state;
         self.recent.clear();
         self.window_stuck = None;
         self.summary.resumptions += 1;
-        Ok(())
+        broken_properties(&state)
     }
 
     /// Counts an event not validated (beyond the model's bounds).
@@ -202,7 +198,11 @@ impl Checker {
         &mut self.summary
     }
 
-    fn step_to(&mut self, snap: &ClusterSnapshot, gap: Option<Gap>) -> Result<(), StepError> {
+    fn step_to(
+        &mut self,
+        snap: &ClusterSnapshot,
+        gap: Option<Gap>,
+    ) -> Result<Vec<String>, StepError> {
         let imp = match abstract_state(&self.cfg, snap) {
             Ok(s) => s,
             Err(why) => {
@@ -213,18 +213,13 @@ impl Checker {
                 return Err((MisfitKind::BeyondModel, why, None));
             }
         };
+        // A state that breaks one is a misfit only if the model cannot
+        // reach it: under a historical rule set it can.
         let broken = broken_properties(&imp);
-        if !broken.is_empty() {
-            return Err((
-                MisfitKind::DoesNotFit,
-                format!("always-properties broken: {}", broken.join("; ")),
-                Some(Box::new(imp)),
-            ));
-        }
         let target = comparable(&imp);
         if comparable(&self.model) == target {
             self.summary.stutters += 1;
-            return Ok(());
+            return Ok(broken);
         }
         let model = self.model;
         let acts = |p: Vec<Action>| p.into_iter().map(Taken::Act).collect::<Vec<_>>();
@@ -299,17 +294,23 @@ impl Checker {
                     }
                 }
                 self.model = state;
-                Ok(())
+                Ok(broken)
             }
-            None => Err((
-                MisfitKind::DoesNotFit,
-                format!(
-                    "no sequence of at most {MAX_ACTIONS_PER_EVENT} enabled model actions \
-                         leads to the implementation's state; enabled now: {}",
-                    self.enabled_now()
-                ),
-                Some(Box::new(imp)),
-            )),
+            None => {
+                let broken = match broken.is_empty() {
+                    true => String::new(),
+                    false => format!("always-properties broken: {}; ", broken.join("; ")),
+                };
+                Err((
+                    MisfitKind::DoesNotFit,
+                    format!(
+                        "{broken}no sequence of at most {MAX_ACTIONS_PER_EVENT} enabled model \
+                         actions leads to the implementation's state; enabled now: {}",
+                        self.enabled_now()
+                    ),
+                    Some(Box::new(imp)),
+                ))
+            }
         }
     }
 

@@ -5,9 +5,12 @@
 //! abstracted to a model state; each event is then a stutter (the
 //! abstraction did not move) or a short sequence of model actions, each
 //! enabled, that leads to exactly that state ([`check`]). The
-//! always-properties hold on every state. The first event that does not
-//! fit is reported with the model's state, the implementation's, and the
-//! events around it.
+//! always-properties are checked on every state: one that breaks them fits
+//! only where the model breaks them too (under a historical rule set), and
+//! is then recorded in the [`Summary`] (`broken_properties`); under today's
+//! rules the model reaches no such state, so it does not fit. The first
+//! event that does not fit is reported with the model's state, the
+//! implementation's, and the events around it.
 //!
 //! The model's states are small (4 records, 7 epochs): a longer run is
 //! validated through a window that moves over its settled records
@@ -87,6 +90,26 @@ impl fmt::Display for Misfit {
 }
 
 impl Summary {
+    /// Properties broken at event `seq`: the first event to break each is
+    /// kept (`where_`: how the state was reached, when not by validated
+    /// steps).
+    fn count_broken(&mut self, seq: u64, broken: &[String], where_: &str) {
+        for b in broken {
+            let name = b.split(':').next().unwrap_or(b);
+            if !self
+                .broken_properties
+                .iter()
+                .any(|(_, k)| k.starts_with(name))
+            {
+                let b = match where_ {
+                    "" => b.clone(),
+                    w => format!("{b} ({w})"),
+                };
+                self.broken_properties.push((seq, b));
+            }
+        }
+    }
+
     /// A resync taken, and why (the first eight reasons kept).
     fn count_resync(&mut self, why: &str) {
         self.resyncs += 1;
@@ -119,6 +142,11 @@ pub struct Summary {
     pub records_dropped: u64,
     /// Leader epochs dropped by those moves.
     pub epochs_dropped: u64,
+    /// Always-properties broken by states that fit (the model breaks them
+    /// too, under rules it shows unsafe) or where validation resumed (after
+    /// a stretch it did not see): the first event to break each, and how.
+    /// Under today's rules a run that breaks one has lost something.
+    pub broken_properties: Vec<(u64, String)>,
     /// The highest first epoch of the window at a validated event: events
     /// of epochs up to this many past the model's last were validated.
     pub epoch_base_reached: highwater::replication::LeaderEpoch,
@@ -376,18 +404,14 @@ fn validate_as(
                         skipping = Some(why);
                         None
                     }
-                    Ok(Ok((w, state))) => match checker.resume(state) {
-                        Ok(()) => {
-                            window = w;
-                            skipping = None;
-                            None
-                        }
-                        Err((kind, why, imp)) => {
-                            let mut m = fail(kind, seq, event.clone(), why, &checker, &rebuild);
-                            m.implementation = imp;
-                            Some(m)
-                        }
-                    },
+                    Ok(Ok((w, state))) => {
+                        let broken = checker.resume(state);
+                        let s = checker.summary_mut();
+                        s.count_broken(seq, &broken, "where validation resumed");
+                        window = w;
+                        skipping = None;
+                        None
+                    }
                 };
                 before.push_back(event);
                 if before.len() > 8 {
@@ -411,8 +435,9 @@ fn validate_as(
                         &rebuild,
                     )),
                     Ok(snap) => match checker.step(&snap, rebuild.gap.take()) {
-                        Ok(()) => {
+                        Ok(broken) => {
                             let s = checker.summary_mut();
+                            s.count_broken(seq, &broken, "");
                             s.epoch_base_reached = s.epoch_base_reached.max(window.epoch_base);
                             let moved = if moving {
                                 let wait = unsound != Some(Unsound::MoveWithoutWaiting);
@@ -649,6 +674,14 @@ impl ValidatedRun {
         }
     }
 
+    /// The always-properties the trace broke where it fitted (or resumed):
+    /// the first event to break each.
+    pub fn broken_properties(&self) -> &[(u64, String)] {
+        self.validation
+            .as_ref()
+            .map_or(&[], |s| s.broken_properties.as_slice())
+    }
+
     /// Whether the whole trace was validated (no event skipped beyond the
     /// model's bounds).
     pub fn whole(&self) -> bool {
@@ -656,8 +689,22 @@ impl ValidatedRun {
     }
 
     /// One line: how far validation went, where the window moved, what was
-    /// skipped beyond the model's bounds.
+    /// skipped beyond the model's bounds, the properties broken.
     pub fn describe(&self) -> String {
+        let broken = match self.broken_properties() {
+            [] => String::new(),
+            b => format!(
+                "; always-properties broken (by states the model reaches too): {}",
+                b.iter()
+                    .map(|(seq, p)| format!("at event {seq}: {p}"))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            ),
+        };
+        self.describe_fit() + &broken
+    }
+
+    fn describe_fit(&self) -> String {
         match &self.validation {
             Ok(s) if s.whole() => format!(
                 "{} events validated, the whole trace (window moved {} times over {} offsets \
