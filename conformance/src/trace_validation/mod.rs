@@ -408,6 +408,7 @@ fn validate_as(
                         let broken = checker.resume(state);
                         let s = checker.summary_mut();
                         s.count_broken(seq, &broken, "where validation resumed");
+                        rebuild.trim(&w);
                         window = w;
                         skipping = None;
                         None
@@ -441,7 +442,7 @@ fn validate_as(
                             s.epoch_base_reached = s.epoch_base_reached.max(window.epoch_base);
                             let moved = if moving {
                                 let wait = unsound != Some(Unsound::MoveWithoutWaiting);
-                                move_window(&mut checker, &mut window, &rebuild, wait)
+                                move_window(&mut checker, &mut window, &mut rebuild, wait)
                             } else {
                                 Ok(())
                             };
@@ -506,7 +507,7 @@ fn validate_as(
 fn move_window(
     checker: &mut Checker,
     window: &mut Window,
-    rebuild: &Rebuild,
+    rebuild: &mut Rebuild,
     wait: bool,
 ) -> Result<(), String> {
     // Offsets the window may settle (model offsets): none at or above
@@ -525,6 +526,7 @@ fn move_window(
         return Ok(());
     };
     window.advance(&shift);
+    rebuild.trim(window);
     let imp = window
         .view(rebuild.snapshot())
         .and_then(|snap| abstract_state(checker.config(), &snap))

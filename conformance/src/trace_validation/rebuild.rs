@@ -8,6 +8,8 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
+use super::window::Window;
+
 use highwater::cluster::{
     Actor, ClusterSnapshot, Event, RecordHistory, ReplicaSnapshot, TraceEntry,
 };
@@ -27,11 +29,58 @@ struct Served {
     diverging: bool,
 }
 
+/// A replica's log as rebuilt, from the window's first offset on: the
+/// settled prefix before it is dropped (`Rebuild::trim`), so that a
+/// snapshot copies only what the window holds and validation stays linear
+/// in a trace's length.
+#[derive(Debug, Clone, Default)]
+struct ShadowLog {
+    /// The offset of `entries[0]`.
+    start: u64,
+    entries: Vec<LogEntry>,
+}
+
+impl ShadowLog {
+    fn leo(&self) -> u64 {
+        self.start + self.entries.len() as u64
+    }
+
+    /// Entries from offset `from` to `to` (clamped to the log).
+    fn range(&self, from: u64, to: u64) -> &[LogEntry] {
+        let at = |o: u64| (o.saturating_sub(self.start) as usize).min(self.entries.len());
+        &self.entries[at(from)..at(to).max(at(from))]
+    }
+
+    /// Cuts the log back to `leo`; below the dropped prefix is an error
+    /// (the window settled it: nothing may cut it).
+    fn truncate(&mut self, leo: u64, r: ReplicaId) -> Result<(), String> {
+        let keep = leo.checked_sub(self.start).ok_or_else(|| {
+            format!(
+                "replica {r}'s log cut back to {leo}, below the settled prefix (offsets below {})",
+                self.start
+            )
+        })?;
+        self.entries.truncate(keep as usize);
+        Ok(())
+    }
+
+    fn push(&mut self, e: LogEntry) {
+        self.entries.push(e);
+    }
+
+    /// Drops the entries below `offset`.
+    fn trim(&mut self, offset: u64) {
+        let n = (offset.saturating_sub(self.start) as usize).min(self.entries.len());
+        self.entries.drain(..n);
+        self.start += n as u64;
+    }
+}
+
 /// One replica as rebuilt.
 #[derive(Debug, Clone, Default)]
 struct Shadow {
     alive: bool,
-    log: Vec<LogEntry>,
+    log: ShadowLog,
     state: Option<PartitionState>,
     unclean_down: bool,
     /// Registered with the controller, its Restart event still to come.
@@ -221,13 +270,13 @@ impl Rebuild {
                 s.registered = None;
                 if *clean {
                     // A clean shutdown flushes everything.
-                    s.last_rp = s.log.len() as u64;
+                    s.last_rp = s.log.leo();
                     // And checkpoints the HW.
                     s.last_hw_checkpoint = s.last_hw;
                     self.clean_crashes += 1;
                 } else {
-                    let rp = s.last_rp as usize;
-                    s.log.truncate(rp);
+                    let rp = s.last_rp;
+                    s.log.truncate(rp, r)?;
                     // The HW comes back from its last checkpoint.
                     s.last_hw = s.last_hw_checkpoint;
                     s.unclean_down = true;
@@ -255,14 +304,14 @@ impl Rebuild {
             }
             Event::Restart { log_end_offset, .. } => {
                 let s = self.shadow(r)?;
-                if *log_end_offset > s.log.len() as u64 {
+                if *log_end_offset > s.log.leo() {
                     return Err(format!(
-                        "replica {r} restarted with LEO {log_end_offset}, but its log held {} \
-                         entries when it went down",
-                        s.log.len()
+                        "replica {r} restarted with LEO {log_end_offset}, but its log ended at \
+                         {} when it went down",
+                        s.log.leo()
                     ));
                 }
-                s.log.truncate(*log_end_offset as usize);
+                s.log.truncate(*log_end_offset, r)?;
                 s.alive = true;
                 s.unclean_down = false;
                 s.registered = None;
@@ -272,10 +321,10 @@ impl Rebuild {
                 records,
                 result: Ok((base, epoch)),
             } => {
-                let len = self.shadow(r)?.log.len() as u64;
+                let len = self.shadow(r)?.log.leo();
                 if *base != len {
                     return Err(format!(
-                        "replica {r} appended at {base} with a log of {len} entries"
+                        "replica {r} appended at {base} with its LEO at {len}"
                     ));
                 }
                 for (i, &id) in records.iter().enumerate() {
@@ -322,14 +371,12 @@ impl Rebuild {
                 ..
             } => {
                 let log = &self.shadow(r)?.log;
-                let from = (*fetch_offset as usize).min(log.len());
-                let to = (*log_end_offset as usize).min(log.len());
                 // A diverging epoch's answer holds no records, whatever
                 // the leader's LEO (`Partition::check_last_fetched_epoch`).
                 let entries = if *diverging {
                     Vec::new()
                 } else {
-                    log.get(from..to).unwrap_or_default().to_vec()
+                    log.range(*fetch_offset, *log_end_offset).to_vec()
                 };
                 // Served to a follower that is down (the leader checked
                 // its incarnation just before it crashed): the answer
@@ -376,7 +423,7 @@ impl Rebuild {
             } => {
                 let served = self.served.remove(&(r, *leader));
                 let s = self.shadow(r)?;
-                let len = s.log.len() as u64;
+                let len = s.log.leo();
                 if *log_end_offset > len {
                     let Some(served) = served.filter(|x| x.fetch_offset == *fetch_offset) else {
                         return Err(format!(
@@ -393,7 +440,9 @@ impl Rebuild {
                             served.fetch_offset + served.entries.len() as u64
                         ));
                     }
-                    s.log.extend_from_slice(&served.entries[..want]);
+                    for &e in &served.entries[..want] {
+                        s.log.push(e);
+                    }
                 } else if served.is_none() && error.is_none() {
                     // An error answer (NotLeaderOrFollower, fenced) holds no
                     // records and is not kept as served: taking it changes
@@ -490,13 +539,13 @@ impl Rebuild {
             s.frozen = None;
         }
         let leo = state.log_end_offset;
-        if leo > s.log.len() as u64 {
+        if leo > s.log.leo() {
             return Err(format!(
-                "replica {r}'s LEO is {leo}, but the events gave it {} entries",
-                s.log.len()
+                "replica {r}'s LEO is {leo}, but the events took its log to {}",
+                s.log.leo()
             ));
         }
-        s.log.truncate(leo as usize);
+        s.log.truncate(leo, r)?;
         s.last_hw = state.high_watermark;
         s.last_rp = state.recovery_point;
         s.last_hw_checkpoint = state.hw_checkpoint;
@@ -523,7 +572,7 @@ impl Rebuild {
                 Some((e, upto)) if e == epoch => upto.min(hw),
                 _ => 0,
             };
-            for e in s.log.iter().take(hw as usize).skip(from as usize) {
+            for e in s.log.range(from, hw) {
                 if let Some(h) = e.record_id.and_then(|id| self.records.get_mut(&id)) {
                     h.visible = Some(h.visible.map_or(epoch, |v| v.min(epoch)));
                 }
@@ -560,10 +609,24 @@ impl Rebuild {
         !leads
     }
 
-    /// The highest leader epoch the controller has named. Epochs only
-    /// rise, and every request sent stays in the snapshot, so once this is
-    /// beyond the model's bound no later state fits the model (checked
-    /// before the costlier `window::resume_at`).
+    /// Drops what `window` has dropped, so that a snapshot holds only what
+    /// it sees: every log's entries below its first offset (the settled
+    /// prefix, the same on every log, which nothing may cut after:
+    /// `ShadowLog::truncate`), the records it dropped, and the requests of
+    /// the epochs below its first (no replica can take them any more).
+    pub fn trim(&mut self, window: &Window) {
+        for s in &mut self.replicas {
+            s.log.trim(window.base);
+            if let Some(frozen) = s.frozen.as_mut() {
+                frozen.log.retain(|e| e.offset >= window.base);
+            }
+        }
+        self.records.retain(|&id, _| window.keeps(id));
+        self.requests.retain(|&e, _| e >= window.epoch_base);
+    }
+
+    /// The highest leader epoch the controller has named (for
+    /// `window::resume_hint`).
     pub fn highest_epoch(&self) -> Option<LeaderEpoch> {
         self.requests.keys().next_back().copied()
     }
@@ -580,7 +643,7 @@ impl Rebuild {
             .filter_map(|(&(f, _), _)| {
                 let s = self.replicas.get(f as usize)?;
                 let hw = s.state.as_ref().map_or(s.last_hw, |st| st.high_watermark);
-                Some(((s.log.len() as u64).min(hw), f))
+                Some((s.log.leo().min(hw), f))
             })
             .min()
     }
@@ -601,7 +664,7 @@ impl Rebuild {
                 // An answer that brings nothing (a held fetch at the
                 // follower's LEO and HW) is shown as applied to no effect.
                 let hw = s.state.as_ref().map_or(s.last_hw, |st| st.high_watermark);
-                let leo = s.log.len() as u64 + x.entries.len() as u64;
+                let leo = s.log.leo() + x.entries.len() as u64;
                 !x.diverging && (!x.entries.is_empty() || x.high_watermark.min(leo) != hw)
             })
             .map(|(&(f, _), _)| f)
@@ -630,8 +693,11 @@ impl Rebuild {
         if let Some(frozen) = s.frozen.as_ref().filter(|_| self.unsettled(r)) {
             return frozen.clone();
         }
-        let copy = |log: &Vec<LogEntry>| if with_log { log.clone() } else { Vec::new() };
-        let leo = s.log.len() as u64;
+        let copy = |log: &ShadowLog| match with_log {
+            true => log.entries.clone(),
+            false => Vec::new(),
+        };
+        let leo = s.log.leo();
         let down = ReplicaSnapshot::down(
             r,
             copy(&s.log),
@@ -764,13 +830,14 @@ impl Rebuild {
         for (i, s) in self.replicas.iter().enumerate() {
             // The last entries only: a long run's log would bury the rest.
             const SHOWN: usize = 16;
-            let skip = s.log.len().saturating_sub(SHOWN);
-            let mut log: Vec<String> = s.log[skip..]
+            let skip = s.log.entries.len().saturating_sub(SHOWN);
+            let mut log: Vec<String> = s.log.entries[skip..]
                 .iter()
                 .map(|e| format!("{}@{}", e.record_id.map_or(-1, |x| x as i64), e.epoch))
                 .collect();
-            if skip > 0 {
-                log.insert(0, format!("({skip} entries before)"));
+            let before = s.log.start + skip as u64;
+            if before > 0 {
+                log.insert(0, format!("({before} entries before)"));
             }
             let st = s.state.as_ref().filter(|_| s.alive);
             out.push_str(&format!(
@@ -901,6 +968,26 @@ mod tests {
             diverging,
         };
         entry(6, 1, event, Some(state(1, 2, Role::Leader, 2, 1)))
+    }
+
+    /// Once trimmed to the window, a snapshot holds only what the window
+    /// holds, and a log cut below the settled prefix is an error (nothing
+    /// may cut it).
+    #[test]
+    fn a_trimmed_log_is_copied_from_the_window_and_never_cut_below_it() {
+        let mut b = diverged();
+        b.trim(&Window::from_offset(1));
+        let r1 = &b.snapshot().replicas[1];
+        assert_eq!(r1.log_end_offset, 2);
+        assert_eq!(r1.log.iter().map(|e| e.offset).collect::<Vec<_>>(), [1]);
+        let cut = entry(
+            6,
+            1,
+            Event::Flush { recovery_point: 0 },
+            Some(state(1, 2, Role::Leader, 0, 0)),
+        );
+        let why = b.apply(&cut).unwrap_err();
+        assert!(why.contains("below the settled prefix"), "{why}");
     }
 
     /// A diverging epoch's answer carries no records: replica 0 is not

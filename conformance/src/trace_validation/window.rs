@@ -486,6 +486,21 @@ impl Window {
         }
     }
 
+    /// A window whose first offset is `base`, every record kept (for the
+    /// rebuild's tests).
+    #[cfg(test)]
+    pub(super) fn from_offset(base: u64) -> Window {
+        Window {
+            base,
+            ..Window::default()
+        }
+    }
+
+    /// Whether the window still holds the rebuild's record `id`.
+    pub fn keeps(&self, id: u64) -> bool {
+        self.model_id(id).is_some()
+    }
+
     /// The model's id of the rebuild's record `id` (None: dropped).
     fn model_id(&self, id: u64) -> Option<u64> {
         if id >= self.first_new {
@@ -560,7 +575,7 @@ impl Window {
                     record_id: Some(model),
                 });
             }
-            if x.log_end_offset < base || (x.log.len() as u64) < base {
+            if x.log_end_offset < base {
                 return Err(format!(
                     "replica {r}'s log ends at {}, in the settled prefix (offsets below {base})",
                     x.log_end_offset
@@ -715,15 +730,26 @@ pub fn resume_at(
             limit = what;
         }
     };
+    // The logs hold their entries from the rebuild's last trim on
+    // (`Rebuild::trim`): below it, a prefix settled before, the same on
+    // every log. Offsets below `held` are in every log no more.
+    let mut held = 0;
     for x in &snap.replicas {
         let r = x.id;
-        if x.log.iter().enumerate().any(|(i, e)| e.offset != i as u64) {
-            return Err(format!("replica {r}'s log is not contiguous from offset 0"));
+        let start = x.log.first().map_or(x.log_end_offset, |e| e.offset);
+        if x.log.windows(2).any(|w| w[1].offset != w[0].offset + 1)
+            || start + x.log.len() as u64 != x.log_end_offset
+        {
+            return Err(format!(
+                "replica {r}'s log is not contiguous up to its LEO {}",
+                x.log_end_offset
+            ));
         }
         if x.log.windows(2).any(|w| w[0].epoch > w[1].epoch) {
             return Err(format!("replica {r}'s log has a falling epoch"));
         }
-        lower(&mut k, x.log.len() as u64, format!("replica {r}'s LEO"));
+        held = held.max(start);
+        lower(&mut k, x.log_end_offset, format!("replica {r}'s LEO"));
         lower(&mut k, x.high_watermark, format!("replica {r}'s HW"));
         // An unclean crash may always come (`model_config`): the recovery
         // point always bounds the prefix.
@@ -755,8 +781,19 @@ pub fn resume_at(
     let Some(first) = snap.replicas.first() else {
         return Err("no replicas".into());
     };
+    if k < held {
+        return Err(format!(
+            "the settled prefix would end at {k} ({limit}), below one settled before ({held})"
+        ));
+    }
+    let at = |x: &ReplicaSnapshot, o: u64| {
+        let start = x.log.first().map_or(x.log_end_offset, |e| e.offset);
+        o.checked_sub(start)
+            .and_then(|i| x.log.get(i as usize))
+            .copied()
+    };
     for x in &snap.replicas[1..] {
-        if let Some(o) = (0..k).find(|&o| first.log.get(o as usize) != x.log.get(o as usize)) {
+        if let Some(o) = (held..k).find(|&o| at(first, o) != at(x, o)) {
             lower(
                 &mut k,
                 o,
@@ -770,8 +807,8 @@ pub fn resume_at(
         .flat_map(|x| x.pending_acks.iter().copied())
         .collect();
     let mut unsettled = None;
-    for o in 0..k {
-        let e = first.log[o as usize];
+    for o in held..k {
+        let e = at(first, o).expect("below every LEO and above every log's start");
         let id = e
             .record_id
             .ok_or_else(|| format!("the record at offset {o} has no record id"))?;
@@ -799,17 +836,19 @@ pub fn resume_at(
     if let Some(x) = snap
         .replicas
         .iter()
-        .find(|x| x.log.len() as u64 - k > MAX_RECORDS as u64)
+        .find(|x| x.log_end_offset - k > MAX_RECORDS as u64)
     {
         return Err(format!(
             "replica {}: {} entries; the model holds {MAX_RECORDS}, with the settled prefix \
              dropped (offsets below {k}, limited by {limit})",
             x.id,
-            x.log.len() as u64 - k
+            x.log_end_offset - k
         ));
     }
-    let prefix: HashSet<u64> = first.log[..k as usize]
+    let prefix: HashSet<u64> = first
+        .log
         .iter()
+        .filter(|e| e.offset < k)
         .filter_map(|e| e.record_id)
         .collect();
     let logged: HashSet<u64> = snap
@@ -825,7 +864,7 @@ pub fn resume_at(
             .map(|x| x.leader_epoch.map(i64::from)),
         snap.replicas
             .iter()
-            .flat_map(|x| &x.log[k as usize..])
+            .flat_map(|x| x.log.iter().filter(|e| e.offset >= k))
             .map(|e| i64::from(e.epoch)),
     );
     let mut window = Window {
