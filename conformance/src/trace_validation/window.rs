@@ -996,19 +996,18 @@ mod tests {
         assert!(epoch_moves > 50, "the window dropped epochs: {epoch_moves}");
     }
 
-    /// A window that ignores the recovery point (a prefix an unclean crash
-    /// can still cut, deliberately broken) moves where the model would not
-    /// behave alike: `behaves_alike` refuses those moves.
-    #[test]
-    fn a_window_ignoring_the_recovery_point_is_refused() {
+    /// The refusals of `behaves_alike` (two steps deep) on random walks
+    /// moving by the `broken` rule (offsets and epochs together), each walk
+    /// ending at its first refusal.
+    fn refusals_of(broken: Broken) -> Vec<String> {
         let concurrent = highwater::cluster::concurrent::ConcurrentConfig::new(3);
         let cfg = super::super::model_config(&concurrent);
         let (mut alike, mut refused) = (0, Vec::new());
         walks(
             &cfg,
             100,
-            |s| settled_as(&cfg, s, Some(Broken::IgnoreRecoveryPoint)),
-            |_| Err("offsets only".into()),
+            |s| settled_as(&cfg, s, Some(broken)),
+            |_| Err("with the offsets only".into()),
             |s, shift| match behaves_alike(&cfg, s, shift, 2) {
                 Ok(()) => {
                     alike += 1;
@@ -1021,10 +1020,19 @@ mod tests {
             },
         );
         eprintln!(
-            "{alike} moves alike, {} refused; first: {:?}",
+            "{broken:?}: {alike} moves alike, {} refused; first: {:?}",
             refused.len(),
             refused.first()
         );
+        refused
+    }
+
+    /// A window that ignores the recovery point (a prefix an unclean crash
+    /// can still cut, deliberately broken) moves where the model would not
+    /// behave alike: `behaves_alike` refuses those moves.
+    #[test]
+    fn a_window_ignoring_the_recovery_point_is_refused() {
+        let refused = refusals_of(Broken::IgnoreRecoveryPoint);
         assert!(
             !refused.is_empty(),
             "no move of the broken window was refused"
@@ -1038,30 +1046,7 @@ mod tests {
     /// refuses those moves.
     #[test]
     fn a_window_dropping_a_live_replicas_epoch_is_refused() {
-        let concurrent = highwater::cluster::concurrent::ConcurrentConfig::new(3);
-        let cfg = super::super::model_config(&concurrent);
-        let (mut alike, mut refused) = (0, Vec::new());
-        walks(
-            &cfg,
-            100,
-            |s| settled_as(&cfg, s, Some(Broken::IgnoreLiveEpochs)),
-            |_| Err("with the offsets".into()),
-            |s, shift| match behaves_alike(&cfg, s, shift, 2) {
-                Ok(()) => {
-                    alike += 1;
-                    true
-                }
-                Err(e) => {
-                    refused.push(e);
-                    false
-                }
-            },
-        );
-        eprintln!(
-            "{alike} moves alike, {} refused; first: {:?}",
-            refused.len(),
-            refused.first()
-        );
+        let refused = refusals_of(Broken::IgnoreLiveEpochs);
         assert!(
             refused.iter().any(|e| e.contains("not after")),
             "no move of the broken window was refused for a request it lost"
