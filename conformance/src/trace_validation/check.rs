@@ -227,7 +227,7 @@ impl Checker {
         // implementation has them.
         let resync = gap.as_ref().map(|gap| {
             let mut set = [None; MAX_REPLICAS];
-            for &f in &gap.followers {
+            for &f in &gap.replicas {
                 set[f as usize] = Some(*imp.replica(f as u8));
             }
             Taken::Resync(set)

@@ -404,12 +404,15 @@ fn validate_as(
                         skipping = Some(why);
                         None
                     }
-                    Ok(Ok((w, state))) => {
-                        let broken = checker.resume(state);
+                    Ok(Ok(resumed)) => {
+                        let mut broken = checker.resume(resumed.state);
+                        // A lost record is dropped with the prefix: its
+                        // loss is recorded as the property it broke.
+                        broken.extend(resumed.lost);
                         let s = checker.summary_mut();
                         s.count_broken(seq, &broken, "where validation resumed");
-                        rebuild.trim(&w);
-                        window = w;
+                        rebuild.trim(&resumed.window);
+                        window = resumed.window;
                         skipping = None;
                         None
                     }

@@ -128,24 +128,28 @@ pub struct Rebuild {
     pub gap: Option<Gap>,
 }
 
-/// Fetch responses served and never applied: the model's FollowerFetch is
+/// One half of a fetch without the other: the model's FollowerFetch is
 /// atomic, so it has no state where the leader served and the follower did
-/// not copy. The checker may take these followers as they are (counted).
+/// not copy (a response served and never applied: the follower is taken as
+/// it is), nor one where the leader serves a request its follower sent in
+/// an epoch it has since left (the follower drops the answer; the leader is
+/// taken as it is). The checker may take these replicas as they are
+/// (counted).
 #[derive(Debug, Clone, Default)]
 pub struct Gap {
     pub why: String,
-    pub followers: Vec<ReplicaId>,
+    pub replicas: Vec<ReplicaId>,
 }
 
 impl Rebuild {
-    fn lost_responses(&mut self, why: String, lost: impl Iterator<Item = ReplicaId>) {
+    fn gap_at(&mut self, why: String, replicas: impl Iterator<Item = ReplicaId>) {
         let g = self.gap.get_or_insert_with(Gap::default);
         if g.why.is_empty() {
             g.why = why;
         }
-        for f in lost {
-            if !g.followers.contains(&f) {
-                g.followers.push(f);
+        for f in replicas {
+            if !g.replicas.contains(&f) {
+                g.replicas.push(f);
             }
         }
     }
@@ -288,7 +292,7 @@ impl Rebuild {
                 // half (a follower moving on without it is a gap, below).
                 if self.served.keys().any(|&(f, _)| f == r) {
                     let why = format!("replica {r} crashed with a response served and not applied");
-                    self.lost_responses(why, std::iter::once(r));
+                    self.gap_at(why, std::iter::once(r));
                 }
                 self.served.retain(|&(f, _), _| f != r);
                 self.decided.remove(&r);
@@ -364,11 +368,11 @@ impl Rebuild {
             Event::FetchServed {
                 follower,
                 fetch_offset,
+                follower_epoch,
                 error: None,
                 log_end_offset,
                 high_watermark,
                 diverging,
-                ..
             } => {
                 let log = &self.shadow(r)?.log;
                 // A diverging epoch's answer holds no records, whatever
@@ -388,6 +392,21 @@ impl Rebuild {
                 if !self.shadow(*follower)?.alive {
                     return self.take_entry_state(r, entry);
                 }
+                // A request the follower sent in an epoch it has since left
+                // (a leader slow to take its requests serves it late): the
+                // follower drops the answer, and the leader has learnt its
+                // LEO from a fetch the model's atomic FollowerFetch cannot
+                // place (the two were never in that epoch at once). A gap:
+                // the leader is taken as it is.
+                let now = self.shadow(*follower)?.state.as_ref();
+                if now.and_then(|st| st.leader_epoch) > Some(*follower_epoch) {
+                    let why = format!(
+                        "replica {r} served a fetch replica {follower} sent in epoch \
+                         {follower_epoch}, which it has since left"
+                    );
+                    self.gap_at(why, std::iter::once(r));
+                    return self.take_entry_state(r, entry);
+                }
                 // A new fetch answered while records served before were
                 // not applied: the follower sent it again (its request
                 // timed out), and drops the late answer unread. The model
@@ -402,7 +421,7 @@ impl Rebuild {
                     let why = format!(
                         "replica {follower} fetched again with records served and not applied"
                     );
-                    self.lost_responses(why, std::iter::once(*follower));
+                    self.gap_at(why, std::iter::once(*follower));
                 }
                 self.served.insert(
                     (*follower, r),
@@ -523,7 +542,7 @@ impl Rebuild {
                     "replica {r} moved to epoch {:?} with a fetch response served and not taken",
                     state.leader_epoch
                 );
-                self.lost_responses(why, std::iter::once(r));
+                self.gap_at(why, std::iter::once(r));
             }
         }
         let moved = self.replicas[r as usize].state.as_ref().is_some_and(|old| {

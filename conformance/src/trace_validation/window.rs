@@ -25,6 +25,7 @@ use std::collections::{BTreeMap, HashSet};
 use highwater::cluster::{ClusterSnapshot, ReplicaSnapshot};
 use highwater::replication::{LeaderEpoch, LogEntry};
 use highwater_model::actions::{apply, enabled};
+use highwater_model::properties::{ACKNOWLEDGED_RECORDS_SURVIVE, COMMITTED_RECORDS_SURVIVE};
 use highwater_model::state::{
     Entry, Epoch, Offset, RecordHistory, RecordId, EPOCH_SLOTS, MAX_RECORDS,
 };
@@ -710,14 +711,17 @@ pub fn resume_hint(
 /// fencing on; and below `floor`, where a response served and not applied
 /// could still take a follower back (`Rebuild::unapplied_floor`). Records
 /// in no log, never acknowledged, committed or waited for are dropped too.
-/// Returns the window to see the implementation through from here on and
-/// the model state to resume from (the abstraction of the implementation
-/// seen through it), or why there is none yet.
+/// Returns the window to see the implementation through from here on, the
+/// model state to resume from (the abstraction of the implementation seen
+/// through it) and the records lost in the stretch (acknowledged or
+/// committed, in no log, below the prefix: dropped with it, so that a run
+/// that lost one under a historical rule set is validated on; said here,
+/// so that the caller records the loss), or why there is none yet.
 pub fn resume_at(
     cfg: &Config,
     snap: &ClusterSnapshot,
     floor: Option<u64>,
-) -> Result<(Window, State), String> {
+) -> Result<Resumed, String> {
     if !cfg.fencing {
         return Err("no KIP-320 fencing: epochs may fall along a log".into());
     }
@@ -874,11 +878,22 @@ pub fn resume_at(
         dropped: 0,
         epoch_base: LeaderEpoch::try_from(epoch_base).expect("no lower than an epoch named"),
     };
+    let mut lost = Vec::new();
     for (&id, h) in &snap.records {
-        let dead = !logged.contains(&id)
-            && !waited.contains(&id)
-            && h.acked.is_none()
-            && h.visible.is_none();
+        let done = h.acked.is_some() || h.visible.is_some();
+        if !logged.contains(&id) && done && h.offset < k {
+            let (property, how) = match h.acked {
+                Some(_) => (ACKNOWLEDGED_RECORDS_SURVIVE, "acknowledged"),
+                None => (COMMITTED_RECORDS_SURVIVE, "committed"),
+            };
+            lost.push(format!(
+                "{property}: record {id}, {how} at offset {}, is in no log",
+                h.offset
+            ));
+            window.dropped += 1;
+            continue;
+        }
+        let dead = !logged.contains(&id) && !waited.contains(&id) && !done;
         if dropped_by_the_move(id, prefix.contains(&id), dead, h.offset, k)? {
             window.dropped += 1;
         } else {
@@ -893,7 +908,20 @@ pub fn resume_at(
                 "{why}, with the settled prefix dropped (offsets below {k}, limited by {limit})"
             )
         })?;
-    Ok((window, state))
+    Ok(Resumed {
+        window,
+        state,
+        lost,
+    })
+}
+
+/// Where validation resumes ([`resume_at`]).
+#[derive(Debug)]
+pub struct Resumed {
+    pub window: Window,
+    pub state: State,
+    /// Records lost in the stretch and dropped with the prefix.
+    pub lost: Vec<String>,
 }
 
 #[cfg(test)]
@@ -1167,7 +1195,8 @@ mod tests {
     fn a_resume_takes_only_a_settled_state_that_fits_the_model() {
         let concurrent = highwater::cluster::concurrent::ConcurrentConfig::new(3);
         let cfg = super::super::model_config(&concurrent);
-        let (window, state) = resume_at(&cfg, &six_records(3), None).expect("3 settled");
+        let Resumed { window, state, .. } =
+            resume_at(&cfg, &six_records(3), None).expect("3 settled");
         assert_eq!((window.base, window.dropped), (3, 3));
         assert_eq!(state.produced, 3);
         assert_eq!(state.replica(0).log.leo(), 3);
@@ -1176,7 +1205,10 @@ mod tests {
         assert!(super::super::check::broken_properties(&state).is_empty());
 
         let refused = |snap: &ClusterSnapshot, floor| match resume_at(&cfg, snap, floor) {
-            Ok((w, s)) => panic!("resumed at base {} with {} records", w.base, s.produced),
+            Ok(r) => panic!(
+                "resumed at base {} with {} records",
+                r.window.base, r.state.produced
+            ),
             Err(why) => why,
         };
         let why = refused(&six_records(1), None);
@@ -1200,5 +1232,25 @@ mod tests {
 
         let why = refused(&six_records(3), Some(1));
         assert!(why.contains("served and not yet applied"), "{why}");
+
+        // A record acknowledged at offset 1 and in no log (lost, as under
+        // acks=1): dropped with the prefix, and said.
+        let mut lost = six_records(3);
+        lost.records.insert(
+            6,
+            highwater::cluster::RecordHistory {
+                offset: 1,
+                acked: Some(0),
+                visible: None,
+            },
+        );
+        let r = resume_at(&cfg, &lost, None).expect("resumes");
+        assert_eq!(r.window.dropped, 4);
+        assert_eq!(r.lost.len(), 1, "{:?}", r.lost);
+        assert!(
+            r.lost[0].starts_with(ACKNOWLEDGED_RECORDS_SURVIVE),
+            "{:?}",
+            r.lost
+        );
     }
 }
