@@ -1071,7 +1071,7 @@ mod tests {
         assert!(b.gap.is_none(), "a held answer re-served is no gap");
         b.apply(&serve(8, 2)).unwrap();
         let gap = b.gap.take().expect("the answer with records was lost");
-        assert_eq!(gap.followers, vec![0]);
+        assert_eq!(gap.replicas, vec![0]);
     }
 
     /// A response served and not applied is shown as applied, but the
