@@ -4,48 +4,45 @@
 //! (`validated_run`), and a test below checks that every concurrent run in
 //! the test suites goes through it.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use highwater::cluster::concurrent::{
-    read_trace_file, ConcurrentConfig, Fault, FaultSchedule, InjectedFault, RunReport,
-};
-use highwater::cluster::{Actor, Event, TraceEntry};
+use common::concurrent::{caught_in, run3, schedule};
+use highwater::cluster::concurrent::{Fault, InjectedFault, RunReport};
+use highwater::cluster::{Actor, Event};
 use highwater::replication::{Acks, HwCheckpointPolicy};
-use highwater_conformance::trace_validation::validated_run;
 
 #[test]
 fn acks_all_survives_crashes_and_failovers() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut config = ConcurrentConfig::new(3);
-    config.producers = 2;
-    config.consumers = 1;
-    config.max_in_flight = 4;
-    config.records_per_request = 2;
-    config.duration = Duration::from_secs(4);
-    config.flush_interval = Some(Duration::from_millis(50));
-    config.replication.replica_lag_time_max_ms = 300;
-    // Room for the schedule's first round on a loaded machine (producers
-    // ran 21 s instead of 4 on 2 busy cores), and for settling after.
-    config.settle_timeout = Duration::from_secs(40);
-    config.faults = Some(FaultSchedule {
-        first_after: Duration::from_millis(300),
-        every: Duration::from_millis(250),
-        down_for: Duration::from_millis(150),
-        faults: vec![
-            Fault::CrashLeader { clean: false },
-            Fault::CrashFollower { clean: false },
-            Fault::CrashLeader { clean: true },
-            Fault::CrashFollower { clean: true },
-        ],
-    });
-    let report = validated_run(config, dir.path())
-        .unwrap()
-        .fitted("acks=all with crashes");
-    let trace: Vec<TraceEntry> = read_trace_file(&dir.path().join("trace.jsonl"))
-        .unwrap()
-        .map(|e| e.unwrap())
-        .collect();
+    let run = run3(None, |config| {
+        config.producers = 2;
+        config.consumers = 1;
+        config.max_in_flight = 4;
+        config.records_per_request = 2;
+        config.duration = Duration::from_secs(4);
+        config.flush_interval = Some(Duration::from_millis(50));
+        config.replication.replica_lag_time_max_ms = 300;
+        // Room for the schedule's first round on a loaded machine
+        // (producers ran 21 s instead of 4 on 2 busy cores), and for
+        // settling after.
+        config.settle_timeout = Duration::from_secs(40);
+        config.faults = Some(schedule(
+            300,
+            250,
+            150,
+            vec![
+                Fault::CrashLeader { clean: false },
+                Fault::CrashFollower { clean: false },
+                Fault::CrashLeader { clean: true },
+                Fault::CrashFollower { clean: true },
+            ],
+        ));
+    })
+    .unwrap();
+    let trace = run.trace();
+    let report = run.fitted("acks=all with crashes");
     eprintln!(
         "acked {} of {} records in {:?}, {} consumed, crashes {:?}, errors {:?}, timeouts {}, settled {}, trace {} events",
         report.acked.len(),
@@ -152,26 +149,25 @@ fn acks_all_survives_crashes_and_failovers() {
 /// machine had time for.
 #[test]
 fn a_run_lasts_until_each_scheduled_fault_was_injected() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut config = ConcurrentConfig::new(3);
-    config.duration = Duration::from_millis(100);
-    config.consumers = 1;
-    // A light load, so that a restarted broker catches up soon however
-    // loaded the machine: the test is about the schedule.
-    config.max_records = Some(200);
-    config.settle_timeout = Duration::from_secs(10);
-    config.faults = Some(FaultSchedule {
-        first_after: Duration::from_millis(300),
-        every: Duration::from_millis(100),
-        down_for: Duration::from_millis(50),
-        faults: vec![
-            Fault::CrashLeader { clean: true },
-            Fault::CrashFollower { clean: false },
-        ],
-    });
-    let report = validated_run(config, dir.path())
-        .unwrap()
-        .fitted("a run shorter than its schedule");
+    let report = run3(None, |config| {
+        config.duration = Duration::from_millis(100);
+        config.consumers = 1;
+        // A light load, so that a restarted broker catches up soon however
+        // loaded the machine: the test is about the schedule.
+        config.max_records = Some(200);
+        config.settle_timeout = Duration::from_secs(10);
+        config.faults = Some(schedule(
+            300,
+            100,
+            50,
+            vec![
+                Fault::CrashLeader { clean: true },
+                Fault::CrashFollower { clean: false },
+            ],
+        ));
+    })
+    .unwrap()
+    .fitted("a run shorter than its schedule");
     let kinds: Vec<bool> = report.crashes.iter().map(|&(_, clean)| clean).collect();
     assert_eq!(
         kinds[..kinds.len().min(2)],
@@ -191,13 +187,12 @@ fn a_run_lasts_until_each_scheduled_fault_was_injected() {
 #[test]
 fn acks_1_without_faults_loses_nothing_and_acks_0_gets_no_answers() {
     for acks in [Acks::Leader, Acks::None] {
-        let dir = tempfile::tempdir().unwrap();
-        let mut config = ConcurrentConfig::new(3);
-        config.acks = acks;
-        config.duration = Duration::from_millis(300);
-        let report = validated_run(config, dir.path())
-            .unwrap()
-            .fitted(&format!("{acks:?} without faults"));
+        let report = run3(None, |config| {
+            config.acks = acks;
+            config.duration = Duration::from_millis(300);
+        })
+        .unwrap()
+        .fitted(&format!("{acks:?} without faults"));
         assert!(report.errors.is_empty(), "{:?}", report.errors);
         assert!(report.settled);
         assert_eq!(report.lost_acknowledged(), vec![]);
@@ -220,17 +215,16 @@ fn acks_1_without_faults_loses_nothing_and_acks_0_gets_no_answers() {
 /// HW and its checkpoint one operation); under the periodic default no
 /// checkpoint comes within the run.
 fn failing_checkpoints(inject: Option<InjectedFault>) -> RunReport {
-    let dir = tempfile::tempdir().unwrap();
-    let mut config = ConcurrentConfig::new(3);
-    config.replication.hw_checkpoint = HwCheckpointPolicy::EveryChange;
-    config.duration = Duration::from_millis(400);
-    config.consumers = 2;
-    config.hw_checkpoints_fail = true;
-    config.settle_timeout = Duration::from_secs(10);
-    config.inject = inject;
-    let report = validated_run(config, dir.path())
-        .unwrap()
-        .fitted("failing HW checkpoints");
+    let report = run3(None, |config| {
+        config.replication.hw_checkpoint = HwCheckpointPolicy::EveryChange;
+        config.duration = Duration::from_millis(400);
+        config.consumers = 2;
+        config.hw_checkpoints_fail = true;
+        config.settle_timeout = Duration::from_secs(10);
+        config.inject = inject;
+    })
+    .unwrap()
+    .fitted("failing HW checkpoints");
     let failures = report
         .errors
         .iter()
@@ -270,12 +264,13 @@ fn consumers_never_see_an_hw_whose_checkpoint_failed() {
 /// is set, before the checkpoint): the check above catches it.
 #[test]
 fn reading_the_hw_before_its_checkpoint_is_caught() {
-    let caught = (0..5).any(|_| {
-        !failing_checkpoints(Some(InjectedFault::HwPublishedBeforeCheckpoint))
-            .consumed
-            .is_empty()
+    caught_in(5, "a read below a failed checkpoint's HW", || {
+        let report = failing_checkpoints(Some(InjectedFault::HwPublishedBeforeCheckpoint));
+        match report.consumed.len() {
+            0 => Ok(()),
+            n => Err(format!("{n} records read below a failed checkpoint's HW")),
+        }
     });
-    assert!(caught, "no consumer read below a failed checkpoint's HW");
 }
 
 // --- Every concurrent run in the test suites is validated ----------------------
