@@ -16,6 +16,12 @@ use highwater::replication::{Acks, HwCheckpointPolicy};
 
 #[test]
 fn acks_all_survives_crashes_and_failovers() {
+    let faults = vec![
+        Fault::CrashLeader { clean: false },
+        Fault::CrashFollower { clean: false },
+        Fault::CrashLeader { clean: true },
+        Fault::CrashFollower { clean: true },
+    ];
     let run = run3(None, |config| {
         config.producers = 2;
         config.consumers = 1;
@@ -28,17 +34,7 @@ fn acks_all_survives_crashes_and_failovers() {
         // (producers ran 21 s instead of 4 on 2 busy cores), and for
         // settling after.
         config.settle_timeout = Duration::from_secs(40);
-        config.faults = Some(schedule(
-            300,
-            250,
-            150,
-            vec![
-                Fault::CrashLeader { clean: false },
-                Fault::CrashFollower { clean: false },
-                Fault::CrashLeader { clean: true },
-                Fault::CrashFollower { clean: true },
-            ],
-        ));
+        config.faults = Some(schedule(300, 250, 150, faults));
     })
     .unwrap();
     let trace = run.trace();
@@ -149,6 +145,10 @@ fn acks_all_survives_crashes_and_failovers() {
 /// machine had time for.
 #[test]
 fn a_run_lasts_until_each_scheduled_fault_was_injected() {
+    let faults = vec![
+        Fault::CrashLeader { clean: true },
+        Fault::CrashFollower { clean: false },
+    ];
     let report = run3(None, |config| {
         config.duration = Duration::from_millis(100);
         config.consumers = 1;
@@ -156,15 +156,7 @@ fn a_run_lasts_until_each_scheduled_fault_was_injected() {
         // loaded the machine: the test is about the schedule.
         config.max_records = Some(200);
         config.settle_timeout = Duration::from_secs(10);
-        config.faults = Some(schedule(
-            300,
-            100,
-            50,
-            vec![
-                Fault::CrashLeader { clean: true },
-                Fault::CrashFollower { clean: false },
-            ],
-        ));
+        config.faults = Some(schedule(300, 100, 50, faults));
     })
     .unwrap()
     .fitted("a run shorter than its schedule");

@@ -82,21 +82,17 @@ fn a_crash_returning_early_on_a_failed_shutdown_is_caught() {
 /// follower crash leaves the ISR too small, and acks=all requests are
 /// refused at once (NotEnoughReplicas) until it is back.
 fn crashes(regress: Option<Regression>, min_isr: usize) -> (ConcurrentConfig, RunReport) {
+    let faults = vec![
+        Fault::CrashFollower { clean: false },
+        Fault::CrashLeader { clean: true },
+        Fault::CrashFollower { clean: true },
+    ];
     let run = run3(regress, |config| {
         config.replication.min_insync_replicas = min_isr;
         config.duration = Duration::from_millis(1500);
         config.consumers = 1;
         config.replication.replica_lag_time_max_ms = 200;
-        config.faults = Some(schedule(
-            100,
-            150,
-            100,
-            vec![
-                Fault::CrashFollower { clean: false },
-                Fault::CrashLeader { clean: true },
-                Fault::CrashFollower { clean: true },
-            ],
-        ));
+        config.faults = Some(schedule(100, 150, 100, faults));
     })
     .unwrap();
     let config = run.config.clone();
