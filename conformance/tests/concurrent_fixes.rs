@@ -3,38 +3,31 @@
 //! a test-only switch) to show that the test's check catches it. Every run
 //! is trace-validated (`validated_run`).
 
+mod common;
+
 use std::time::Duration;
 
+use common::concurrent::{caught_in, run3, schedule};
 use highwater::cluster::concurrent::{
-    read_trace_file, ConcurrentConfig, Fault, FaultSchedule, Regression, RunReport,
+    ConcurrentConfig, Fault, Nemesis, NemesisFault, Regression, RunReport,
 };
-use highwater::cluster::Event;
-use highwater_conformance::trace_validation::{validated_run, ValidatedRun};
+use highwater::cluster::{Actor, Event, TraceEntry};
+use highwater_conformance::trace_validation::ValidatedRun;
 
 // --- A failed clean shutdown reaches the protocol ------------------------------
 
 /// Leaders shut down cleanly on a full disk: the shutdown fails.
 fn full_disk_shutdowns(regress: Option<Regression>) -> (ValidatedRun, Vec<Event>) {
-    let dir = tempfile::tempdir().unwrap();
-    let mut config = ConcurrentConfig::new(3);
-    config.duration = Duration::from_millis(800);
-    config.consumers = 1;
-    config.settle_timeout = Duration::from_secs(5);
-    config.replication.replica_lag_time_max_ms = 200;
-    config.faults = Some(FaultSchedule {
-        first_after: Duration::from_millis(100),
-        every: Duration::from_millis(150),
-        down_for: Duration::from_millis(100),
-        faults: vec![Fault::CrashLeaderOnFullDisk],
-    });
-    config.regress = regress;
-    let run = validated_run(config, dir.path()).unwrap();
-    let events = read_trace_file(&dir.path().join("trace.jsonl"))
-        .unwrap()
-        .flatten()
-        .map(|e| e.event)
-        .collect();
-    (run, events)
+    let run = run3(regress, |config| {
+        config.duration = Duration::from_millis(800);
+        config.consumers = 1;
+        config.settle_timeout = Duration::from_secs(5);
+        config.replication.replica_lag_time_max_ms = 200;
+        config.faults = Some(schedule(100, 150, 100, vec![Fault::CrashLeaderOnFullDisk]));
+    })
+    .unwrap();
+    let events = run.trace().into_iter().map(|e| e.event).collect();
+    (run.run, events)
 }
 
 /// What the fix promises: the trace fits the model (the crash is in it,
@@ -77,13 +70,10 @@ fn a_clean_shutdown_that_fails_on_a_full_disk_reaches_the_protocol() {
 
 #[test]
 fn a_crash_returning_early_on_a_failed_shutdown_is_caught() {
-    let (run, events) = full_disk_shutdowns(Some(Regression::CrashReturnsEarlyOnError));
-    let caught = failed_shutdowns_reach_the_protocol(&run, &events)
-        .expect_err("the early return went unnoticed");
-    eprintln!(
-        "caught: {}",
-        caught.lines().take(12).collect::<Vec<_>>().join("\n")
-    );
+    caught_in(1, "the early return", || {
+        let (run, events) = full_disk_shutdowns(Some(Regression::CrashReturnsEarlyOnError));
+        failed_shutdowns_reach_the_protocol(&run, &events)
+    });
 }
 
 // --- The leader's ISR copy converges; producers back off ----------------------
@@ -92,34 +82,29 @@ fn a_crash_returning_early_on_a_failed_shutdown_is_caught() {
 /// follower crash leaves the ISR too small, and acks=all requests are
 /// refused at once (NotEnoughReplicas) until it is back.
 fn crashes(regress: Option<Regression>, min_isr: usize) -> (ConcurrentConfig, RunReport) {
-    let dir = tempfile::tempdir().unwrap();
-    let mut config = ConcurrentConfig::new(3);
-    config.replication.min_insync_replicas = min_isr;
-    config.duration = Duration::from_millis(1500);
-    config.consumers = 1;
-    config.replication.replica_lag_time_max_ms = 200;
-    config.faults = Some(FaultSchedule {
-        first_after: Duration::from_millis(100),
-        every: Duration::from_millis(150),
-        down_for: Duration::from_millis(100),
-        faults: vec![
-            Fault::CrashFollower { clean: false },
-            Fault::CrashLeader { clean: true },
-            Fault::CrashFollower { clean: true },
-        ],
-    });
-    config.regress = regress;
-    let report = validated_run(config.clone(), dir.path())
-        .unwrap()
-        .fitted(&format!("crashes, {regress:?}"));
-    (config, report)
+    let faults = vec![
+        Fault::CrashFollower { clean: false },
+        Fault::CrashLeader { clean: true },
+        Fault::CrashFollower { clean: true },
+    ];
+    let run = run3(regress, |config| {
+        config.replication.min_insync_replicas = min_isr;
+        config.duration = Duration::from_millis(1500);
+        config.consumers = 1;
+        config.replication.replica_lag_time_max_ms = 200;
+        config.faults = Some(schedule(100, 150, 100, faults));
+    })
+    .unwrap();
+    let config = run.config.clone();
+    (config, run.fitted("crashes"))
 }
 
 /// One error answer per request in flight per backoff period, at most
 /// (plus a few per crash).
 fn producers_backed_off(config: &ConcurrentConfig, report: &RunReport) -> Result<(), String> {
     let errors: u64 = report.produce_errors.values().sum();
-    let periods = config.duration.as_millis() as u64 / 10 + 1;
+    // Producers ran as long as the schedule's first round needed.
+    let periods = report.produce_elapsed.as_millis() as u64 / 10 + 1;
     let bound = periods * config.max_in_flight as u64 + report.crashes.len() as u64 * 4;
     eprintln!(
         "{} requests, {errors} error answers {:?}",
@@ -177,11 +162,10 @@ fn producers_back_off_after_error_answers() {
 /// few requests to spin).
 #[test]
 fn producers_without_backoff_are_caught() {
-    let caught = (0..3).any(|_| {
+    caught_in(3, "a spinning producer", || {
         let (config, report) = crashes(Some(Regression::NoProducerBackoff), 3);
-        producers_backed_off(&config, &report).is_err()
+        producers_backed_off(&config, &report)
     });
-    assert!(caught, "no spinning producer seen");
 }
 
 // --- The leader's ISR copy converges when the IsrUpdate is lost ----------------
@@ -193,23 +177,21 @@ fn producers_without_backoff_are_caught() {
 /// in flight: the controller removes the crashed follower, the leader's
 /// copy keeps it.
 fn lost_isr_updates(regress: Option<Regression>) -> RunReport {
-    let dir = tempfile::tempdir().unwrap();
-    let mut config = ConcurrentConfig::new(3);
-    config.duration = Duration::from_millis(1000);
-    config.consumers = 1;
-    config.settle_timeout = Duration::from_secs(2);
-    config.replication.replica_lag_time_max_ms = 2_000;
-    config.isr_updates_lost = true;
-    config.faults = Some(FaultSchedule {
-        first_after: Duration::from_millis(100),
-        every: Duration::from_millis(250),
-        down_for: Duration::from_millis(50),
-        faults: vec![Fault::CrashFollower { clean: true }],
-    });
-    config.regress = regress;
-    validated_run(config, dir.path())
-        .unwrap()
-        .fitted(&format!("lost ISR updates, {regress:?}"))
+    run3(regress, |config| {
+        config.duration = Duration::from_millis(1000);
+        config.consumers = 1;
+        config.settle_timeout = Duration::from_secs(2);
+        config.replication.replica_lag_time_max_ms = 2_000;
+        config.isr_updates_lost = true;
+        config.faults = Some(schedule(
+            100,
+            250,
+            50,
+            vec![Fault::CrashFollower { clean: true }],
+        ));
+    })
+    .unwrap()
+    .fitted("lost ISR updates")
 }
 
 /// The crashed follower is back in the controller's ISR and the leader's
@@ -241,9 +223,11 @@ fn the_leaders_isr_copy_converges_when_every_isr_update_is_lost() {
 /// never asks to add it back, and the partition never heals.
 #[test]
 fn a_leader_learning_the_isr_only_from_the_one_shot_update_is_caught() {
-    let report = lost_isr_updates(Some(Regression::IsrFromOneShotUpdateOnly));
-    let caught = every_follower_readded(&report).expect_err("the stale copy went unnoticed");
-    eprintln!("caught: {caught}");
+    caught_in(1, "the stale copy", || {
+        every_follower_readded(&lost_isr_updates(Some(
+            Regression::IsrFromOneShotUpdateOnly,
+        )))
+    });
 }
 
 // --- The report survives a full disk; consumer read errors are reported --------
@@ -251,14 +235,13 @@ fn a_leader_learning_the_isr_only_from_the_one_shot_update_is_caught() {
 /// A run whose broker 1 finds its disk full when the run closes the logs
 /// (`ConcurrentConfig::disk_full_at_stop`): its final close fails.
 fn full_disk_at_stop(regress: Option<Regression>) -> highwater::replication::Result<RunReport> {
-    let dir = tempfile::tempdir().unwrap();
-    let mut config = ConcurrentConfig::new(3);
-    config.duration = Duration::from_millis(300);
-    config.consumers = 1;
-    config.settle_timeout = Duration::from_secs(3);
-    config.disk_full_at_stop = Some(1);
-    config.regress = regress;
-    Ok(validated_run(config, dir.path())?.fitted(&format!("a full disk at the end, {regress:?}")))
+    let run = run3(regress, |config| {
+        config.duration = Duration::from_millis(300);
+        config.consumers = 1;
+        config.settle_timeout = Duration::from_secs(3);
+        config.disk_full_at_stop = Some(1);
+    })?;
+    Ok(run.fitted("a full disk at the end"))
 }
 
 #[test]
@@ -290,16 +273,14 @@ fn a_report_lost_to_a_full_disk_is_caught() {
 
 /// Consumers whose every other read fails (`consumer_reads_fail`).
 fn failing_reads(regress: Option<Regression>) -> RunReport {
-    let dir = tempfile::tempdir().unwrap();
-    let mut config = ConcurrentConfig::new(3);
-    config.duration = Duration::from_millis(400);
-    config.consumers = 2;
-    config.settle_timeout = Duration::from_secs(3);
-    config.consumer_reads_fail = true;
-    config.regress = regress;
-    validated_run(config, dir.path())
-        .unwrap()
-        .fitted(&format!("failing reads, {regress:?}"))
+    run3(regress, |config| {
+        config.duration = Duration::from_millis(400);
+        config.consumers = 2;
+        config.settle_timeout = Duration::from_secs(3);
+        config.consumer_reads_fail = true;
+    })
+    .unwrap()
+    .fitted("failing reads")
 }
 
 /// The read errors are in the report, counted, and reading went on.
@@ -334,9 +315,9 @@ fn consumer_read_errors_are_reported() {
 
 #[test]
 fn dropped_consumer_read_errors_are_caught() {
-    let caught = read_errors_reported(&failing_reads(Some(Regression::ConsumerErrorsDropped)))
-        .expect_err("dropped read errors went unnoticed");
-    eprintln!("caught: {caught}");
+    caught_in(1, "dropped read errors", || {
+        read_errors_reported(&failing_reads(Some(Regression::ConsumerErrorsDropped)))
+    });
 }
 
 // --- Held fetches are woken by new records --------------------------------------
@@ -350,17 +331,15 @@ fn dropped_consumer_read_errors_are_caught() {
 /// wake-up would hold them for 30 s. A liveness check with a margin of
 /// 15, not a timing measurement.
 fn held_fetches(regress: Option<Regression>) -> RunReport {
-    let dir = tempfile::tempdir().unwrap();
-    let mut config = ConcurrentConfig::new(3);
-    config.duration = Duration::from_millis(500);
-    config.fetch_max_wait = Duration::from_secs(30);
-    config.request_timeout = Duration::from_secs(30);
-    config.produce_timeout = Duration::from_secs(2);
-    config.settle_timeout = Duration::from_secs(1);
-    config.regress = regress;
-    validated_run(config, dir.path())
-        .unwrap()
-        .fitted(&format!("held fetches, {regress:?}"))
+    run3(regress, |config| {
+        config.duration = Duration::from_millis(500);
+        config.fetch_max_wait = Duration::from_secs(30);
+        config.request_timeout = Duration::from_secs(30);
+        config.produce_timeout = Duration::from_secs(2);
+        config.settle_timeout = Duration::from_secs(1);
+    })
+    .unwrap()
+    .fitted("held fetches")
 }
 
 fn no_wakeup_lost(report: &RunReport) -> Result<(), String> {
@@ -387,9 +366,9 @@ fn held_fetches_and_waiting_producers_are_woken_by_new_records() {
 
 #[test]
 fn a_held_fetch_woken_only_by_its_timer_is_caught() {
-    let caught = no_wakeup_lost(&held_fetches(Some(Regression::HeldFetchWakesOnTimerOnly)))
-        .expect_err("the lost wake-up went unnoticed");
-    eprintln!("caught: {caught}");
+    caught_in(1, "the lost wake-up", || {
+        no_wakeup_lost(&held_fetches(Some(Regression::HeldFetchWakesOnTimerOnly)))
+    });
 }
 
 // --- Only the answer to the fetch in flight is traced as applied ---------------
@@ -398,23 +377,25 @@ fn a_held_fetch_woken_only_by_its_timer_is_caught() {
 /// first for up to 100 ms (`fetch_max_wait`): late answers reach them
 /// often, and they drop them (`Partition::on_fetch_response`, as Kafka's
 /// `AbstractFetcherThread.processFetchRequest`).
-fn resent_fetches(regress: Option<Regression>) -> ValidatedRun {
-    let dir = tempfile::tempdir().unwrap();
-    let mut config = ConcurrentConfig::new(3);
-    config.duration = Duration::from_millis(300);
-    config.max_records = Some(4);
-    config.consumers = 1;
-    config.request_timeout = Duration::from_millis(5);
-    config.settle_timeout = Duration::from_secs(2);
-    config.regress = regress;
-    validated_run(config, dir.path()).unwrap()
+fn resent_fetches(regress: Option<Regression>) -> Result<(), String> {
+    let run = run3(regress, |config| {
+        config.duration = Duration::from_millis(300);
+        config.max_records = Some(4);
+        config.consumers = 1;
+        config.request_timeout = Duration::from_millis(5);
+        config.settle_timeout = Duration::from_secs(2);
+    })
+    .unwrap();
+    run.run
+        .events_validated()
+        .map(drop)
+        .map_err(|m| m.to_string())
 }
 
 #[test]
 fn late_fetch_answers_dropped_by_the_follower_fit_the_model() {
     for _ in 0..3 {
-        let run = resent_fetches(None);
-        if let Err(m) = run.events_validated() {
+        if let Err(m) = resent_fetches(None) {
             panic!("the trace does not fit:\n{m}");
         }
     }
@@ -425,15 +406,94 @@ fn late_fetch_answers_dropped_by_the_follower_fit_the_model() {
 /// and its HW is seen going back. Caught in one of a few runs.
 #[test]
 fn late_fetch_answers_traced_as_applied_are_caught() {
-    let caught = (0..5).find_map(|_| {
+    caught_in(5, "late answers traced as applied", || {
         resent_fetches(Some(Regression::LateFetchResponseTraced))
-            .events_validated()
-            .err()
-            .map(|m| m.to_string())
     });
-    let caught = caught.expect("5 runs with late answers traced as applied all fit");
-    eprintln!(
-        "caught: {}",
-        caught.lines().take(2).collect::<Vec<_>>().join("\n")
-    );
+}
+
+// --- A scheduled fault takes effect before the next ----------------------------
+
+/// Followers paused often (a nemesis of pauses only, one every 150 ms on
+/// average, each 20 to 220 ms: short of the lag that would drop them from
+/// the ISR) while the schedule crashes followers: a crash sent to a paused
+/// follower waits in its inbox, and the restart sent `down_for` later
+/// waits behind it.
+fn faults_on_paused_followers(regress: Option<Regression>) -> (Duration, Vec<TraceEntry>) {
+    let faults = vec![
+        Fault::CrashFollower { clean: true },
+        Fault::CrashFollower { clean: false },
+    ];
+    let down_for = Duration::from_millis(100);
+    let run = run3(regress, |config| {
+        config.duration = Duration::from_millis(1000);
+        config.consumers = 1;
+        config.settle_timeout = Duration::from_secs(10);
+        config.faults = Some(schedule(100, 100, down_for.as_millis() as u64, faults));
+        config.nemesis = Some(Nemesis {
+            seed: 7,
+            every: Duration::from_millis(150),
+            max_down: Duration::from_millis(200),
+            faults: vec![NemesisFault::Pause],
+            one_unclean_at_a_time: true,
+        });
+    })
+    .unwrap();
+    let trace = run.trace();
+    run.fitted("faults on paused followers");
+    (down_for, trace)
+}
+
+/// What the schedule promises (`FaultSchedule`): each crashed broker stays
+/// down `down_for` at least, and no crash comes while another broker is
+/// down.
+fn one_fault_at_a_time(down_for: Duration, trace: &[TraceEntry]) -> Result<(), String> {
+    let mut down: Option<(u32, u64)> = None;
+    let mut crashes = 0;
+    for e in trace {
+        let (Actor::Replica(r), ms) = (e.actor, e.micros / 1000) else {
+            continue;
+        };
+        match (&e.event, down) {
+            (Event::Crash { .. }, Some((d, at))) => {
+                return Err(format!(
+                    "broker {r} crashed at {ms} ms, broker {d} down since {at} ms"
+                ))
+            }
+            (Event::Crash { .. }, None) => {
+                crashes += 1;
+                down = Some((r, ms));
+            }
+            (Event::Restart { .. }, Some((d, at))) if d == r => {
+                if ms - at < down_for.as_millis() as u64 {
+                    return Err(format!(
+                        "broker {r} down {} ms (from {at} ms), less than {down_for:?}",
+                        ms - at
+                    ));
+                }
+                down = None;
+            }
+            _ => {}
+        }
+    }
+    eprintln!("{crashes} crashes, one at a time");
+    if crashes == 0 {
+        return Err("no crash".into());
+    }
+    Ok(())
+}
+
+#[test]
+fn scheduled_faults_on_slow_brokers_take_effect_one_at_a_time() {
+    let (down_for, trace) = faults_on_paused_followers(None);
+    one_fault_at_a_time(down_for, &trace).unwrap();
+}
+
+/// Caught in one of a few runs (a crash sent between two pauses takes
+/// effect in time).
+#[test]
+fn faults_taken_as_done_when_sent_are_caught() {
+    caught_in(3, "faults taken as done when sent", || {
+        let (down_for, trace) = faults_on_paused_followers(Some(Regression::FaultDoneWhenSent));
+        one_fault_at_a_time(down_for, &trace)
+    });
 }

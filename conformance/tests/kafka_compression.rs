@@ -35,23 +35,6 @@ fn config(compression_type: CompressionType) -> LogConfig {
     }
 }
 
-fn to_krecord(offset: u64, r: &Record) -> KRecord {
-    KRecord {
-        offset,
-        timestamp: r.timestamp,
-        key: r.key.as_deref().map(hex),
-        value: r.value.as_deref().map(hex),
-        headers: r
-            .headers
-            .iter()
-            .map(|h| KHeader {
-                key: h.key.clone(),
-                value: h.value.as_deref().map(hex),
-            })
-            .collect(),
-    }
-}
-
 /// Every batch of a partition as our reader serves it: (header fields as
 /// Kafka prints them, records).
 fn our_batches(log: &highwater::storage::Log) -> Vec<(String, Vec<KRecord>)> {

@@ -104,24 +104,6 @@ fn tp() -> TopicPartition {
     TopicPartition::new(TOPIC, 0).expect("topic partition")
 }
 
-/// A record as the Java programs print it (hex bytes).
-fn to_krecord(offset: u64, r: &Record) -> KRecord {
-    KRecord {
-        offset,
-        timestamp: r.timestamp,
-        key: r.key.as_deref().map(hex),
-        value: r.value.as_deref().map(hex),
-        headers: r
-            .headers
-            .iter()
-            .map(|h| KHeader {
-                key: h.key.clone(),
-                value: h.value.as_deref().map(hex),
-            })
-            .collect(),
-    }
-}
-
 /// One batch as our storage layer reads it back.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct OurBatch {

@@ -7,7 +7,6 @@ use common::scripted;
 use highwater_conformance::lockstep::replay;
 use highwater_model::controller::Election;
 use highwater_model::presets::Preset;
-use highwater_model::state::{MAX_EPOCH, MAX_RECORDS};
 use highwater_model::Action::{self, *};
 use highwater_model::Config;
 
@@ -42,15 +41,7 @@ fn a_leader_appends_below_a_later_epoch_it_fetched_unfenced() {
 #[test]
 fn a_follower_truncates_against_a_stale_leader_whose_epochs_go_down() {
     let (a, b, c) = (0, 1, 2);
-    let cfg = Config {
-        records: MAX_RECORDS as u8,
-        max_epoch: MAX_EPOCH,
-        clean_crashes: 2,
-        unclean_crashes: 2,
-        leader_moves: 3,
-        mutation: None,
-        ..Preset::find("unfenced").expect("a preset").config
-    };
+    let cfg = common::wide(&Preset::find("unfenced").expect("a preset").config);
     replays_in_lockstep_with(
         "unfenced (wide bounds)",
         &cfg,

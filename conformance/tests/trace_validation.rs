@@ -19,7 +19,7 @@ use highwater::replication::HwCheckpointPolicy;
 use highwater_conformance::lockstep::Lockstep;
 use highwater_conformance::trace_validation::{
     model_config, seeded_config, validate, validate_file, validate_file_with, validate_unsound,
-    validated_run, MisfitKind, Mode, Unsound, ValidatedRun,
+    validated_run, Misfit, MisfitKind, Mode, Unsound,
 };
 
 /// Seeded concurrent runs with faults, every trace validated.
@@ -438,32 +438,38 @@ fn a_long_run_is_validated_whole_as_the_window_moves() {
 /// the model's bounds, and says nothing of the fault.
 #[test]
 fn a_fault_after_the_fifth_record_is_caught_only_because_the_window_moves() {
+    let mut config = long_config();
+    config.inject = Some(InjectedFault::HwPublishedEarlyFrom { offset: 5 });
+    first_misfit(3, &config, |dir, m| {
+        let fifth = fifth_record(&dir.join("trace.jsonl"));
+        eprintln!(
+            "caught at event {} (the fifth record at {fifth}):\n{}",
+            m.seq,
+            head(&m.to_string(), 14)
+        );
+        assert!(m.seq > fifth, "caught after the fifth record");
+        assert_eq!(
+            without_window(dir, &config),
+            MisfitKind::BeyondModel,
+            "without the window the fault goes unseen"
+        );
+    });
+}
+
+/// Runs `config` up to `tries` times, until validation finds a trace that
+/// does not fit the model, and hands `caught` that run's directory and
+/// misfit; panics if no run was caught.
+fn first_misfit(tries: usize, config: &ConcurrentConfig, caught: impl FnOnce(&Path, &Misfit)) {
     let mut tried = Vec::new();
-    for _ in 0..3 {
+    for _ in 0..tries {
         let dir = tempfile::tempdir().unwrap();
-        let mut config = long_config();
-        config.inject = Some(InjectedFault::HwPublishedEarlyFrom { offset: 5 });
-        let run: ValidatedRun = validated_run(config.clone(), dir.path()).expect("the run starts");
+        let run = validated_run(config.clone(), dir.path()).expect("the run starts");
         match &run.validation {
-            Err(m) if m.kind == MisfitKind::DoesNotFit => {
-                let fifth = fifth_record(&dir.path().join("trace.jsonl"));
-                eprintln!(
-                    "caught at event {} (the fifth record at {fifth}):\n{}",
-                    m.seq,
-                    head(&m.to_string(), 14)
-                );
-                assert!(m.seq > fifth, "caught after the fifth record");
-                assert_eq!(
-                    without_window(dir.path(), &config),
-                    MisfitKind::BeyondModel,
-                    "without the window the fault goes unseen"
-                );
-                return;
-            }
+            Err(m) if m.kind == MisfitKind::DoesNotFit => return caught(dir.path(), m),
             _ => tried.push(run.describe()),
         }
     }
-    panic!("the fault was not caught in 3 runs: {tried:?}");
+    panic!("the fault was not caught in {tries} runs: {tried:?}");
 }
 
 /// A held fetch is where the model's FollowerFetch is placed: a trace of
@@ -660,25 +666,15 @@ fn a_run_with_requests_in_flight_is_validated_past_its_stretches_beyond_the_boun
 /// to 6 runs: the fault may fall in a skipped stretch (1 in 8 runs).
 #[test]
 fn a_fault_after_a_stretch_beyond_the_bounds_is_caught_only_because_validation_resumes() {
-    let mut tried = Vec::new();
-    for _ in 0..6 {
-        let dir = tempfile::tempdir().unwrap();
-        let mut config = in_flight_config();
-        config.inject = Some(InjectedFault::HwPublishedEarlyFrom { offset: 20 });
-        let run = validated_run(config.clone(), dir.path()).expect("the run starts");
-        match &run.validation {
-            Err(m) if m.kind == MisfitKind::DoesNotFit => {
-                let stopped = without_resuming(dir.path(), &config).unwrap();
-                eprintln!(
-                    "caught at event {} (without resuming, stopped at {stopped}):\n{}",
-                    m.seq,
-                    head(&m.to_string(), 14)
-                );
-                assert!(m.seq > stopped, "caught after the first stretch");
-                return;
-            }
-            _ => tried.push(run.describe()),
-        }
-    }
-    panic!("the fault was not caught in 6 runs: {tried:?}");
+    let mut config = in_flight_config();
+    config.inject = Some(InjectedFault::HwPublishedEarlyFrom { offset: 20 });
+    first_misfit(6, &config, |dir, m| {
+        let stopped = without_resuming(dir, &config).unwrap();
+        eprintln!(
+            "caught at event {} (without resuming, stopped at {stopped}):\n{}",
+            m.seq,
+            head(&m.to_string(), 14)
+        );
+        assert!(m.seq > stopped, "caught after the first stretch");
+    });
 }

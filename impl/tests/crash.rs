@@ -117,21 +117,11 @@ fn apply(dir: &Path, start: Option<(u64, u64)>, bases: &[u64], d: &Damage) {
     }
     if let Some(frac) = d.cut {
         if let Some((p, pos)) = locate(frac) {
-            fs::OpenOptions::new()
-                .write(true)
-                .open(&p)
-                .unwrap()
-                .set_len(pos)
-                .unwrap();
+            cut_file(&p, pos);
             // A crash loses whole later files' contents too.
             let cut_base: u64 = p.file_stem().unwrap().to_str().unwrap().parse().unwrap();
             for &b in bases.iter().filter(|&&b| b > cut_base) {
-                fs::OpenOptions::new()
-                    .write(true)
-                    .open(seg_path(dir, b, "log"))
-                    .unwrap()
-                    .set_len(0)
-                    .unwrap();
+                cut_file(&seg_path(dir, b, "log"), 0);
             }
         }
     }
@@ -167,9 +157,7 @@ proptest! {
         flush_frac in 0.0f64..1.0,
         d in damage(),
     ) {
-        let tmp = tempfile::tempdir().unwrap();
-        let dir = tmp.path().join("t-0");
-        let (mut log, _) = open(&dir, small_config(), LoadParams::default());
+        let (_tmp, dir, mut log) = fresh_log();
         let expected = fill(&mut log, n);
         let leo = log.log_end_offset();
         log.flush((flush_frac * leo as f64) as u64).unwrap();
@@ -269,9 +257,7 @@ fn corruption_below_the_recovery_point_is_refused_not_cut() {
 
 #[test]
 fn corrupt_trusted_segment_is_never_served() {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("t-0");
-    let (mut log, _) = open(&dir, small_config(), LoadParams::default());
+    let (_tmp, dir, mut log) = fresh_log();
     fill(&mut log, 60);
     log.flush(log.log_end_offset()).unwrap();
     let rp = log.recovery_point();
@@ -302,19 +288,12 @@ fn corrupt_trusted_segment_is_never_served() {
 
 #[test]
 fn torn_tail_is_cut_and_reported() {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("t-0");
-    let (mut log, _) = open(&dir, small_config(), LoadParams::default());
+    let (_tmp, dir, mut log) = fresh_log();
     let expected = fill(&mut log, 12);
     let last = log.segments().last().unwrap().clone();
     let p = log.reader().lookup(log.log_end_offset() - 1).unwrap();
     drop(log);
-    fs::OpenOptions::new()
-        .write(true)
-        .open(&last.log_path)
-        .unwrap()
-        .set_len(p.position + 30)
-        .unwrap();
+    cut_file(&last.log_path, p.position + 30);
     let (log, report) = Log::open(&dir, small_config(), LoadParams::default()).unwrap();
     assert_eq!(report.bytes_truncated, 30);
     assert!(
@@ -327,9 +306,7 @@ fn torn_tail_is_cut_and_reported() {
 
 #[test]
 fn corrupt_batch_removes_later_segments() {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("t-0");
-    let (mut log, _) = open(&dir, small_config(), LoadParams::default());
+    let (_tmp, dir, mut log) = fresh_log();
     fill(&mut log, 60);
     let segs = log.segments();
     assert!(segs.len() > 4);

@@ -95,6 +95,33 @@ fn workload(root: &std::path::Path, segment_bytes: u32, flush_every: u64) -> Rec
     r.finish()
 }
 
+/// [`workload`] recorded in a directory that lives as long as it.
+fn recorded(segment_bytes: u32, flush_every: u64) -> (tempfile::TempDir, Recorded) {
+    let rec = tempfile::tempdir().unwrap();
+    let w = workload(&rec.path().join("broker"), segment_bytes, flush_every);
+    (rec, w)
+}
+
+/// The small workload: 1200-byte segments, a flush every 2 appends.
+fn small_workload() -> (tempfile::TempDir, Recorded) {
+    recorded(1200, 2)
+}
+
+/// Enumerates every crash state of `w`, a broken variant named `what`,
+/// and asserts that some failure carries every one of `marks`.
+fn assert_caught(what: &str, w: &Recorded, marks: &[&str]) {
+    let scratch = scratch();
+    let o = enumerate(w, scratch.path(), 2, None);
+    eprintln!("crash_states: {}", summary(what, w, &o));
+    assert!(
+        o.failures
+            .iter()
+            .any(|f| marks.iter().all(|m| f.contains(m))),
+        "{what} went unnoticed: {:?}",
+        o.failures
+    );
+}
+
 fn summary(name: &str, w: &Recorded, o: &Outcome) -> String {
     format!(
         "{name}: {} file operations, {} steps; {} crash states enumerated, {} distinct recovered and checked, \
@@ -136,8 +163,7 @@ fn every_crash_state_recovers() {
         (8000, 10, None),
         (LARGE.0, LARGE.1, Some(100_000u64)),
     ] {
-        let rec = tempfile::tempdir().unwrap();
-        let w = workload(&rec.path().join("broker"), segment_bytes, flush_every);
+        let (_rec, w) = recorded(segment_bytes, flush_every);
         let [writes, fsyncs, removes, renames] = kinds(&w);
         assert!(writes > 0 && fsyncs > 0 && removes > 0 && renames > 0);
         let limit = limit.map(|l: u64| l.saturating_sub(total).max(1));
@@ -170,8 +196,7 @@ const LARGE: (u32, u64) = (12000, 12);
 #[ignore = "the full enumeration: minutes; run with --ignored"]
 fn every_crash_state_of_the_large_workload_recovers() {
     let scratch = scratch();
-    let rec = tempfile::tempdir().unwrap();
-    let w = workload(&rec.path().join("broker"), LARGE.0, LARGE.1);
+    let (_rec, w) = recorded(LARGE.0, LARGE.1);
     let o = enumerate(&w, scratch.path(), 2, None);
     eprintln!(
         "crash_states: {}",
@@ -187,8 +212,7 @@ fn every_crash_state_of_the_large_workload_recovers() {
 /// which recovery refuses.
 #[test]
 fn the_old_truncation_order_is_caught() {
-    let rec = tempfile::tempdir().unwrap();
-    let mut w = workload(&rec.path().join("broker"), 1200, 2);
+    let (_rec, mut w) = small_workload();
     let t = w
         .steps
         .iter()
@@ -213,15 +237,10 @@ fn the_old_truncation_order_is_caught() {
         .unwrap_or(reordered.len());
     reordered.splice(checkpoint_at..checkpoint_at, deletion);
     w.ops.splice(from..to, reordered);
-    let scratch = scratch();
-    let o = enumerate(&w, scratch.path(), 2, None);
-    eprintln!("crash_states: {}", summary("old truncation order", &w, &o));
-    assert!(
-        o.failures
-            .iter()
-            .any(|f| f.contains("recovery failed") && f.contains("does not follow")),
-        "the old order went unnoticed: {:?}",
-        o.failures
+    assert_caught(
+        "the old truncation order",
+        &w,
+        &["recovery failed", "does not follow"],
     );
 }
 
@@ -236,8 +255,7 @@ fn state_counts() {
         (8000, 10),
         LARGE,
     ] {
-        let rec = tempfile::tempdir().unwrap();
-        let w = workload(&rec.path().join("broker"), b, f);
+        let (_rec, w) = recorded(b, f);
         eprintln!(
             "crash_states: {b}-byte segments, flush every {f}: {} ops, {} states",
             w.ops.len(),
@@ -253,9 +271,7 @@ fn state_counts() {
 /// checks 3 and 4 of `enumerate/mod.rs`.
 #[test]
 fn doctored_expectations_are_caught() {
-    let rec = tempfile::tempdir().unwrap();
-    let w = workload(&rec.path().join("broker"), 1200, 2);
-    let scratch = scratch();
+    let (_rec, w) = small_workload();
 
     let mut shifted = w.clone();
     for s in &mut shifted.steps {
@@ -263,26 +279,20 @@ fn doctored_expectations_are_caught() {
             e.1 += 100;
         }
     }
-    let o = enumerate(&shifted, scratch.path(), 2, None);
-    assert!(
-        o.failures
-            .iter()
-            .any(|f| f.contains("is no prefix of a state the workload passed through")),
-        "shifted epochs went unnoticed: {:?}",
-        o.failures
+    assert_caught(
+        "shifted epochs",
+        &shifted,
+        &["is no prefix of a state the workload passed through"],
     );
 
-    let mut all_flushed = w.clone();
+    let mut all_flushed = w;
     for s in &mut all_flushed.steps {
         s.after.durable = u64::MAX;
     }
-    let o = enumerate(&all_flushed, scratch.path(), 2, None);
-    assert!(
-        o.failures
-            .iter()
-            .any(|f| f.contains("was flushed before the crash")),
-        "a lost flush went unnoticed: {:?}",
-        o.failures
+    assert_caught(
+        "a lost flush",
+        &all_flushed,
+        &["was flushed before the crash"],
     );
 }
 
@@ -291,8 +301,7 @@ fn doctored_expectations_are_caught() {
 /// doctored one fail, and every failure must carry `mark`, the message of
 /// the check the doctor aims at (no earlier check may fire instead).
 fn doctored_run_is_caught(doctor: Doctor, mark: &str) {
-    let rec = tempfile::tempdir().unwrap();
-    let w = workload(&rec.path().join("broker"), 1200, 2);
+    let (_rec, w) = small_workload();
     let scratch = scratch();
     let clean = enumerate(&w, scratch.path(), 2, None);
     assert!(clean.failures.is_empty(), "{:?}", clean.failures);

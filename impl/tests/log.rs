@@ -153,9 +153,7 @@ fn truncation_at_every_offset() {
 
 #[test]
 fn epoch_cache_answers_end_offsets() {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("t-0");
-    let (mut log, _) = open(&dir, small_config(), LoadParams::default());
+    let (_tmp, dir, mut log) = fresh_log();
     for (epoch, n) in [(1, 3), (2, 2), (5, 4)] {
         for _ in 0..n {
             log.append(&[Record::new(1, "v")], epoch).unwrap();

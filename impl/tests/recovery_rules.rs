@@ -109,19 +109,9 @@ fn a_gap_above_the_recovery_point_with_only_empty_segments_after_it_is_cut() {
     let cut = log.reader().lookup(bases[1] + 3).unwrap();
     drop(log);
     let damage = |dir: &Path| {
-        fs::OpenOptions::new()
-            .write(true)
-            .open(seg_path(dir, bases[1], "log"))
-            .unwrap()
-            .set_len(cut.position)
-            .unwrap();
+        cut_file(&seg_path(dir, bases[1], "log"), cut.position);
         for &b in &bases[2..] {
-            fs::OpenOptions::new()
-                .write(true)
-                .open(seg_path(dir, b, "log"))
-                .unwrap()
-                .set_len(0)
-                .unwrap();
+            cut_file(&seg_path(dir, b, "log"), 0);
         }
     };
     let dir = tmp.path().join("above-0");
@@ -165,12 +155,7 @@ fn a_gap_between_segments_is_found_and_refused() {
         let dir = tmp.path().join(format!("rp{recovery_point}-0"));
         copy_dir(&src, &dir);
         let path = seg_path(&dir, bases[1], "log");
-        fs::OpenOptions::new()
-            .write(true)
-            .open(&path)
-            .unwrap()
-            .set_len(cut.position)
-            .unwrap();
+        cut_file(&path, cut.position);
         let before: Vec<_> = bases
             .iter()
             .map(|&b| fs::metadata(seg_path(&dir, b, "log")).unwrap().len())
@@ -211,9 +196,7 @@ fn a_gap_between_segments_is_found_and_refused() {
 /// restart.
 #[test]
 fn a_log_whose_epochs_go_down_recovers() {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("t-0");
-    let (mut log, _) = open(&dir, small_config(), LoadParams::default());
+    let (tmp, dir, mut log) = fresh_log();
     let mut expected = Vec::new();
     for (i, epoch) in [(0u64, 0), (1, 2), (2, 2), (3, 1), (4, 1), (5, 3), (6, 2)] {
         let recs = records_for(i);
@@ -288,9 +271,7 @@ fn a_wrong_epoch_checkpoint_cuts_nothing() {
 /// keeps them; so do we.
 #[test]
 fn a_stale_epoch_checkpoint_cuts_nothing() {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("t-0");
-    let (mut log, _) = open(&dir, small_config(), LoadParams::default());
+    let (tmp, dir, mut log) = fresh_log();
     for (i, epoch) in (0..30u64).map(|i| (i, [0, 1, 3][(i / 10) as usize])) {
         log.append(&records_for(i), epoch).unwrap();
     }
@@ -329,9 +310,7 @@ fn a_stale_epoch_checkpoint_cuts_nothing() {
 /// open and says where.
 #[test]
 fn epochs_below_minus_one_are_refused() {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("t-0");
-    let (mut log, _) = open(&dir, small_config(), LoadParams::default());
+    let (_tmp, dir, mut log) = fresh_log();
     assert!(matches!(
         log.append(&records_for(0), -2),
         Err(Error::InvalidBatch(BatchError::NegativeEpoch { epoch: -2 }))
@@ -446,9 +425,7 @@ fn unreadable_broker_checkpoints_are_reset() {
 #[test]
 fn recovery_of_a_log_with_no_epochs_needs_no_checkpoint() {
     // A batch without an epoch (-1) is kept and leaves the cache alone.
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("t-0");
-    let (mut log, _) = open(&dir, small_config(), LoadParams::default());
+    let (_tmp, dir, mut log) = fresh_log();
     log.append(&[Record::new(1, "a")], -1).unwrap();
     log.append(&[Record::new(2, "b")], 4).unwrap();
     drop(log);

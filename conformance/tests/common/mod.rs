@@ -4,6 +4,7 @@
 
 use highwater_conformance::lockstep::Guide;
 pub mod binary;
+pub mod concurrent;
 pub mod scripted;
 
 use highwater_model::state::{MAX_EPOCH, MAX_RECORDS};

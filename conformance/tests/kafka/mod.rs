@@ -386,6 +386,24 @@ impl KView {
     }
 }
 
+/// A record as the Java programs print it (hex bytes).
+pub fn to_krecord(offset: u64, r: &highwater::storage::Record) -> KRecord {
+    KRecord {
+        offset,
+        timestamp: r.timestamp,
+        key: r.key.as_deref().map(hex),
+        value: r.value.as_deref().map(hex),
+        headers: r
+            .headers
+            .iter()
+            .map(|h| KHeader {
+                key: h.key.clone(),
+                value: h.value.as_deref().map(hex),
+            })
+            .collect(),
+    }
+}
+
 pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }

@@ -1,7 +1,7 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use highwater::storage::{LoadParams, Log, LogConfig, Record, RecoveryReport};
 
@@ -45,6 +45,15 @@ pub fn records_for(i: u64) -> Vec<Record> {
         .collect()
 }
 
+/// A new log (`small_config`) in `t-0` of a temporary directory, which
+/// lives as long as the first value.
+pub fn fresh_log() -> (tempfile::TempDir, PathBuf, Log) {
+    let tmp = tempfile::tempdir().expect("a temporary directory");
+    let dir = tmp.path().join("t-0");
+    let (log, _) = open(&dir, small_config(), LoadParams::default());
+    (tmp, dir, log)
+}
+
 pub fn open(dir: &Path, config: LogConfig, params: LoadParams) -> (Log, RecoveryReport) {
     Log::open(dir, config, params).expect("open")
 }
@@ -85,4 +94,15 @@ pub fn fill(log: &mut Log, n: u64) -> Vec<(u64, Record)> {
         }
     }
     expected
+}
+
+/// Cuts the file at `path` to `len` bytes, as a crash leaves a write that
+/// did not reach the disk (0: the file's contents lost).
+pub fn cut_file(path: &Path, len: u64) {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(path)
+        .expect("open to cut")
+        .set_len(len)
+        .expect("cut");
 }

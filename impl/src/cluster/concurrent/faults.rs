@@ -1,7 +1,7 @@
 //! The fault schedule: which broker crashes when, and its restart.
 
 use std::sync::atomic::Ordering;
-use std::sync::mpsc::Sender;
+use std::sync::mpsc::{self, Sender};
 use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
@@ -26,7 +26,12 @@ pub enum Fault {
 /// When faults happen: the first after `first_after`, then one every
 /// `every`, cycling through `faults`; each crashed broker restarts after
 /// `down_for`. A fault waits until every replica is back in the ISR, so
-/// that no fault hits a partition still repairing the last one.
+/// that no fault hits a partition still repairing the last one. Each
+/// crash and restart is waited for until the broker has handled it (a
+/// busy broker reads its messages late), so that a broker stays down
+/// `down_for` at least and faults never overlap; producers run until
+/// each of `faults` was injected once, however slow the machine (see
+/// [`run`](super::run)).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FaultSchedule {
     pub first_after: Duration,
@@ -35,7 +40,26 @@ pub struct FaultSchedule {
     pub faults: Vec<Fault>,
 }
 
-pub(super) fn run_faults(schedule: FaultSchedule, shared: Arc<Shared>, replicas: Vec<Sender<Msg>>) {
+/// Waits until `replica` has handled every message sent to it before;
+/// returns at once if its thread is gone.
+fn handled(replica: &Sender<Msg>) {
+    let (reply, answer) = mpsc::channel();
+    if replica.send(Msg::Barrier(reply)).is_ok() {
+        let _ = answer.recv();
+    }
+}
+
+/// Injects `schedule`'s faults until the clients stop; says on
+/// `round_done` once each of its faults was injected. `when_sent`
+/// (`Regression::FaultDoneWhenSent`, deliberately broken): a crash and a
+/// restart are taken as done once sent.
+pub(super) fn run_faults(
+    schedule: FaultSchedule,
+    shared: Arc<Shared>,
+    replicas: Vec<Sender<Msg>>,
+    when_sent: bool,
+    round_done: Sender<()>,
+) {
     let n = replicas.len() as ReplicaId;
     let stopping = |shared: &Shared| shared.stop_clients.load(Ordering::Relaxed);
     let sleep = |d: Duration, shared: &Shared| {
@@ -55,7 +79,6 @@ pub(super) fn run_faults(schedule: FaultSchedule, shared: Arc<Shared>, replicas:
             continue;
         }
         let fault = schedule.faults[i % schedule.faults.len()];
-        i += 1;
         let (victim, clean) = match fault {
             Fault::CrashLeader { clean } => (m.leader.expect("checked"), clean),
             Fault::CrashLeaderOnFullDisk => (m.leader.expect("checked"), true),
@@ -69,12 +92,23 @@ pub(super) fn run_faults(schedule: FaultSchedule, shared: Arc<Shared>, replicas:
                 (r, clean)
             }
         };
-        hits[victim as usize] += 1;
         let msg = match fault {
             Fault::CrashLeaderOnFullDisk => Msg::CrashOnFullDisk,
             _ => Msg::Crash { clean },
         };
-        let _ = replicas[victim as usize].send(msg);
+        let tx = &replicas[victim as usize];
+        let incarnation = shared.incarnation(victim);
+        let _ = tx.send(msg);
+        if !when_sent {
+            handled(tx);
+            if shared.incarnation(victim) == incarnation {
+                // It was down already (the nemesis's doing): this fault
+                // is still to come.
+                continue;
+            }
+        }
+        i += 1;
+        hits[victim as usize] += 1;
         shared
             .crashes
             .lock()
@@ -85,7 +119,15 @@ pub(super) fn run_faults(schedule: FaultSchedule, shared: Arc<Shared>, replicas:
         if let Some(full) = shared.disk_full.get(victim as usize) {
             full.store(false, Ordering::SeqCst);
         }
-        let _ = replicas[victim as usize].send(Msg::Restart);
+        let _ = tx.send(Msg::Restart);
+        if !when_sent {
+            // Back, registered with the controller: the metadata read
+            // next knows of the crash.
+            handled(tx);
+        }
+        if i == schedule.faults.len() {
+            let _ = round_done.send(());
+        }
         sleep(schedule.every, &shared);
     }
 }

@@ -172,6 +172,11 @@ pub enum Regression {
     /// answering a fetch it has since sent again): the validator then
     /// forgets the response the follower will apply.
     LateFetchResponseTraced,
+    /// The fault schedule takes a crash as done once it sent it, and a
+    /// restart once sent: a broker slow to read its messages (paused,
+    /// loaded) is restarted as soon as it crashes, and the next fault hits
+    /// while it is still down.
+    FaultDoneWhenSent,
 }
 
 /// A concurrency bug the driver can be told to have, each in the driver
@@ -286,6 +291,9 @@ pub(super) enum Msg {
     Restart,
     /// The broker stops handling messages this long (a pause).
     Pause(Duration),
+    /// Answered once the broker has handled every message sent before it
+    /// (the fault schedule waits for its crash or restart to take effect).
+    Barrier(Sender<()>),
     Stop,
 }
 
@@ -469,9 +477,12 @@ pub fn run(root: &Path, config: ConcurrentConfig) -> Result<RunReport> {
             thread::spawn(move || run_consumer(k, sh, how))
         })
         .collect();
+    // The schedule says when its first round of faults is done.
+    let (round_done, first_round) = mpsc::channel();
     let fault_thread = config.faults.clone().map(|f| {
         let (sh, rt) = (shared.clone(), replica_tx.clone());
-        thread::spawn(move || run_faults(f, sh, rt))
+        let when_sent = config.regress == Some(Regression::FaultDoneWhenSent);
+        thread::spawn(move || run_faults(f, sh, rt, when_sent, round_done))
     });
 
     let nemesis_thread = config.nemesis.clone().map(|n| {
@@ -481,6 +492,12 @@ pub fn run(root: &Path, config: ConcurrentConfig) -> Result<RunReport> {
 
     let started = Instant::now();
     thread::sleep(config.duration);
+    if fault_thread.is_some() {
+        // Producers run on until each of the schedule's faults was
+        // injected once (however slow the machine), or the settle
+        // timeout passes (a partition that never heals).
+        let _ = first_round.recv_timeout(config.settle_timeout);
+    }
     shared.stop_clients.store(true, Ordering::Relaxed);
     shared.checkpoints_fail.store(false, Ordering::SeqCst);
     let produce_elapsed = started.elapsed();

@@ -314,6 +314,9 @@ impl ReplicaNode {
                 }
             }
             Msg::Pause(d) => std::thread::sleep(d),
+            Msg::Barrier(reply) => {
+                let _ = reply.send(());
+            }
             Msg::Produce { producer, req } => self.produce(producer, req, now)?,
             other => {
                 if self.partition.is_none() {
@@ -492,6 +495,7 @@ impl ReplicaNode {
             | Msg::CrashOnFullDisk
             | Msg::Restart
             | Msg::Pause(_)
+            | Msg::Barrier(_)
             | Msg::Produce { .. }
             | Msg::Peer { .. } => {
                 unreachable!("handled by the caller")
