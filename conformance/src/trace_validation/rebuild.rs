@@ -240,7 +240,11 @@ impl Rebuild {
                 result: Ok(isr),
                 ..
             } => {
-                self.decided.insert(*leader, isr.clone());
+                // Decided for a leader that crashed since it sent the
+                // request: the answer reaches no one.
+                if self.replicas.get(*leader as usize).is_some_and(|s| s.alive) {
+                    self.decided.insert(*leader, isr.clone());
+                }
             }
             Event::BrokerRegistered { replica, .. } => {
                 let epoch = after.leader_epoch;
@@ -475,7 +479,9 @@ impl Rebuild {
             Event::PeerCrashNoticed { peer } => {
                 self.unnoticed_crashes.remove(&(r, *peer));
             }
-            Event::AlterPartitionAnswered { .. } => {
+            // A new request: a decision on an earlier one whose answer
+            // never came is forgotten with it.
+            Event::AlterPartitionAnswered { .. } | Event::AlterPartitionSent { .. } => {
                 self.decided.remove(&r);
             }
             _ => {}
