@@ -235,16 +235,14 @@ impl Rebuild {
             Event::ControllerElectLeader { .. } if before_leader.is_some() => {
                 self.leader_moves += 1;
             }
+            // Decided for a leader that crashed since it sent the request:
+            // the answer reaches no one.
             Event::ControllerAlterPartition {
                 leader,
                 result: Ok(isr),
                 ..
-            } => {
-                // Decided for a leader that crashed since it sent the
-                // request: the answer reaches no one.
-                if self.replicas.get(*leader as usize).is_some_and(|s| s.alive) {
-                    self.decided.insert(*leader, isr.clone());
-                }
+            } if self.replicas.get(*leader as usize).is_some_and(|s| s.alive) => {
+                self.decided.insert(*leader, isr.clone());
             }
             Event::BrokerRegistered { replica, .. } => {
                 let epoch = after.leader_epoch;
