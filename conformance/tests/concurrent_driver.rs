@@ -209,7 +209,9 @@ fn acks_1_without_faults_loses_nothing_and_acks_0_gets_no_answers() {
 fn failing_checkpoints(inject: Option<InjectedFault>) -> RunReport {
     let report = run3(None, |config| {
         config.replication.hw_checkpoint = HwCheckpointPolicy::EveryChange;
-        config.duration = Duration::from_millis(400);
+        // Long enough for a leader to be elected and set an HW under load
+        // (in 400 ms, 2 tries in 10 set none under a load of 5).
+        config.duration = Duration::from_millis(1500);
         config.consumers = 2;
         config.hw_checkpoints_fail = true;
         config.settle_timeout = Duration::from_secs(10);
