@@ -34,6 +34,10 @@ pub struct Checker {
     recent: VecDeque<(State, Taken)>,
     /// Why the window did not move when the record budget was last full.
     window_stuck: Option<String>,
+    /// The search's visited map, kept between events so that its memory is
+    /// allocated once (a fresh map of up to `MAX_SEARCH` states at every
+    /// event spent most of validation's time growing and faulting pages).
+    visited: std::cell::RefCell<HashMap<State, Option<(State, Action)>>>,
 }
 
 /// A step the checker took: a model action, or, at a gap, the followers
@@ -142,6 +146,7 @@ impl Checker {
             summary: Summary::default(),
             recent: VecDeque::new(),
             window_stuck: None,
+            visited: std::cell::RefCell::new(HashMap::new()),
         }
     }
 
@@ -480,7 +485,8 @@ impl Checker {
         target: &State,
         max_depth: usize,
     ) -> Option<(Vec<Action>, State)> {
-        let mut parent: HashMap<State, Option<(State, Action)>> = HashMap::new();
+        let mut parent = self.visited.borrow_mut();
+        parent.clear();
         let mut queue = VecDeque::new();
         parent.insert(*from, None);
         queue.push_back((*from, 0usize));
