@@ -84,6 +84,9 @@ pub enum StepAction {
     ControllerShrinkIsr {
         replica: ReplicaId,
     },
+    ControllerUnfence {
+        replica: ReplicaId,
+    },
     BecomeLeader {
         replica: ReplicaId,
         epoch: LeaderEpoch,
@@ -366,10 +369,34 @@ impl<L: ReplicaLog> StepCluster<L> {
         Ok(kind)
     }
 
-    /// ControllerShrinkIsr: the controller sees `replica` fail and removes
-    /// it from the ISR.
+    /// ControllerShrinkIsr: the controller sees `replica` fail, or believes
+    /// a running one did (missed heartbeats): it fences a running broker
+    /// (until [`controller_unfence`](Self::controller_unfence)) and removes
+    /// it from the ISR. Refused when that changes nothing.
     pub fn controller_shrink_isr(&mut self, replica: ReplicaId) -> Result<()> {
-        self.controller.shrink_isr_on_failure(replica)?;
+        let fences = self.is_alive(replica) && self.controller.is_alive(replica);
+        if !fences && !self.controller.may_shrink_isr(replica) {
+            return not_enabled(format!(
+                "the controller can neither fence replica {replica} nor remove it from the ISR"
+            ));
+        }
+        if fences {
+            self.controller.broker_stopped(replica)?;
+        }
+        if self.controller.may_shrink_isr(replica) {
+            self.controller.shrink_isr_on_failure(replica)?;
+        }
+        self.clock += 1;
+        Ok(())
+    }
+
+    /// ControllerUnfence: a running broker the controller fenced heartbeats
+    /// again and is unfenced.
+    pub fn controller_unfence(&mut self, replica: ReplicaId) -> Result<()> {
+        if !self.is_alive(replica) {
+            return not_enabled(format!("replica {replica} is down"));
+        }
+        self.controller.broker_unfenced(replica)?;
         self.clock += 1;
         Ok(())
     }
@@ -828,6 +855,7 @@ impl<L: ReplicaLog> StepCluster<L> {
                 }
             }
             StepAction::ControllerShrinkIsr { replica } => self.controller_shrink_isr(replica),
+            StepAction::ControllerUnfence { replica } => self.controller_unfence(replica),
             StepAction::BecomeLeader { replica, epoch } => self.become_leader(replica, epoch),
             StepAction::BecomeFollower { replica, epoch } => self.become_follower(replica, epoch),
             StepAction::Produce { leader, record } => {

@@ -825,11 +825,27 @@ impl Controller {
         resp
     }
 
-    /// A broker stopped (its registration lapsed). It stays in the ISR
-    /// until [`shrink_isr_on_failure`](Self::shrink_isr_on_failure).
+    /// A broker stopped (its registration lapsed), or the controller fenced
+    /// a live one that missed its heartbeats: it is no acceptable leader
+    /// and may not join the ISR. It stays in the ISR until
+    /// [`shrink_isr_on_failure`](Self::shrink_isr_on_failure).
     pub fn broker_stopped(&mut self, r: ReplicaId) -> Result<()> {
         self.check_replica(r)?;
         self.alive.remove(&r);
+        Ok(())
+    }
+
+    /// A fenced broker heartbeats again and is unfenced (the model's
+    /// ControllerUnfence): Kafka's `ReplicationControlManager.handleBrokerUnfenced`,
+    /// which changes no ISR (the leader's AlterPartition brings the broker
+    /// back). Its election for a leaderless partition is left to
+    /// [`elect_leader`](Self::elect_leader). Refused for a broker not
+    /// fenced.
+    pub fn broker_unfenced(&mut self, r: ReplicaId) -> Result<()> {
+        self.check_replica(r)?;
+        if !self.alive.insert(r) {
+            return Err(Error::not_enabled(format!("replica {r} is not fenced")));
+        }
         Ok(())
     }
 
