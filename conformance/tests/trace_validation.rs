@@ -21,6 +21,7 @@ use highwater_conformance::trace_validation::{
     model_config, seeded_config, validate, validate_file, validate_file_with, validate_unsound,
     validated_run, MisfitKind, Mode, Unsound, ValidatedRun,
 };
+use highwater_model::config::Mutation;
 
 /// Seeded concurrent runs with faults, every trace validated.
 const RUNS: u64 = 200;
@@ -506,7 +507,8 @@ fn each_wait_of_the_validator_is_needed() {
         Err(m) if m.kind == MisfitKind::DoesNotFit => assert_eq!(m.seq, 70, "{m}"),
         other => panic!("the window moved without waiting: {other:?}"),
     }
-    let (lower, config, cfg) = soak_recorded("soak-follower-takes-a-lower-hw.jsonl", 2);
+    let (lower, config, cfg) =
+        soak_recorded("soak-follower-takes-a-lower-hw.jsonl", RuleSet::Today, 2);
     match validate_unsound(&cfg, &config, &lower, Unsound::ResumeWithoutWaiting) {
         Err(m) if m.kind == MisfitKind::DoesNotFit => assert_eq!(m.seq, 367, "{m}"),
         other => panic!("resumed without waiting: {other:?}"),
@@ -536,14 +538,18 @@ fn recorded_traces_that_did_not_fit_now_fit() {
     }
 }
 
-/// A paced soak's trace under today's rules, kept in
-/// conformance/tests/traces/ (its first events, past the one that did
-/// not fit), with the configuration it ran with.
-fn soak_recorded(file: &str, seed: u64) -> (PathBuf, ConcurrentConfig, highwater_model::Config) {
+/// A paced soak's trace under `rules`, kept in conformance/tests/traces/
+/// (its first events, past the one that did not fit), with the
+/// configuration it ran with.
+fn soak_recorded(
+    file: &str,
+    rules: RuleSet,
+    seed: u64,
+) -> (PathBuf, ConcurrentConfig, highwater_model::Config) {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/traces")
         .join(file);
-    let mut config = soak_config(RuleSet::Today, seed, Duration::from_secs(2));
+    let mut config = soak_config(rules, seed, Duration::from_secs(2));
     pace_for_validation(&mut config);
     let cfg = model_config(&config);
     (path, config, cfg)
@@ -565,7 +571,7 @@ fn paced_soak_traces_that_did_not_fit_now_fit() {
         ("soak-crash-unheard-by-a-down-broker.jsonl", 1, 490),
         ("soak-follower-takes-a-lower-hw.jsonl", 2, 367),
     ] {
-        let (path, config, cfg) = soak_recorded(file, seed);
+        let (path, config, cfg) = soak_recorded(file, RuleSet::Today, seed);
         match validate_file(&cfg, &config, &path) {
             Ok(s) => {
                 assert!(s.resumptions > 0, "{file}: resumed past its faults: {s:?}");
@@ -579,6 +585,47 @@ fn paced_soak_traces_that_did_not_fit_now_fit() {
         }
     }
 }
+
+/// A paced soak's trace under the historical rule set `unclean` (unclean
+/// election on, min.insync.replicas=1, no ELR), seed 7: the nemesis's
+/// `Fence` makes the controller fence the live leader, the ISR's only
+/// member, and it elects another live broker uncleanly, as Kafka's does (a
+/// fenced broker is no acceptable leader until it heartbeats again). It
+/// fits only since the model keeps a live broker fenced until
+/// ControllerUnfence: with the model's old rule (the
+/// `fenced-still-acceptable` mutation: a live broker is always acceptable)
+/// the unclean election does not fit.
+#[test]
+fn an_unclean_election_while_the_only_isr_member_is_fenced_fits() {
+    let file = "soak-unclean-election-past-a-fenced-leader.jsonl";
+    let (path, config, cfg) = soak_recorded(file, RuleSet::Unclean, 7);
+    match validate_file(&cfg, &config, &path) {
+        Ok(s) => {
+            assert!(
+                s.events + s.events_skipped > UNCLEAN_MISFIT_AT,
+                "read past event {UNCLEAN_MISFIT_AT}: {s:?}"
+            );
+            for action in ["ControllerShrinkIsr", "ControllerUnfence"] {
+                assert!(s.actions.contains_key(action), "{action} taken: {s:?}");
+            }
+        }
+        Err(m) => panic!("{file}: the trace does not fit:\n{m}"),
+    }
+    let old = highwater_model::Config {
+        mutation: Some(Mutation::FencedStillAcceptable),
+        ..cfg
+    };
+    match validate_file(&old, &config, &path) {
+        Err(m) if m.kind == MisfitKind::DoesNotFit => {
+            assert_eq!(m.seq, UNCLEAN_MISFIT_AT, "{m}");
+            assert!(m.event.contains("Unclean"), "{m}");
+        }
+        other => panic!("the old rule fits: {other:?}"),
+    }
+}
+
+/// Where the old rule's misfit is: the unclean election.
+const UNCLEAN_MISFIT_AT: u64 = 0;
 
 // --- Past the bounds: resuming ------------------------------------------------
 

@@ -378,8 +378,15 @@ pub fn successor(cfg: &Config, s: &State, action: Action) -> State {
 /// only to its leader, and once that leader can no longer take it, only to
 /// "a removed follower rejoins": of the current epoch's request the members
 /// still in the controller's ISR are kept (a member added later is outside
-/// them), of older requests nothing.
+/// them), of older requests nothing; a live broker's fence is kept only
+/// where it can unblock an election (`controller::fence_matters`).
 pub fn forget_what_no_longer_matters(cfg: &Config, s: &mut State) {
+    let c = s.controller;
+    let kept = c
+        .fenced
+        .iter()
+        .filter(|&r| controller::fence_matters(cfg, &c, r));
+    s.controller.fenced = kept.fold(ReplicaSet::EMPTY, ReplicaSet::with);
     if s.unclean_crashes >= cfg.unclean_crashes {
         for r in 0..s.n {
             s.replica_mut(r).recovery_point = 0;

@@ -592,13 +592,34 @@ pub fn fence_changes_partition(cfg: &Config, s: &State, r: ReplicaId) -> bool {
 /// Whether the controller may fence `r` on a (believed) broker failure
 /// (ControllerShrinkIsr): the fence changes the partition, and removing a
 /// leader needs a new epoch; or, when it changes nothing there, `r` is a
-/// live broker not yet fenced (it is then no acceptable leader and may not
-/// join the ISR).
+/// live broker not yet fenced whose fence matters (`fence_matters`): it is
+/// then no acceptable leader and may not join the ISR.
 pub fn may_shrink_isr(cfg: &Config, s: &State, r: ReplicaId) -> bool {
     match fence_change(cfg, s, r) {
         Some(o) => !o.epoch_bump || s.controller.next_epoch() <= cfg.max_epoch,
-        None => s.replica(r).alive && !s.controller.fenced.contains(r),
+        None => {
+            s.replica(r).alive
+                && !s.controller.fenced.contains(r)
+                && fence_matters(cfg, &s.controller, r)
+        }
     }
+}
+
+/// Whether the controller's fence of live broker `r` can change what the
+/// model may do. A fence only holds `r` back (no election of it, no ISR
+/// join) until its unfence, which may come at any time: what the model may
+/// do while `r` is fenced it may also do once `r` is unfenced, except the
+/// elections `r`, acceptable, would block. Those are an unclean election
+/// (blocked by `r` in the ISR, the ELR or the last known leader, if unclean
+/// election is on) and a last-known-leader election (blocked by `r` in the
+/// ELR, with the ELR and that election on). Elsewhere the model forgets the
+/// fence (`forget_what_no_longer_matters`), as if `r` were unfenced at once.
+/// A fenced broker cannot enter the ISR, ELR or last known leader: it is
+/// never elected and the controller refuses it in an ISR (KIP-841).
+pub fn fence_matters(cfg: &Config, c: &Controller, r: ReplicaId) -> bool {
+    let unclean = cfg.unclean_election && (c.isr.contains(r) || c.lke.contains(r));
+    let elr = c.elr.contains(r) && (cfg.unclean_election || (cfg.elr && cfg.last_known_leader));
+    unclean || elr
 }
 
 /// The controller fences a broker it believes failed, and the broker leaves

@@ -252,9 +252,10 @@ pub struct Controller {
     pub recovering: bool,
     /// Live brokers the controller fenced (it believed them failed: missed
     /// heartbeats) and has not unfenced since: no acceptable leader and no
-    /// ISR member (KIP-841) until ControllerUnfence. A broker that goes down
-    /// leaves the set (down, it is no acceptable leader anyway; it comes
-    /// back registered).
+    /// ISR member (KIP-841) until ControllerUnfence. Kept only where it can
+    /// unblock an election (`controller::fence_matters`), and while alive
+    /// (down, a broker is no acceptable leader anyway; it comes back
+    /// registered).
     pub fenced: ReplicaSet,
 }
 

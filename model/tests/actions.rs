@@ -230,7 +230,7 @@ fn elect_unclean_makes_the_leader_the_isr_and_clears_the_elr() {
 // --- ControllerShrinkIsr ------------------------------------------------------
 
 #[test]
-fn controller_shrink_is_enabled_for_isr_members_and_unfenced_live_brokers() {
+fn controller_shrink_is_enabled_for_isr_members_and_unfenced_elr_members() {
     let cfg = base();
     let s = led(&cfg);
     // The controller may declare any ISR member failed (a dead broker, or a
@@ -238,19 +238,24 @@ fn controller_shrink_is_enabled_for_isr_members_and_unfenced_live_brokers() {
     for r in [A, B, C] {
         assert_enabled(&cfg, &s, ctrl_shrink(r));
     }
-    // Fenced and out of the ISR: nothing left to do.
+    // Out of the ISR, and out of the ELR (the ISR left is at min.insync.replicas):
+    // the fence is forgotten, nothing is left to do.
     let s2 = run(&cfg, &s, &[ctrl_shrink(C)]);
-    assert_eq!(s2.controller.fenced, set(&[C]));
+    assert_eq!(s2.controller.fenced, ReplicaSet::EMPTY);
     assert_disabled(&cfg, &s2, ctrl_shrink(C));
 
-    // A live broker out of the ISR may be fenced (the fence alone); a dead
-    // one out of the ISR may not (down, it is no acceptable leader anyway).
-    let s3 = run(&cfg, &s, &[shrink(A, C)]);
-    let fenced = step(&cfg, &s3, ctrl_shrink(C));
+    // A live ELR member out of the ISR may be fenced (the fence alone: it
+    // is then no candidate); a dead one may not (down, it is no acceptable
+    // leader anyway).
+    let three = Config { min_isr: 3, ..cfg };
+    let s3 = run(&three, &led(&three), &[shrink(A, C)]);
+    assert_eq!(s3.controller.elr, set(&[C]));
+    let fenced = step(&three, &s3, ctrl_shrink(C));
     assert_eq!(fenced.controller.fenced, set(&[C]));
     assert_eq!(fenced.controller.isr, s3.controller.isr, "no ISR change");
-    let s4 = run(&cfg, &s3, &[crash(C, true)]);
-    assert_disabled(&cfg, &s4, ctrl_shrink(C));
+    assert_disabled(&three, &fenced, ctrl_shrink(C));
+    let s4 = run(&three, &s3, &[crash(C, true)]);
+    assert_disabled(&three, &s4, ctrl_shrink(C));
 }
 
 #[test]
@@ -404,17 +409,16 @@ fn unclean_election_is_enabled_only_while_the_live_isr_member_is_fenced() {
     let back = step(&cfg, &s, unfence(A));
     assert_eq!(elections(&cfg, &back), vec![(A, Election::Clean)]);
 
-    // Without the unclean election, nothing until A is unfenced.
+    // Without the unclean election the fence unblocks nothing: the model
+    // forgets it, as if A heartbeat again at once (Kafka's wait for that
+    // heartbeat elects no one meanwhile).
     let no = Config {
         unclean_election: false,
         ..cfg
     };
     let s2 = fenced_last_member(&no);
-    assert!(elections(&no, &s2).is_empty());
-    assert_eq!(
-        elections(&no, &step(&no, &s2, unfence(A))),
-        vec![(A, Election::Clean)]
-    );
+    assert_eq!(s2.controller.fenced, ReplicaSet::EMPTY);
+    assert_eq!(elections(&no, &s2), vec![(A, Election::Clean)]);
 }
 
 #[test]
@@ -434,14 +438,32 @@ fn a_fenced_elr_member_is_no_candidate_until_unfenced() {
 
 #[test]
 fn a_fenced_follower_is_not_taken_back_into_the_isr() {
-    let cfg = base();
-    // C is fenced while alive, keeps fetching and catches up.
+    // min.insync.replicas=3: C, fenced while alive, enters the ELR, where
+    // its fence is kept; it keeps fetching and catches up.
+    let cfg = Config {
+        min_isr: 3,
+        ..base()
+    };
     let s = run(&cfg, &led(&cfg), &[ctrl_shrink(C), fetch(C, A)]);
     assert_eq!(s.controller.isr, set(&[A, B]));
+    assert_eq!(s.controller.fenced, set(&[C]));
     // KIP-841: the controller would refuse C.
     assert_disabled(&cfg, &s, expand(A, C));
     let back = step(&cfg, &s, unfence(C));
     assert_enabled(&cfg, &back, expand(A, C));
+}
+
+#[test]
+fn the_fence_of_a_broker_out_of_isr_elr_and_last_known_leader_is_forgotten() {
+    // Unclean rules: A, fenced as the ISR's only member, loses its place
+    // to B's unclean election; fenced or not, it may now only wait for
+    // B to take it back, which its unfence may precede at any time.
+    let cfg = unclean_rules();
+    let s = fenced_last_member(&cfg);
+    let elected = step(&cfg, &s, elect_unclean(B));
+    assert_eq!(elected.controller.isr, set(&[B]));
+    assert_eq!(elected.controller.fenced, ReplicaSet::EMPTY);
+    assert_disabled(&cfg, &elected, unfence(A));
 }
 
 // --- BecomeLeader -------------------------------------------------------------
