@@ -375,18 +375,33 @@ impl<L: ReplicaLog> StepCluster<L> {
     /// it from the ISR. Refused when that changes nothing.
     pub fn controller_shrink_isr(&mut self, replica: ReplicaId) -> Result<()> {
         let fences = self.is_alive(replica) && self.controller.is_alive(replica);
-        if !fences && !self.controller.may_shrink_isr(replica) {
+        let shrinks = self.controller.may_shrink_isr(replica);
+        if !shrinks && !(fences && self.controller.fence_matters(replica)) {
             return not_enabled(format!(
-                "the controller can neither fence replica {replica} nor remove it from the ISR"
+                "the controller can neither fence replica {replica} to any effect nor remove \
+                 it from the ISR"
             ));
         }
         if fences {
             self.controller.broker_stopped(replica)?;
         }
-        if self.controller.may_shrink_isr(replica) {
+        if shrinks {
             self.controller.shrink_isr_on_failure(replica)?;
         }
         self.clock += 1;
+        self.unfence_where_it_unblocks_nothing()
+    }
+
+    /// Unfences every running broker whose fence unblocks no election
+    /// (`Controller::fence_matters`), as the model forgets such a fence: it
+    /// only holds the broker back until its unfence, which may come at once.
+    fn unfence_where_it_unblocks_nothing(&mut self) -> Result<()> {
+        for r in 0..self.nodes.len() as ReplicaId {
+            if self.is_alive(r) && !self.controller.is_alive(r) && !self.controller.fence_matters(r)
+            {
+                self.controller.broker_unfenced(r)?;
+            }
+        }
         Ok(())
     }
 
@@ -845,6 +860,14 @@ impl<L: ReplicaLog> StepCluster<L> {
     /// model's action carries beyond the replicas (election kind, HW) must
     /// match what the implementation does, else nothing happens.
     pub fn apply(&mut self, action: StepAction) -> Result<()> {
+        let done = self.apply_step(action);
+        // A step that changes the ISR, ELR or last known leader may leave a
+        // fence that no longer unblocks anything.
+        self.unfence_where_it_unblocks_nothing()?;
+        done
+    }
+
+    fn apply_step(&mut self, action: StepAction) -> Result<()> {
         match action {
             StepAction::ControllerElectLeader { replica, election } => {
                 match self.controller.election_kind(replica) {

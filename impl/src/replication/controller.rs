@@ -835,6 +835,19 @@ impl Controller {
         Ok(())
     }
 
+    /// Whether fencing live broker `r` can unblock an election (the model's
+    /// `controller::fence_matters`): an unclean one, which `r` blocks from
+    /// the ISR, the ELR or as last known leader; a last-known-leader one,
+    /// which it blocks from the ELR. Elsewhere a fence only holds `r` back
+    /// until its unfence, and the model's step driver unfences it at once.
+    pub fn fence_matters(&self, r: ReplicaId) -> bool {
+        let unclean_on = self.config.unclean_leader_election;
+        let unclean = unclean_on && (self.isr.contains(&r) || self.lke.contains(&r));
+        let lkl_on = self.config.elr && self.last_known_leader;
+        let elr = self.elr.contains(&r) && (unclean_on || lkl_on);
+        unclean || elr
+    }
+
     /// A fenced broker heartbeats again and is unfenced (the model's
     /// ControllerUnfence): Kafka's `ReplicationControlManager.handleBrokerUnfenced`,
     /// which changes no ISR (the leader's AlterPartition brings the broker
