@@ -376,7 +376,8 @@ impl<L: ReplicaLog> StepCluster<L> {
     pub fn controller_shrink_isr(&mut self, replica: ReplicaId) -> Result<()> {
         let fences = self.is_alive(replica) && self.controller.is_alive(replica);
         let shrinks = self.controller.may_shrink_isr(replica);
-        if !shrinks && !(fences && self.controller.fence_matters(replica)) {
+        let fences_to_effect = fences && self.controller.fence_matters(replica);
+        if !(shrinks || fences_to_effect) {
             return not_enabled(format!(
                 "the controller can neither fence replica {replica} to any effect nor remove \
                  it from the ISR"
