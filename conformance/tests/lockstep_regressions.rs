@@ -93,6 +93,9 @@ fn a_follower_truncates_against_a_stale_leader_whose_epochs_go_down() {
                 replica: b,
                 epoch: 1,
             },
+            // B, fenced when the controller removed it alive, heartbeats
+            // again: a fenced broker is no candidate.
+            ControllerUnfence { replica: b },
             ControllerElectLeader {
                 replica: b,
                 election: Election::Elr,
