@@ -6,6 +6,7 @@
 use highwater::cluster::{ClusterSnapshot, ReplicaSnapshot};
 use highwater::replication::{LeaderView as ImplLeaderView, LogEntry};
 use highwater_model::actions::{accepts_request, forget_what_no_longer_matters};
+use highwater_model::controller::fence_changes_partition;
 use highwater_model::state::{
     Controller, Entry, Epoch, LeaderView, Log, RecordHistory, Replica, ReplicaSet, Request,
     MAX_RECORDS, MAX_REPLICAS,
@@ -42,7 +43,9 @@ pub fn abstract_state(cfg: &Config, snap: &ClusterSnapshot) -> Result<State, Str
         elr: set(&c.elr)?,
         lke: set(&c.last_known_elr)?,
         recovering: c.recovering,
+        fenced: ReplicaSet::EMPTY,
     };
+    s.controller.fenced = fenced(cfg, &s, &set(&c.alive)?);
     for (&epoch, req) in &snap.requests {
         let slot = usize::try_from(epoch)
             .ok()
@@ -75,6 +78,19 @@ pub fn abstract_state(cfg: &Config, snap: &ClusterSnapshot) -> Result<State, Str
     s.leader_moves = small(snap.leader_moves, "leader moves")?;
     forget_what_no_longer_matters(cfg, &mut s);
     Ok(s)
+}
+
+/// The live brokers the controller counts as fenced: up, but not among
+/// those it counts registered and unfenced (`alive`). One whose fence has
+/// yet to change the partition (the controller stopped counting it and has
+/// not yet removed it from the ISR, or taken its leadership away: the
+/// concurrent driver traces the two apart) is not fenced yet: the model's
+/// ControllerShrinkIsr does both at once.
+fn fenced(cfg: &Config, s: &State, unfenced: &ReplicaSet) -> ReplicaSet {
+    s.ids()
+        .filter(|&r| s.replica(r).alive && !unfenced.contains(r))
+        .filter(|&r| !fence_changes_partition(cfg, s, r))
+        .fold(ReplicaSet::EMPTY, ReplicaSet::with)
 }
 
 /// `s` without what only the model's history decides: the ISR of a request

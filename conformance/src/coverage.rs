@@ -37,6 +37,9 @@ pub fn renamed_action(a: Action, map: &[ReplicaId; MAX_REPLICAS]) -> Action {
         Action::ControllerShrinkIsr { replica } => Action::ControllerShrinkIsr {
             replica: m(replica),
         },
+        Action::ControllerUnfence { replica } => Action::ControllerUnfence {
+            replica: m(replica),
+        },
         Action::BecomeLeader { replica, epoch } => Action::BecomeLeader {
             replica: m(replica),
             epoch,

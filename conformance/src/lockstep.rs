@@ -465,6 +465,7 @@ pub fn every_action(s: &State) -> Vec<Action> {
             });
         }
         out.push(Action::ControllerShrinkIsr { replica: r });
+        out.push(Action::ControllerUnfence { replica: r });
         for epoch in 0..=MAX_EPOCH {
             out.push(Action::BecomeLeader { replica: r, epoch });
             out.push(Action::BecomeFollower { replica: r, epoch });

@@ -46,7 +46,9 @@ pub const SEGMENT_BYTES: u32 = 200;
 /// Kafka's controller, which perturbs the implementation's controller
 /// through `Controller::set_mutation` itself; `no-last-fetched-epoch` is one
 /// of the model's fetch, and the implementation running the rule before
-/// truncation on fetch is noticed by `lockstep_notices_the_rule_before_truncation_on_fetch`.)
+/// truncation on fetch is noticed by `lockstep_notices_the_rule_before_truncation_on_fetch`;
+/// `fenced-still-acceptable` is one of the model's controller, noticed by
+/// trace validation of the unclean rule set.)
 pub fn isr_join(m: Option<Mutation>) -> imp::IsrJoinRule {
     match m {
         Some(Mutation::ExpandOnLeaderHw) => imp::IsrJoinRule::LeaderHwReachedEpochStart,
@@ -55,7 +57,8 @@ pub fn isr_join(m: Option<Mutation>) -> imp::IsrJoinRule {
             Mutation::NoElrElection
             | Mutation::ElrElectionSettles
             | Mutation::HwOverIsrOnly
-            | Mutation::NoLastFetchedEpoch,
+            | Mutation::NoLastFetchedEpoch
+            | Mutation::FencedStillAcceptable,
         )
         | None => imp::IsrJoinRule::FollowerReachedEpochStart,
     }
@@ -99,6 +102,9 @@ pub fn step_action(a: Action) -> StepAction {
             election: election(e),
         },
         Action::ControllerShrinkIsr { replica } => StepAction::ControllerShrinkIsr {
+            replica: id(replica),
+        },
+        Action::ControllerUnfence { replica } => StepAction::ControllerUnfence {
             replica: id(replica),
         },
         Action::BecomeLeader { replica, epoch } => StepAction::BecomeLeader {

@@ -153,6 +153,8 @@ fn model_answer(c: &Case, settles: bool) -> String {
         elr: ReplicaSet(c.elr_set),
         lke: ReplicaSet(c.lke),
         recovering: c.recovering,
+        // Kafka's events take the unfenced brokers as an argument.
+        fenced: ReplicaSet::EMPTY,
     };
     let mut unfenced = ReplicaSet(c.unfenced);
     let mut any = false;

@@ -84,6 +84,9 @@ fn a_follower_truncates_against_a_stale_leader_whose_epochs_go_down() {
                 replica: b,
                 epoch: 1,
             },
+            // B, fenced when the controller removed it alive, heartbeats
+            // again: a fenced broker is no candidate.
+            ControllerUnfence { replica: b },
             ControllerElectLeader {
                 replica: b,
                 election: Election::Elr,
@@ -163,4 +166,58 @@ fn a_follower_truncates_against_a_stale_leader_whose_epochs_go_down() {
             },
         ],
     );
+}
+
+/// A live leader alone in the ISR, fenced by the controller (which believes
+/// it failed), is passed over by an unclean election, as Kafka's controller
+/// does until the broker heartbeats again; unfenced first, it is elected
+/// cleanly. The step driver fences the running broker
+/// (`Controller::broker_stopped`) and unfences it
+/// (`Controller::broker_unfenced`); the abstraction reads the fence off the
+/// controller's registered brokers.
+#[test]
+fn a_fenced_live_leader_is_passed_over_until_it_is_unfenced() {
+    let (a, b, c) = (0, 1, 2);
+    let fenced_alone = [
+        ControllerElectLeader {
+            replica: a,
+            election: Election::Clean,
+        },
+        BecomeLeader {
+            replica: a,
+            epoch: 0,
+        },
+        BecomeFollower {
+            replica: b,
+            epoch: 0,
+        },
+        BecomeFollower {
+            replica: c,
+            epoch: 0,
+        },
+        LeaderShrinkIsr {
+            leader: a,
+            follower: b,
+        },
+        LeaderShrinkIsr {
+            leader: a,
+            follower: c,
+        },
+        ControllerShrinkIsr { replica: a },
+    ];
+    let mut passed_over = fenced_alone.to_vec();
+    passed_over.push(ControllerElectLeader {
+        replica: b,
+        election: Election::Unclean,
+    });
+    replays_in_lockstep("unclean-election", &passed_over);
+    let mut unfenced = fenced_alone.to_vec();
+    unfenced.extend([
+        ControllerUnfence { replica: a },
+        ControllerElectLeader {
+            replica: a,
+            election: Election::Clean,
+        },
+    ]);
+    replays_in_lockstep("unclean-election", &unfenced);
 }

@@ -21,6 +21,7 @@ use highwater_conformance::trace_validation::{
     model_config, seeded_config, validate, validate_file, validate_file_with, validate_unsound,
     validated_run, Misfit, MisfitKind, Mode, Unsound,
 };
+use highwater_model::config::Mutation;
 
 /// Seeded concurrent runs with faults, every trace validated.
 const RUNS: u64 = 200;
@@ -602,6 +603,12 @@ fn paced_soak_traces_that_did_not_fit_now_fit() {
             0,
             477,
         ),
+        (
+            "soak-decision-for-a-crashed-leader.jsonl",
+            RuleSet::Today,
+            12,
+            680,
+        ),
     ] {
         let (path, config, cfg) = soak_recorded(file, rules, seed);
         match validate_file(&cfg, &config, &path) {
@@ -617,6 +624,45 @@ fn paced_soak_traces_that_did_not_fit_now_fit() {
         }
     }
 }
+
+/// A paced soak's trace under the historical rule set `unclean` (unclean
+/// election on, min.insync.replicas=1, no ELR), seed 7: the nemesis's
+/// `Fence` makes the controller fence the live leader, the ISR's only
+/// member, and it elects another live broker uncleanly, as Kafka's does (a
+/// fenced broker is no acceptable leader until it heartbeats again). It
+/// fits only since the model keeps a live broker fenced until
+/// ControllerUnfence: with the model's old rule (the
+/// `fenced-still-acceptable` mutation: a live broker is always acceptable)
+/// the unclean election does not fit.
+#[test]
+fn an_unclean_election_while_the_only_isr_member_is_fenced_fits() {
+    let file = "soak-unclean-election-past-a-fenced-leader.jsonl";
+    let (path, config, cfg) = soak_recorded(file, RuleSet::Unclean, 7);
+    match validate_file(&cfg, &config, &path) {
+        Ok(s) => {
+            assert!(
+                s.events + s.events_skipped > UNCLEAN_MISFIT_AT,
+                "read past event {UNCLEAN_MISFIT_AT}: {s:?}"
+            );
+            assert!(s.actions.contains_key("ControllerShrinkIsr"), "{s:?}");
+        }
+        Err(m) => panic!("{file}: the trace does not fit:\n{m}"),
+    }
+    let old = highwater_model::Config {
+        mutation: Some(Mutation::FencedStillAcceptable),
+        ..cfg
+    };
+    match validate_file(&old, &config, &path) {
+        Err(m) if m.kind == MisfitKind::DoesNotFit => {
+            assert_eq!(m.seq, UNCLEAN_MISFIT_AT, "{m}");
+            assert!(m.event.contains("Unclean"), "{m}");
+        }
+        other => panic!("the old rule fits: {other:?}"),
+    }
+}
+
+/// Where the old rule's misfit is: the unclean election.
+const UNCLEAN_MISFIT_AT: u64 = 186;
 
 // --- Past the bounds: resuming ------------------------------------------------
 

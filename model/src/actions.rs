@@ -20,8 +20,11 @@ pub enum Action {
         replica: ReplicaId,
         election: Election,
     },
-    /// The controller sees a broker fail and removes it from the ISR.
+    /// The controller sees a broker fail, or believes a live one did (missed
+    /// heartbeats): it fences the broker and removes it from the ISR.
     ControllerShrinkIsr { replica: ReplicaId },
+    /// A live broker the controller fenced heartbeats again and is unfenced.
+    ControllerUnfence { replica: ReplicaId },
     /// A replica named leader in a LeaderAndIsr of a newer epoch takes over.
     BecomeLeader { replica: ReplicaId, epoch: Epoch },
     /// Any other replica in that LeaderAndIsr follows, truncating its log.
@@ -78,8 +81,12 @@ impl Action {
                  bumps the leader epoch and sends a LeaderAndIsr"
             }
             Action::ControllerShrinkIsr { .. } => {
-                "the controller believes a broker failed and removes it from the ISR; \
-                 if it led, a new epoch with no leader"
+                "the controller believes a broker failed, fences it and removes it from the \
+                 ISR; if it led, a new epoch with no leader"
+            }
+            Action::ControllerUnfence { .. } => {
+                "a live broker the controller fenced heartbeats again: it is unfenced (an \
+                 acceptable leader again; its leader brings it back into the ISR)"
             }
             Action::BecomeLeader { .. } => {
                 "a replica takes a LeaderAndIsr that names it leader, and leads in that epoch"
@@ -162,6 +169,9 @@ impl fmt::Display for Action {
             Action::ControllerShrinkIsr { replica } => {
                 write!(f, "ControllerShrinkIsr({})", n(replica))
             }
+            Action::ControllerUnfence { replica } => {
+                write!(f, "ControllerUnfence({})", n(replica))
+            }
             Action::BecomeLeader { replica, epoch } => {
                 write!(f, "BecomeLeader({}, epoch {epoch})", n(replica))
             }
@@ -214,6 +224,11 @@ pub fn enabled(cfg: &Config, s: &State, out: &mut Vec<Action>) {
     for replica in ids.clone() {
         if controller::may_shrink_isr(cfg, s, replica) {
             out.push(Action::ControllerShrinkIsr { replica });
+        }
+    }
+    for replica in ids.clone() {
+        if controller::may_unfence(s, replica) {
+            out.push(Action::ControllerUnfence { replica });
         }
     }
     for replica in ids.clone() {
@@ -320,6 +335,7 @@ pub fn successor(cfg: &Config, s: &State, action: Action) -> State {
         Action::ControllerShrinkIsr { replica } => {
             controller::shrink_isr_on_failure(cfg, n, replica)
         }
+        Action::ControllerUnfence { replica } => controller::unfence(n, replica),
         Action::BecomeLeader { replica, epoch } => become_leader(n, replica, epoch),
         Action::BecomeFollower { replica, epoch } => become_follower(cfg, n, replica, epoch),
         Action::Produce { leader, .. } => produce(cfg, n, leader),
@@ -362,8 +378,15 @@ pub fn successor(cfg: &Config, s: &State, action: Action) -> State {
 /// only to its leader, and once that leader can no longer take it, only to
 /// "a removed follower rejoins": of the current epoch's request the members
 /// still in the controller's ISR are kept (a member added later is outside
-/// them), of older requests nothing.
+/// them), of older requests nothing; a live broker's fence is kept only
+/// where it can unblock an election (`controller::fence_matters`).
 pub fn forget_what_no_longer_matters(cfg: &Config, s: &mut State) {
+    let c = s.controller;
+    let kept = c
+        .fenced
+        .iter()
+        .filter(|&r| controller::fence_matters(cfg, &c, r));
+    s.controller.fenced = kept.fold(ReplicaSet::EMPTY, ReplicaSet::with);
     if s.unclean_crashes >= cfg.unclean_crashes {
         for r in 0..s.n {
             s.replica_mut(r).recovery_point = 0;
@@ -670,7 +693,10 @@ fn may_leader_expand(cfg: &Config, s: &State, leader: ReplicaId, follower: Repli
     let Some(follower_leo) = l.follower_leo[follower as usize] else {
         return false;
     };
-    !l.stale_fetch.contains(follower) && follower_in_sync(cfg, l, follower_leo)
+    // KIP-841: the controller refuses a fenced follower; the leader's
+    // ISR stays as it was.
+    let accepted = controller::may_alter_isr(cfg, s, s.controller.isr.with(follower));
+    accepted && !l.stale_fetch.contains(follower) && follower_in_sync(cfg, l, follower_leo)
 }
 
 /// Kafka's `Partition.isFollowerInSync`: the follower's LEO has reached the
@@ -735,6 +761,9 @@ fn crash(cfg: &Config, s: &mut State, replica: ReplicaId, clean: bool) {
     r.leader = LeaderView::Unknown;
     r.epoch = None;
     r.clear_leader_state();
+    // Down, it is no acceptable leader whether fenced or not; it comes back
+    // registered.
+    s.controller.fenced = s.controller.fenced.without(replica);
     for other in 0..s.n {
         let o = s.replica_mut(other);
         if o.follower_leo[replica as usize].is_some() {

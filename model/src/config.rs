@@ -132,6 +132,12 @@ pub enum Mutation {
     /// `Partition.readRecords` checks only when it is present): a follower
     /// appends the leader's records onto a suffix the leader does not have.
     NoLastFetchedEpoch,
+    /// A live broker the controller fenced still counts as an acceptable
+    /// leader and ISR member (highwater's rule before it modelled fencing):
+    /// while a fenced live broker is the ISR's only member, no unclean
+    /// election is enabled. Safe; trace validation of the concurrent driver
+    /// under the unclean rule set notices it.
+    FencedStillAcceptable,
 }
 
 impl fmt::Display for Mutation {
@@ -143,6 +149,7 @@ impl fmt::Display for Mutation {
             Mutation::ElrElectionSettles => "elr-election-settles",
             Mutation::HwOverIsrOnly => "hw-over-isr-only",
             Mutation::NoLastFetchedEpoch => "no-last-fetched-epoch",
+            Mutation::FencedStillAcceptable => "fenced-still-acceptable",
         })
     }
 }

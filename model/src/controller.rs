@@ -11,10 +11,13 @@
 //! below ([`election_kind`], [`shrink_isr_on_failure`], [`leader_sets_isr`],
 //! [`broker_registered`]).
 //!
-//! The model's controller counts a broker as fenced only while it is down
-//! and out of the ISR (see `unfenced`): it learns of a death by removing
-//! the broker (ControllerShrinkIsr stands for Kafka's `handleBrokerFenced`),
-//! and a live broker is unfenced at once. Kafka elects in the same change
+//! The model's controller counts a broker as fenced while it is down and
+//! out of the ISR, and while it is alive but fenced (see `unfenced`): it
+//! learns of a death, or believes in one (missed heartbeats), by fencing the
+//! broker and removing it from the ISR (ControllerShrinkIsr stands for
+//! Kafka's `handleBrokerFenced`); a live broker it fenced stays fenced until
+//! it heartbeats again (ControllerUnfence, Kafka's `handleBrokerUnfenced`)
+//! or goes down. Kafka elects in the same change
 //! that removes a leader; the model leaves the partition leaderless and lets
 //! ControllerElectLeader choose among the replicas Kafka's rules allow, in
 //! any order (Kafka takes the first in its replica list; the model's
@@ -490,18 +493,20 @@ pub fn unfenced_after(event: Event, unfenced: ReplicaSet) -> ReplicaSet {
 // --- The model's controller steps ---------------------------------------------
 
 /// Brokers the model's controller counts as unfenced (Kafka's acceptable
-/// leaders): those up; the leader it names, whose death it learns only by
-/// removing it (ControllerShrinkIsr stands for the fence); and, while they
-/// are in the ISR, members that went down unnoticed. Without the ELR a
-/// leaderless partition's ISR may hold the last replica standing, which the
-/// controller removed as leader and fenced (Kafka keeps it in the ISR): there
-/// a member that is down counts as fenced. A live broker is never fenced
-/// (Kafka unfences it once it heartbeats again).
+/// leaders, `ClusterControlManager.isActive`): those up and not fenced; the
+/// leader it names, whose death it learns only by removing it
+/// (ControllerShrinkIsr stands for the fence); and, while they are in the
+/// ISR, members that went down unnoticed. Without the ELR a leaderless
+/// partition's ISR may hold the last replica standing, which the controller
+/// removed as leader and fenced (Kafka keeps it in the ISR): there a member
+/// that is down, or alive and fenced, counts as fenced. A live broker the
+/// controller fenced stays fenced until ControllerUnfence.
 fn unfenced(cfg: &Config, s: &State) -> ReplicaSet {
     let c = &s.controller;
+    let counts_fence = cfg.mutation != Some(Mutation::FencedStillAcceptable);
     let mut set = s
         .ids()
-        .filter(|&r| s.replica(r).alive)
+        .filter(|&r| s.replica(r).alive && !(counts_fence && c.fenced.contains(r)))
         .fold(ReplicaSet::EMPTY, ReplicaSet::with);
     if let Some(l) = c.leader {
         set = set.with(l);
@@ -577,20 +582,73 @@ fn fence_change(cfg: &Config, s: &State, r: ReplicaId) -> Option<Outcome> {
     partition_change(&Rules::of(cfg), c, &change, &mut |_, _| None)
 }
 
-/// Whether the controller may take `r` out of the ISR on a broker failure:
-/// it is in the ISR and that changes something (without the ELR the last
-/// member stays, and only its leadership is taken away); removing a leader
-/// needs a new epoch.
-pub fn may_shrink_isr(cfg: &Config, s: &State, r: ReplicaId) -> bool {
-    fence_change(cfg, s, r)
-        .is_some_and(|o| !o.epoch_bump || s.controller.next_epoch() <= cfg.max_epoch)
+/// Whether the fence of `r` still has to change the partition: take it out
+/// of the ISR, or take its leadership away (without the ELR the last member
+/// stays in the ISR).
+pub fn fence_changes_partition(cfg: &Config, s: &State, r: ReplicaId) -> bool {
+    fence_change(cfg, s, r).is_some()
 }
 
-/// A failed broker leaves the quorum ISR (ControllerShrinkIsr).
+/// Whether the controller may fence `r` on a (believed) broker failure
+/// (ControllerShrinkIsr): the fence changes the partition, and removing a
+/// leader needs a new epoch; or, when it changes nothing there, `r` is a
+/// live broker not yet fenced whose fence matters (`fence_matters`): it is
+/// then no acceptable leader and may not join the ISR.
+pub fn may_shrink_isr(cfg: &Config, s: &State, r: ReplicaId) -> bool {
+    match fence_change(cfg, s, r) {
+        Some(o) => !o.epoch_bump || s.controller.next_epoch() <= cfg.max_epoch,
+        None => {
+            s.replica(r).alive
+                && !s.controller.fenced.contains(r)
+                && fence_matters(cfg, &s.controller, r)
+        }
+    }
+}
+
+/// Whether the controller's fence of live broker `r` can change what the
+/// model may do. A fence only holds `r` back (no election of it, no ISR
+/// join) until its unfence, which may come at any time: what the model may
+/// do while `r` is fenced it may also do once `r` is unfenced, except the
+/// elections `r`, acceptable, would block. Those are an unclean election
+/// (blocked by `r` in the ISR, the ELR or the last known leader, if unclean
+/// election is on) and a last-known-leader election (blocked by `r` in the
+/// ELR, with the ELR and that election on). Elsewhere the model forgets the
+/// fence (`forget_what_no_longer_matters`), as if `r` were unfenced at once.
+/// A fenced broker cannot enter the ISR, ELR or last known leader: it is
+/// never elected and the controller refuses it in an ISR (KIP-841).
+pub fn fence_matters(cfg: &Config, c: &Controller, r: ReplicaId) -> bool {
+    let unclean = cfg.unclean_election && (c.isr.contains(r) || c.lke.contains(r));
+    let elr = c.elr.contains(r) && (cfg.unclean_election || (cfg.elr && cfg.last_known_leader));
+    unclean || elr
+}
+
+/// The controller fences a broker it believes failed, and the broker leaves
+/// the quorum ISR (ControllerShrinkIsr): Kafka's `handleBrokerFenced`. A
+/// live broker stays fenced until ControllerUnfence.
 pub fn shrink_isr_on_failure(cfg: &Config, s: &mut State, r: ReplicaId) {
     if let Some(outcome) = fence_change(cfg, s, r) {
         apply(s, &outcome);
     }
+    if s.replica(r).alive {
+        s.controller.fenced = s.controller.fenced.with(r);
+    }
+}
+
+/// Whether a live broker the controller fenced may be unfenced
+/// (ControllerUnfence).
+pub fn may_unfence(s: &State, r: ReplicaId) -> bool {
+    s.controller.fenced.contains(r)
+}
+
+/// A fenced live broker heartbeats again and the controller unfences it
+/// (ControllerUnfence): Kafka's `BrokerHeartbeatManager.calculateNextBrokerState`
+/// (FENCED to UNFENCED once the broker has caught up with the metadata) and
+/// `ReplicationControlManager.handleBrokerUnfenced`, which changes no ISR (a
+/// leader's AlterPartition brings the broker back) and runs an election for
+/// each leaderless partition: the model leaves that election to
+/// ControllerElectLeader, with the broker now acceptable.
+pub fn unfence(s: &mut State, r: ReplicaId) {
+    s.controller.fenced = s.controller.fenced.without(r);
 }
 
 /// Whether the controller takes the leader's new ISR (AlterPartition): every

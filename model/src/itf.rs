@@ -9,7 +9,7 @@
 //! | variable | ITF value |
 //! |---|---|
 //! | `replicas` | `#map` from replica name to a record: `alive`, `unclean_down` (bool); `log` (list of `{record, epoch}`); `leo`, `hw`, `recovery_point`, `hw_checkpoint` (int); `epoch` (option of int); `leader` (variant `Unknown`, `NoLeader` or `Replica` with a name); `isr`, `stale_fetch` (`#set` of names); `follower_leo` (`#map` from name to option of int); `pending_acks` (`#set` of record names) |
-//! | `controller` | record: `leader`, `epoch` (options), `isr`, `elr`, `last_known_elr` (sets), `recovering` (bool) |
+//! | `controller` | record: `leader`, `epoch` (options), `isr`, `elr`, `last_known_elr`, `fenced` (sets), `recovering` (bool) |
 //! | `requests` | `#map` from epoch to `{leader: option of name, isr: set}` |
 //! | `records` | list, one per record produced so far: `{record, offset, acked, visible}` (`acked`, `visible`: option of the lowest epoch) |
 //! | `produced`, `clean_crashes`, `unclean_crashes`, `leader_moves` | int |
@@ -183,6 +183,7 @@ fn state_vars(s: &State) -> Map<String, Value> {
             "elr": set(c.elr),
             "last_known_elr": set(c.lke),
             "recovering": c.recovering,
+            "fenced": set(c.fenced),
         }),
     );
     m.insert("requests".into(), json!({ "#map": requests }));
@@ -199,6 +200,7 @@ pub fn action_kind(a: &Action) -> &'static str {
     match a {
         Action::ControllerElectLeader { .. } => "ControllerElectLeader",
         Action::ControllerShrinkIsr { .. } => "ControllerShrinkIsr",
+        Action::ControllerUnfence { .. } => "ControllerUnfence",
         Action::BecomeLeader { .. } => "BecomeLeader",
         Action::BecomeFollower { .. } => "BecomeFollower",
         Action::Produce { .. } => "Produce",
@@ -233,6 +235,7 @@ pub fn action_json(a: &Action) -> Value {
             json!({ "replica": r(replica), "election": election_name(election) })
         }
         Action::ControllerShrinkIsr { replica }
+        | Action::ControllerUnfence { replica }
         | Action::Flush { replica }
         | Action::CheckpointHw { replica }
         | Action::Restart { replica } => json!({ "replica": r(replica) }),
@@ -410,6 +413,7 @@ fn state_of(v: &Value, n: u8, at: &str) -> Result<State> {
     s.controller.elr = set_of(field(c, "elr", &cat)?, n, &cat)?;
     s.controller.lke = set_of(field(c, "last_known_elr", &cat)?, n, &cat)?;
     s.controller.recovering = boolean(field(c, "recovering", &cat)?, &cat)?;
+    s.controller.fenced = set_of(field(c, "fenced", &cat)?, n, &cat)?;
     for (e, r) in map_entries(field(v, "requests", at)?, at)? {
         let epoch = int(e, at)? as usize;
         if epoch >= EPOCH_SLOTS {
@@ -485,6 +489,9 @@ fn action_of(v: &Value, n: u8, at: &str) -> Result<Option<Action>> {
             },
         },
         "ControllerShrinkIsr" => Action::ControllerShrinkIsr {
+            replica: r("replica")?,
+        },
+        "ControllerUnfence" => Action::ControllerUnfence {
             replica: r("replica")?,
         },
         "BecomeLeader" => Action::BecomeLeader {

@@ -97,6 +97,9 @@ fn controller(out: &mut String, s: &State) {
     if c.recovering {
         text.push_str(", RECOVERING");
     }
+    if !c.fenced.is_empty() {
+        text.push_str(&format!(", fenced {:?}", c.fenced));
+    }
     let _ = write!(
         out,
         r##"<rect x="8" y="32" width="700" height="26" rx="4" fill="#f1f3f5" stroke="#868e96"/><text x="16" y="50" class="controller">{}</text>"##,

@@ -140,6 +140,9 @@ fn controller_line(s: &State) -> String {
     if c.recovering {
         extras.push_str(", RECOVERING");
     }
+    if !c.fenced.is_empty() {
+        let _ = write!(extras, ", fenced {:?}", c.fenced);
+    }
     format!(
         "controller: leader {}, epoch {}, ISR {:?}, ELR {:?}{extras}",
         c.leader
@@ -323,6 +326,8 @@ pub struct ControllerJson {
     /// The leader recovery state is RECOVERING (after an unclean or
     /// last-known-leader election).
     pub recovering: bool,
+    /// Live brokers the controller fenced and has not unfenced.
+    pub fenced: Vec<String>,
 }
 
 #[derive(Clone, Debug, serde::Serialize)]
@@ -366,6 +371,7 @@ pub fn state_json(s: &State) -> StateJson {
             elr: names(s.controller.elr),
             last_known_elr: names(s.controller.lke),
             recovering: s.controller.recovering,
+            fenced: names(s.controller.fenced),
         },
         acknowledged: record_facts(s, |h| h.acked).collect(),
         visible: record_facts(s, |h| h.visible).collect(),

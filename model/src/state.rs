@@ -250,6 +250,13 @@ pub struct Controller {
     /// The leader recovery state is RECOVERING: the leader was elected
     /// uncleanly (or as last known leader) and has not yet changed the ISR.
     pub recovering: bool,
+    /// Live brokers the controller fenced (it believed them failed: missed
+    /// heartbeats) and has not unfenced since: no acceptable leader and no
+    /// ISR member (KIP-841) until ControllerUnfence. Kept only where it can
+    /// unblock an election (`controller::fence_matters`), and while alive
+    /// (down, a broker is no acceptable leader anyway; it comes back
+    /// registered).
+    pub fenced: ReplicaSet,
 }
 
 impl Controller {
@@ -369,6 +376,7 @@ impl State {
         put(c.elr.0);
         put(c.lke.0);
         put(u8::from(c.recovering));
+        put(c.fenced.0);
         for req in &self.requests {
             put(req.map_or(0xfe, |r| opt(r.leader)));
             put(req.map_or(0, |r| r.isr.0));

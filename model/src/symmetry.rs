@@ -58,10 +58,11 @@ impl Representative for State {
 /// liveness, log, HW, recovery point, epoch and role; whether it went down
 /// uncleanly, its waiting producers and the size of its ISR copy; whether
 /// the controller names it leader, and whether it is in the controller's
-/// ISR, ELR and LastKnownElr. None of it names a replica, so renaming
-/// replicas permutes keys and changes none. Each field gets the bits its
-/// range needs; a value out of range (no state the model reaches has one)
-/// only makes keys tie, which costs time, never a wrong representative.
+/// ISR, ELR, LastKnownElr and fenced set. None of it names a replica, so
+/// renaming replicas permutes keys and changes none. Each field gets the
+/// bits its range needs; a value out of range (no state the model reaches
+/// has one) only makes keys tie, which costs time, never a wrong
+/// representative.
 fn sort_key(s: &State, r: ReplicaId) -> u64 {
     let x = s.replica(r);
     let c = &s.controller;
@@ -90,6 +91,7 @@ fn sort_key(s: &State, r: ReplicaId) -> u64 {
     put(1, u8::from(c.isr.contains(r)));
     put(1, u8::from(c.elr.contains(r)));
     put(1, u8::from(c.lke.contains(r)));
+    put(1, u8::from(c.fenced.contains(r)));
     key
 }
 
@@ -153,6 +155,7 @@ impl State {
         out.controller.isr = self.controller.isr.renamed(&map);
         out.controller.elr = self.controller.elr.renamed(&map);
         out.controller.lke = self.controller.lke.renamed(&map);
+        out.controller.fenced = self.controller.fenced.renamed(&map);
         for req in out.requests.iter_mut().flatten() {
             req.leader = req.leader.map(rename);
             req.isr = req.isr.renamed(&map);

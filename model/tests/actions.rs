@@ -230,7 +230,7 @@ fn elect_unclean_makes_the_leader_the_isr_and_clears_the_elr() {
 // --- ControllerShrinkIsr ------------------------------------------------------
 
 #[test]
-fn controller_shrink_is_enabled_for_isr_members_only() {
+fn controller_shrink_is_enabled_for_isr_members_and_unfenced_elr_members() {
     let cfg = base();
     let s = led(&cfg);
     // The controller may declare any ISR member failed (a dead broker, or a
@@ -238,8 +238,24 @@ fn controller_shrink_is_enabled_for_isr_members_only() {
     for r in [A, B, C] {
         assert_enabled(&cfg, &s, ctrl_shrink(r));
     }
+    // Out of the ISR, and out of the ELR (the ISR left is at min.insync.replicas):
+    // the fence is forgotten, nothing is left to do.
     let s2 = run(&cfg, &s, &[ctrl_shrink(C)]);
+    assert_eq!(s2.controller.fenced, ReplicaSet::EMPTY);
     assert_disabled(&cfg, &s2, ctrl_shrink(C));
+
+    // A live ELR member out of the ISR may be fenced (the fence alone: it
+    // is then no candidate); a dead one may not (down, it is no acceptable
+    // leader anyway).
+    let three = Config { min_isr: 3, ..cfg };
+    let s3 = run(&three, &led(&three), &[shrink(A, C)]);
+    assert_eq!(s3.controller.elr, set(&[C]));
+    let fenced = step(&three, &s3, ctrl_shrink(C));
+    assert_eq!(fenced.controller.fenced, set(&[C]));
+    assert_eq!(fenced.controller.isr, s3.controller.isr, "no ISR change");
+    assert_disabled(&three, &fenced, ctrl_shrink(C));
+    let s4 = run(&three, &s3, &[crash(C, true)]);
+    assert_disabled(&three, &s4, ctrl_shrink(C));
 }
 
 #[test]
@@ -328,6 +344,126 @@ fn controller_shrink_of_the_leader_leaves_the_partition_leaderless_in_a_new_epoc
     let s2 = step(&cfg, &next, follow(A, 1));
     assert_eq!(s2.replica(A).leader, LeaderView::NoLeader);
     assert_eq!(s2.replica(A).epoch, Some(1));
+}
+
+// --- ControllerUnfence -------------------------------------------------------
+
+/// Unclean rules (no ELR, min.insync.replicas=1, unclean election on):
+/// leader A alone in the ISR, then fenced while alive (the nemesis's
+/// `Fence`): the partition is leaderless with A the ISR's only member.
+fn fenced_last_member(cfg: &Config) -> State {
+    let s = run(cfg, &led(cfg), &[shrink(A, B), shrink(A, C)]);
+    assert_eq!(s.controller.isr, set(&[A]));
+    let s = step(cfg, &s, ctrl_shrink(A));
+    assert_eq!(s.controller.leader, None);
+    assert_eq!(s.controller.isr, set(&[A]), "the last replica stays");
+    assert!(s.replica(A).alive);
+    s
+}
+
+fn unclean_rules() -> Config {
+    Config {
+        elr: false,
+        min_isr: 1,
+        unclean_election: true,
+        ..base()
+    }
+}
+
+#[test]
+fn a_live_broker_fenced_stays_fenced_until_unfenced() {
+    let cfg = unclean_rules();
+    let s = fenced_last_member(&cfg);
+    assert_eq!(s.controller.fenced, set(&[A]));
+    assert_enabled(&cfg, &s, unfence(A));
+    for r in [B, C] {
+        assert_disabled(&cfg, &s, unfence(r));
+    }
+    let back = step(&cfg, &s, unfence(A));
+    assert_eq!(back.controller.fenced, ReplicaSet::EMPTY);
+    // Kafka's handleBrokerUnfenced changes no ISR.
+    assert_eq!(back.controller.isr, s.controller.isr);
+    assert_eq!(back.controller.epoch, s.controller.epoch);
+    assert_disabled(&cfg, &back, unfence(A));
+    // A fenced broker that goes down leaves the set.
+    let down = step(&cfg, &s, crash(A, true));
+    assert_eq!(down.controller.fenced, ReplicaSet::EMPTY);
+}
+
+/// The behaviour the nemesis's `Fence` showed and the model lacked: while
+/// the ISR's only member is fenced, the unclean election of another live
+/// replica is enabled (and the clean one of the member is not); once it is
+/// unfenced, only its clean election is.
+#[test]
+fn unclean_election_is_enabled_only_while_the_live_isr_member_is_fenced() {
+    let cfg = unclean_rules();
+    let s = fenced_last_member(&cfg);
+    assert_eq!(
+        elections(&cfg, &s),
+        vec![(B, Election::Unclean), (C, Election::Unclean)]
+    );
+    let elected = step(&cfg, &s, elect_unclean(B));
+    assert_eq!(elected.controller.isr, set(&[B]));
+    assert!(elected.controller.recovering);
+
+    let back = step(&cfg, &s, unfence(A));
+    assert_eq!(elections(&cfg, &back), vec![(A, Election::Clean)]);
+
+    // Without the unclean election the fence unblocks nothing: the model
+    // forgets it, as if A heartbeat again at once (Kafka's wait for that
+    // heartbeat elects no one meanwhile).
+    let no = Config {
+        unclean_election: false,
+        ..cfg
+    };
+    let s2 = fenced_last_member(&no);
+    assert_eq!(s2.controller.fenced, ReplicaSet::EMPTY);
+    assert_eq!(elections(&no, &s2), vec![(A, Election::Clean)]);
+}
+
+#[test]
+fn a_fenced_elr_member_is_no_candidate_until_unfenced() {
+    let cfg = base();
+    // A leads with ISR {A, B}; B is fenced while alive and enters the ELR.
+    let s = run(&cfg, &led(&cfg), &[shrink(A, C), ctrl_shrink(B)]);
+    assert_eq!(s.controller.elr, set(&[B]));
+    assert_eq!(s.controller.fenced, set(&[B]));
+    // A dies and is removed: the ISR is empty.
+    let s = run(&cfg, &s, &[crash(A, true), ctrl_shrink(A)]);
+    assert_eq!(s.controller.isr, ReplicaSet::EMPTY);
+    assert!(elections(&cfg, &s).is_empty(), "B is fenced");
+    let back = step(&cfg, &s, unfence(B));
+    assert_eq!(elections(&cfg, &back), vec![(B, Election::Elr)]);
+}
+
+#[test]
+fn a_fenced_follower_is_not_taken_back_into_the_isr() {
+    // min.insync.replicas=3: C, fenced while alive, enters the ELR, where
+    // its fence is kept; it keeps fetching and catches up.
+    let cfg = Config {
+        min_isr: 3,
+        ..base()
+    };
+    let s = run(&cfg, &led(&cfg), &[ctrl_shrink(C), fetch(C, A)]);
+    assert_eq!(s.controller.isr, set(&[A, B]));
+    assert_eq!(s.controller.fenced, set(&[C]));
+    // KIP-841: the controller would refuse C.
+    assert_disabled(&cfg, &s, expand(A, C));
+    let back = step(&cfg, &s, unfence(C));
+    assert_enabled(&cfg, &back, expand(A, C));
+}
+
+#[test]
+fn the_fence_of_a_broker_out_of_isr_elr_and_last_known_leader_is_forgotten() {
+    // Unclean rules: A, fenced as the ISR's only member, loses its place
+    // to B's unclean election; fenced or not, it may now only wait for
+    // B to take it back, which its unfence may precede at any time.
+    let cfg = unclean_rules();
+    let s = fenced_last_member(&cfg);
+    let elected = step(&cfg, &s, elect_unclean(B));
+    assert_eq!(elected.controller.isr, set(&[B]));
+    assert_eq!(elected.controller.fenced, ReplicaSet::EMPTY);
+    assert_disabled(&cfg, &elected, unfence(A));
 }
 
 // --- BecomeLeader -------------------------------------------------------------

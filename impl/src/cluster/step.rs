@@ -84,6 +84,9 @@ pub enum StepAction {
     ControllerShrinkIsr {
         replica: ReplicaId,
     },
+    ControllerUnfence {
+        replica: ReplicaId,
+    },
     BecomeLeader {
         replica: ReplicaId,
         epoch: LeaderEpoch,
@@ -366,10 +369,50 @@ impl<L: ReplicaLog> StepCluster<L> {
         Ok(kind)
     }
 
-    /// ControllerShrinkIsr: the controller sees `replica` fail and removes
-    /// it from the ISR.
+    /// ControllerShrinkIsr: the controller sees `replica` fail, or believes
+    /// a running one did (missed heartbeats): it fences a running broker
+    /// (until [`controller_unfence`](Self::controller_unfence)) and removes
+    /// it from the ISR. Refused when that changes nothing.
     pub fn controller_shrink_isr(&mut self, replica: ReplicaId) -> Result<()> {
-        self.controller.shrink_isr_on_failure(replica)?;
+        let fences = self.is_alive(replica) && self.controller.is_alive(replica);
+        let shrinks = self.controller.may_shrink_isr(replica);
+        let fences_to_effect = fences && self.controller.fence_matters(replica);
+        if !(shrinks || fences_to_effect) {
+            return not_enabled(format!(
+                "the controller can neither fence replica {replica} to any effect nor remove \
+                 it from the ISR"
+            ));
+        }
+        if fences {
+            self.controller.broker_stopped(replica)?;
+        }
+        if shrinks {
+            self.controller.shrink_isr_on_failure(replica)?;
+        }
+        self.clock += 1;
+        self.unfence_where_it_unblocks_nothing()
+    }
+
+    /// Unfences every running broker whose fence unblocks no election
+    /// (`Controller::fence_matters`), as the model forgets such a fence: it
+    /// only holds the broker back until its unfence, which may come at once.
+    fn unfence_where_it_unblocks_nothing(&mut self) -> Result<()> {
+        for r in 0..self.nodes.len() as ReplicaId {
+            if self.is_alive(r) && !self.controller.is_alive(r) && !self.controller.fence_matters(r)
+            {
+                self.controller.broker_unfenced(r)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// ControllerUnfence: a running broker the controller fenced heartbeats
+    /// again and is unfenced.
+    pub fn controller_unfence(&mut self, replica: ReplicaId) -> Result<()> {
+        if !self.is_alive(replica) {
+            return not_enabled(format!("replica {replica} is down"));
+        }
+        self.controller.broker_unfenced(replica)?;
         self.clock += 1;
         Ok(())
     }
@@ -818,6 +861,14 @@ impl<L: ReplicaLog> StepCluster<L> {
     /// model's action carries beyond the replicas (election kind, HW) must
     /// match what the implementation does, else nothing happens.
     pub fn apply(&mut self, action: StepAction) -> Result<()> {
+        let done = self.apply_step(action);
+        // A step that changes the ISR, ELR or last known leader may leave a
+        // fence that no longer unblocks anything.
+        self.unfence_where_it_unblocks_nothing()?;
+        done
+    }
+
+    fn apply_step(&mut self, action: StepAction) -> Result<()> {
         match action {
             StepAction::ControllerElectLeader { replica, election } => {
                 match self.controller.election_kind(replica) {
@@ -828,6 +879,7 @@ impl<L: ReplicaLog> StepCluster<L> {
                 }
             }
             StepAction::ControllerShrinkIsr { replica } => self.controller_shrink_isr(replica),
+            StepAction::ControllerUnfence { replica } => self.controller_unfence(replica),
             StepAction::BecomeLeader { replica, epoch } => self.become_leader(replica, epoch),
             StepAction::BecomeFollower { replica, epoch } => self.become_follower(replica, epoch),
             StepAction::Produce { leader, record } => {

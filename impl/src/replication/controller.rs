@@ -825,11 +825,40 @@ impl Controller {
         resp
     }
 
-    /// A broker stopped (its registration lapsed). It stays in the ISR
-    /// until [`shrink_isr_on_failure`](Self::shrink_isr_on_failure).
+    /// A broker stopped (its registration lapsed), or the controller fenced
+    /// a live one that missed its heartbeats: it is no acceptable leader
+    /// and may not join the ISR. It stays in the ISR until
+    /// [`shrink_isr_on_failure`](Self::shrink_isr_on_failure).
     pub fn broker_stopped(&mut self, r: ReplicaId) -> Result<()> {
         self.check_replica(r)?;
         self.alive.remove(&r);
+        Ok(())
+    }
+
+    /// Whether fencing live broker `r` can unblock an election (the model's
+    /// `controller::fence_matters`): an unclean one, which `r` blocks from
+    /// the ISR, the ELR or as last known leader; a last-known-leader one,
+    /// which it blocks from the ELR. Elsewhere a fence only holds `r` back
+    /// until its unfence, and the model's step driver unfences it at once.
+    pub fn fence_matters(&self, r: ReplicaId) -> bool {
+        let unclean_on = self.config.unclean_leader_election;
+        let unclean = unclean_on && (self.isr.contains(&r) || self.lke.contains(&r));
+        let lkl_on = self.config.elr && self.last_known_leader;
+        let elr = self.elr.contains(&r) && (unclean_on || lkl_on);
+        unclean || elr
+    }
+
+    /// A fenced broker heartbeats again and is unfenced (the model's
+    /// ControllerUnfence): Kafka's `ReplicationControlManager.handleBrokerUnfenced`,
+    /// which changes no ISR (the leader's AlterPartition brings the broker
+    /// back). Its election for a leaderless partition is left to
+    /// [`elect_leader`](Self::elect_leader). Refused for a broker not
+    /// fenced.
+    pub fn broker_unfenced(&mut self, r: ReplicaId) -> Result<()> {
+        self.check_replica(r)?;
+        if !self.alive.insert(r) {
+            return Err(Error::not_enabled(format!("replica {r} is not fenced")));
+        }
         Ok(())
     }
 

@@ -132,7 +132,9 @@ pub struct ModelArgs {
     /// hw-over-isr-only (the HW never waits for a caught-up follower
     /// outside the ISR: it only moves sooner, no property breaks),
     /// no-last-fetched-epoch (under on-fetch the leader never sees a
-    /// divergence: strong ISR breaks).
+    /// divergence: strong ISR breaks), fenced-still-acceptable (a live
+    /// broker the controller fenced is still an acceptable leader: no
+    /// property breaks; trace validation notices it).
     #[arg(long)]
     pub mutation: Option<Mutation>,
 }

@@ -128,6 +128,9 @@ pub fn elect_unclean(replica: ReplicaId) -> Action {
 pub fn ctrl_shrink(replica: ReplicaId) -> Action {
     Action::ControllerShrinkIsr { replica }
 }
+pub fn unfence(replica: ReplicaId) -> Action {
+    Action::ControllerUnfence { replica }
+}
 pub fn lead(replica: ReplicaId, epoch: Epoch) -> Action {
     Action::BecomeLeader { replica, epoch }
 }
