@@ -51,7 +51,9 @@ fn fetch_rounds(c: &mut StepCluster) {
 fn kafkas_rule_takes_the_caught_up_followers_back_and_the_hw_moves() {
     let (_d, mut c) = cluster(IsrJoinRule::FollowerReachedEpochStart);
     stall_prefix(&mut c);
-    // A left the ISR as a live broker: it follows B too.
+    // A left the ISR as a live broker, fenced: it heartbeats again (a
+    // fenced broker may not join the ISR, KIP-841) and follows B too.
+    c.controller_unfence(0).unwrap();
     c.become_follower(0, 2).unwrap();
     fetch_rounds(&mut c);
     c.leader_expand_isr(1, 2).unwrap();
@@ -74,6 +76,8 @@ fn kafkas_rule_takes_the_caught_up_followers_back_and_the_hw_moves() {
 fn the_old_rule_keeps_them_out_and_the_partition_stalls() {
     let (_d, mut c) = cluster(IsrJoinRule::LeaderHwReachedEpochStart);
     stall_prefix(&mut c);
+    // Unfenced as above, so that only the join rule keeps A out.
+    c.controller_unfence(0).unwrap();
     c.become_follower(0, 2).unwrap();
     fetch_rounds(&mut c);
     let s = c.snapshot().unwrap();
