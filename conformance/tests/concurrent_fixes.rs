@@ -366,7 +366,7 @@ fn held_fetches_and_waiting_producers_are_woken_by_new_records() {
 
 #[test]
 fn a_held_fetch_woken_only_by_its_timer_is_caught() {
-    caught_in(1, "the lost wake-up", || {
+    caught_in(3, "the lost wake-up", || {
         no_wakeup_lost(&held_fetches(Some(Regression::HeldFetchWakesOnTimerOnly)))
     });
 }
