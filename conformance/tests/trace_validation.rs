@@ -664,6 +664,29 @@ fn an_unclean_election_while_the_only_isr_member_is_fenced_fits() {
 /// Where the old rule's misfit is: the unclean election.
 const UNCLEAN_MISFIT_AT: u64 = 186;
 
+/// A driver bug the validation found (paced unclean soak, seed 18): the
+/// controller sent a leader an ISR update before it traced and published
+/// the broker registration that caused it, so the leader's `IsrUpdated`
+/// (#251) comes before the controller's change, and the leader then took
+/// back the older ISR still published (#252). Either way the leader holds
+/// an ISR the controller does not: the trace does not fit. Fixed since: the
+/// controller traces and publishes before it sends, the leader takes no
+/// ISR of an older partition epoch than its own (Kafka's
+/// `Partition.makeLeader`), and the nemesis does not register a broker that
+/// restarted since it was fenced.
+#[test]
+fn a_leader_holding_an_isr_the_controller_does_not_does_not_fit() {
+    let file = "soak-leader-takes-an-older-isr.jsonl";
+    let (path, config, cfg) = soak_recorded(file, RuleSet::Unclean, 18);
+    match validate_file(&cfg, &config, &path) {
+        Err(m) if m.kind == MisfitKind::DoesNotFit => {
+            assert_eq!(m.seq, 251, "{m}");
+            assert!(m.event.contains("IsrUpdated"), "{m}");
+        }
+        other => panic!("the leader's ISR fits: {other:?}"),
+    }
+}
+
 // --- Past the bounds: resuming ------------------------------------------------
 
 /// A long run whose producer keeps 4 requests in flight: a fifth record

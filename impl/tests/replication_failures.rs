@@ -179,6 +179,7 @@ impl Net {
         let n = self.replicas.len() as u32;
         let req = LeaderAndIsr {
             leader_epoch: epoch,
+            partition_epoch: epoch as u32,
             leader: Some(leader),
             isr: isr.to_vec(),
             replicas: (0..n).collect(),

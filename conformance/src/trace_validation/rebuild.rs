@@ -253,6 +253,8 @@ impl Rebuild {
         if let Some(epoch) = after.leader_epoch {
             self.requests.entry(epoch).or_insert_with(|| LeaderAndIsr {
                 leader_epoch: epoch,
+                // Not traced; the model has no partition epoch.
+                partition_epoch: 0,
                 leader: after.leader,
                 isr: after.isr.clone(),
                 replicas: Vec::new(),

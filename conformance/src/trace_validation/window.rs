@@ -1171,6 +1171,7 @@ mod tests {
                 0,
                 LeaderAndIsr {
                     leader_epoch: 0,
+                    partition_epoch: 0,
                     leader: Some(0),
                     isr: vec![0, 1, 2],
                     replicas: vec![0, 1, 2],

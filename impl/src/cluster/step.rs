@@ -709,6 +709,7 @@ impl<L: ReplicaLog> StepCluster<L> {
         let now = self.clock + 1;
         let update = Input::IsrUpdate {
             leader_epoch: epoch,
+            partition_epoch: self.controller.partition_epoch(),
             isr,
         };
         self.input(leader, now, update)?;

@@ -196,6 +196,10 @@ pub struct Controller {
     lke: BTreeSet<ReplicaId>,
     recovering: bool,
     alive: BTreeSet<ReplicaId>,
+    /// Kafka's partition epoch (`PartitionRegistration.partitionEpoch`):
+    /// bumped by every change to the partition, so that a broker can tell
+    /// an older ISR from a newer one within one leader epoch.
+    partition_epoch: u32,
     /// `useLastKnownLeaderInBalancedRecovery` (Kafka 4.x: always true).
     last_known_leader: bool,
     mutation: Option<ControllerMutation>,
@@ -231,6 +235,7 @@ impl Controller {
             lke: BTreeSet::new(),
             recovering: false,
             alive: all,
+            partition_epoch: 0,
             last_known_leader: true,
             mutation: None,
             sent: BTreeMap::new(),
@@ -292,6 +297,10 @@ impl Controller {
     }
     pub fn isr(&self) -> Vec<ReplicaId> {
         self.isr.iter().copied().collect()
+    }
+    /// The version of the partition's state (leader, ISR, ELR, recovery).
+    pub fn partition_epoch(&self) -> u32 {
+        self.partition_epoch
     }
     pub fn elr(&self) -> Vec<ReplicaId> {
         self.elr.iter().copied().collect()
@@ -561,6 +570,9 @@ impl Controller {
     /// Applies a change; a new leader field bumps the epoch and sends the
     /// LeaderAndIsr, which it returns.
     fn apply(&mut self, o: Outcome) -> Option<LeaderAndIsr> {
+        // Kafka's PartitionRegistration.merge: every change record applied
+        // bumps the partition epoch.
+        self.partition_epoch += 1;
         self.isr = o.isr;
         self.elr = o.elr;
         self.lke = o.lke;
@@ -785,6 +797,7 @@ impl Controller {
     pub fn alter_partition(&mut self, req: &AlterPartitionRequest) -> AlterPartitionResponse {
         let mut resp = AlterPartitionResponse {
             leader_epoch: req.leader_epoch,
+            partition_epoch: self.partition_epoch,
             change: req.change,
             result: Err(ApiError::FencedLeaderEpoch),
         };
@@ -822,6 +835,7 @@ impl Controller {
             self.apply(o);
         }
         resp.result = Ok(self.isr());
+        resp.partition_epoch = self.partition_epoch;
         resp
     }
 
@@ -905,6 +919,7 @@ impl Controller {
         self.leader = leader;
         let req = LeaderAndIsr {
             leader_epoch: epoch,
+            partition_epoch: self.partition_epoch,
             leader,
             isr: self.isr(),
             replicas: self.replicas.clone(),

@@ -478,7 +478,10 @@ impl Partition {
     }
 
     /// The controller's answer to an ISR change: on success the leader takes
-    /// the ISR it returns.
+    /// the ISR it returns and its partition epoch. Kafka's
+    /// `Partition.handleAlterPartitionUpdate` also ignores an answer older
+    /// than the partition epoch held; here none can be, since no update is
+    /// taken while a change is in flight (`on_isr_update`).
     pub(super) fn on_alter_partition_response(&mut self, resp: &AlterPartitionResponse) {
         let epoch = self.leader_epoch;
         let RoleState::Leader(l) = &mut self.role else {
@@ -490,24 +493,36 @@ impl Partition {
         l.pending_isr = None;
         if let Ok(isr) = &resp.result {
             l.isr = isr.iter().copied().collect();
+            l.partition_epoch = resp.partition_epoch;
         }
     }
 
     /// The controller changed the ISR without a new leader epoch (it
     /// removed a failed broker): Kafka's leader learns this from the
-    /// metadata, the model by LeaderLearnsIsr. Applied only by the leader
-    /// of `leader_epoch` with no ISR change of its own in flight, and only
-    /// to an ISR that still holds it.
-    pub(super) fn on_isr_update(&mut self, leader_epoch: LeaderEpoch, isr: &[ReplicaId]) {
+    /// metadata (`Partition.makeLeader`, which skips a partition epoch
+    /// older than its own), the model by LeaderLearnsIsr. Applied only by
+    /// the leader of `leader_epoch` with no ISR change of its own in
+    /// flight, only to an ISR that still holds it, and only when newer
+    /// than the ISR it holds.
+    pub(super) fn on_isr_update(
+        &mut self,
+        leader_epoch: LeaderEpoch,
+        partition_epoch: u32,
+        isr: &[ReplicaId],
+    ) {
         if self.leader_epoch != Some(leader_epoch) {
             return;
         }
         let RoleState::Leader(l) = &mut self.role else {
             return;
         };
-        if l.pending_isr.is_some() || !isr.contains(&self.id) {
+        if l.pending_isr.is_some()
+            || !isr.contains(&self.id)
+            || partition_epoch <= l.partition_epoch
+        {
             return;
         }
         l.isr = isr.iter().copied().collect();
+        l.partition_epoch = partition_epoch;
     }
 }

@@ -51,6 +51,8 @@ impl fmt::Display for ApiError {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LeaderAndIsr {
     pub leader_epoch: LeaderEpoch,
+    /// The controller's partition epoch when it sent this.
+    pub partition_epoch: u32,
     /// `None`: the partition has no leader in this epoch.
     pub leader: Option<ReplicaId>,
     pub isr: Vec<ReplicaId>,
@@ -164,6 +166,9 @@ pub struct AlterPartitionRequest {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AlterPartitionResponse {
     pub leader_epoch: LeaderEpoch,
+    /// The partition epoch of the ISR in `result`.
+    #[serde(default)]
+    pub partition_epoch: u32,
     pub change: IsrChange,
     pub result: Result<Vec<ReplicaId>, ApiError>,
 }

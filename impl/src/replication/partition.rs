@@ -108,6 +108,9 @@ pub(super) struct Waiter {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct LeaderState {
     pub(super) isr: BTreeSet<ReplicaId>,
+    /// The controller's partition epoch of `isr`: an ISR of an older one
+    /// (a metadata update or an answer overtaken by a newer) is ignored.
+    pub(super) partition_epoch: u32,
     /// The LEO when this leadership began: its epoch starts here.
     pub(super) epoch_start_offset: u64,
     pub(super) followers: BTreeMap<ReplicaId, FollowerView>,
@@ -183,9 +186,11 @@ pub enum Input {
     /// BecomeFollower).
     LeaderAndIsr(LeaderAndIsr),
     /// From the controller: the ISR changed within `leader_epoch` (it
-    /// removed a failed broker; the model's LeaderLearnsIsr).
+    /// removed a failed broker; the model's LeaderLearnsIsr), as of its
+    /// `partition_epoch`.
     IsrUpdate {
         leader_epoch: LeaderEpoch,
+        partition_epoch: u32,
         isr: Vec<ReplicaId>,
     },
     /// From the controller: the answer to this leader's AlterPartition.
@@ -378,6 +383,13 @@ impl Partition {
         matches!(self.role, RoleState::Leader(_))
     }
     /// The ISR as this replica knows it (empty unless it leads).
+    /// As leader: the controller's partition epoch of its ISR copy.
+    pub fn isr_partition_epoch(&self) -> Option<u32> {
+        match &self.role {
+            RoleState::Leader(l) => Some(l.partition_epoch),
+            _ => None,
+        }
+    }
     pub fn isr(&self) -> Vec<ReplicaId> {
         match &self.role {
             RoleState::Leader(l) => l.isr.iter().copied().collect(),
@@ -473,8 +485,12 @@ impl Partition {
         }
         match input {
             Input::LeaderAndIsr(req) => self.on_leader_and_isr(req, now),
-            Input::IsrUpdate { leader_epoch, isr } => {
-                self.on_isr_update(leader_epoch, &isr);
+            Input::IsrUpdate {
+                leader_epoch,
+                partition_epoch,
+                isr,
+            } => {
+                self.on_isr_update(leader_epoch, partition_epoch, &isr);
                 Ok(Ready::none())
             }
             Input::AlterPartitionResponse(resp) => {
@@ -674,6 +690,7 @@ impl Partition {
                     .collect();
                 self.role = RoleState::Leader(LeaderState {
                     isr: req.isr.iter().copied().collect(),
+                    partition_epoch: req.partition_epoch,
                     epoch_start_offset: self.log.log_end_offset,
                     followers,
                     waiters: Vec::new(),

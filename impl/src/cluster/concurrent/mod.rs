@@ -276,6 +276,7 @@ pub(super) enum Msg {
     /// The controller changed the ISR within the leader epoch.
     IsrUpdate {
         leader_epoch: LeaderEpoch,
+        partition_epoch: u32,
         isr: Vec<ReplicaId>,
     },
     Produce {
@@ -316,6 +317,7 @@ pub(super) enum CtlMsg {
 pub(super) struct Metadata {
     pub(super) leader: Option<ReplicaId>,
     pub(super) leader_epoch: Option<LeaderEpoch>,
+    pub(super) partition_epoch: u32,
     pub(super) isr: Vec<ReplicaId>,
 }
 

@@ -100,7 +100,10 @@ impl Rng {
 
 enum Undo {
     Restart(ReplicaId),
-    Register(ReplicaId),
+    /// The controller hears from a fenced broker again, unless the broker
+    /// restarted since it was fenced (its restarts then counted this many):
+    /// a restart registers it anew.
+    Register(ReplicaId, u64),
     /// The disk has room again; the broker restarts.
     FreeDisk(ReplicaId),
 }
@@ -128,6 +131,7 @@ pub(super) fn run_nemesis(
     let mut injected = BTreeMap::new();
     let mut pending: Vec<(Instant, Undo)> = Vec::new();
     let (mut down, mut fenced) = (vec![false; n as usize], vec![false; n as usize]);
+    let mut restarts = vec![0u64; n as usize];
     // Crashed uncleanly, and not yet back in the ISR.
     let mut unclean = vec![false; n as usize];
     let gap = |rng: &mut Rng| nemesis.every / 2 + rng.duration(nemesis.every);
@@ -142,18 +146,22 @@ pub(super) fn run_nemesis(
             match *undo {
                 Undo::Restart(r) => {
                     down[r as usize] = false;
+                    restarts[r as usize] += 1;
                     let _ = replicas[r as usize].send(Msg::Restart);
                 }
                 Undo::FreeDisk(r) => {
                     shared.disk_full[r as usize].store(false, Ordering::SeqCst);
                     down[r as usize] = false;
+                    restarts[r as usize] += 1;
                     let _ = replicas[r as usize].send(Msg::Restart);
                 }
-                Undo::Register(r) => {
+                Undo::Register(r, at_fence) => {
                     fenced[r as usize] = false;
                     // A broker that crashed meanwhile registers itself
-                    // when it restarts.
-                    if !down[r as usize] {
+                    // when it restarts; registering it again would tell
+                    // the controller of a restart that did not happen
+                    // (unclean soak seed 18).
+                    if !down[r as usize] && restarts[r as usize] == at_fence {
                         register(&controller, r);
                     }
                 }
@@ -224,7 +232,7 @@ pub(super) fn run_nemesis(
                     } else {
                         until
                     };
-                    pending.push((back, Undo::Register(v)));
+                    pending.push((back, Undo::Register(v, restarts[v as usize])));
                 })
             }
             NemesisFault::FullDisk => pick(&mut rng, &up).map(|v| {
@@ -257,8 +265,12 @@ pub(super) fn run_nemesis(
                 shared.disk_full[r as usize].store(false, Ordering::SeqCst);
                 let _ = replicas[r as usize].send(Msg::Restart);
             }
-            Undo::Register(r) if !down[r as usize] => register(&controller, r),
-            Undo::Register(_) => {}
+            Undo::Register(r, at_fence)
+                if !down[r as usize] && restarts[r as usize] == at_fence =>
+            {
+                register(&controller, r)
+            }
+            Undo::Register(..) => {}
         }
     }
     injected

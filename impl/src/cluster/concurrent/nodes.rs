@@ -476,13 +476,18 @@ impl ReplicaNode {
             Msg::IsrUpdate { .. } if self.config.isr_updates_lost => {
                 // Lost (fault injection), as while down or busy.
             }
-            Msg::IsrUpdate { leader_epoch, isr } => {
+            Msg::IsrUpdate {
+                leader_epoch,
+                partition_epoch,
+                isr,
+            } => {
                 if self.injected(InjectedFault::IsrChangeAppliedTwice) {
                     self.last_isr_update = Some((leader_epoch, isr.clone()));
                 }
                 let before = self.partition.as_ref().expect("up").core().isr();
                 let update = Input::IsrUpdate {
                     leader_epoch,
+                    partition_epoch,
                     isr: isr.clone(),
                 };
                 self.input(now, update)?;
@@ -565,8 +570,16 @@ impl ReplicaNode {
             return Ok(());
         };
         let before = self.partition.as_ref().map(|p| p.core().isr());
+        // Taken as newer than the ISR the leader holds: the fault is that
+        // it applies at all.
+        let newer = self
+            .partition
+            .as_ref()
+            .and_then(|p| p.core().isr_partition_epoch())
+            .map_or(0, |e| e + 1);
         let update = Input::IsrUpdate {
             leader_epoch: epoch,
+            partition_epoch: newer,
             isr: stale.clone(),
         };
         self.input(now, update)?;
@@ -783,6 +796,7 @@ impl ReplicaNode {
         }
         let update = Input::IsrUpdate {
             leader_epoch: epoch,
+            partition_epoch: m.partition_epoch,
             isr: m.isr.clone(),
         };
         if self.input(now, update).is_ok() {
@@ -895,6 +909,7 @@ impl ControllerNode {
             if let Some(s) = self.replicas.get(l as usize) {
                 let _ = s.send(Msg::IsrUpdate {
                     leader_epoch: epoch,
+                    partition_epoch: self.controller.partition_epoch(),
                     isr: self.controller.isr(),
                 });
             }
@@ -905,6 +920,7 @@ impl ControllerNode {
         super::Metadata {
             leader: self.controller.leader(),
             leader_epoch: self.controller.leader_epoch(),
+            partition_epoch: self.controller.partition_epoch(),
             isr: self.controller.isr(),
         }
     }
@@ -974,13 +990,18 @@ impl ControllerNode {
                     } else {
                         self.controller.broker_registered(replica, unclean)
                     };
+                    // Traced and published before anyone hears of the
+                    // change (a leader's IsrUpdated was traced before the
+                    // registration that caused it, and the leader then
+                    // took the older ISR still published: unclean soak
+                    // seed 18).
+                    self.trace(Event::BrokerRegistered { replica, unclean });
+                    self.publish();
                     match registered {
                         Ok(Some(req)) => self.broadcast(&req),
                         Ok(None) if self.controller.isr() != isr_before => self.send_isr_update(),
                         _ => {}
                     }
-                    self.trace(Event::BrokerRegistered { replica, unclean });
-                    self.publish();
                     let _ = reply.send(self.controller.leader_epoch());
                     // The restarted broker learns the current state.
                     if let Some(req) = self.controller.latest_request() {
