@@ -69,6 +69,7 @@ fn every_kind_taken(taken: &BTreeMap<String, usize>) {
     for expected in [
         "ControllerElectLeader",
         "ControllerShrinkIsr",
+        "ControllerUnfence",
         "BecomeLeader",
         "BecomeFollower",
         "Produce",

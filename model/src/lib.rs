@@ -17,6 +17,7 @@ pub mod properties;
 pub mod render;
 pub mod run;
 pub mod shortest;
+pub mod sigpipe;
 pub mod state;
 pub mod symmetry;
 pub mod truncation;

@@ -8,6 +8,9 @@ use std::process::ExitCode;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if !matches!(cli.command, Command::Explore(_)) {
+        highwater_model::sigpipe::end_when_stdout_closes();
+    }
     let result = match cli.command {
         Command::Check(args) => cli::check::check(args),
         Command::Presets { json } => cli::presets::presets(json),

@@ -85,6 +85,35 @@ fn ctrl_c_prints_the_partial_report() {
     );
 }
 
+/// A reader that goes away (`highwater check | head -1`) ends the check as
+/// it ends a Unix tool, by SIGPIPE, not by a panic (exit 101) in `println!`.
+#[cfg(unix)]
+#[test]
+fn a_reader_that_goes_away_ends_the_check_by_sigpipe() {
+    use std::io::{BufRead, BufReader};
+    use std::os::unix::process::ExitStatusExt;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_highwater"))
+        .args(["check", "--records", "1", "-t", "1"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start highwater");
+    let mut first = String::new();
+    let mut stdout = BufReader::new(child.stdout.take().expect("piped"));
+    stdout.read_line(&mut first).expect("a first line");
+    drop(stdout);
+    let o = child.wait_with_output().expect("wait");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(first.starts_with("highwater: checking"), "{first}");
+    assert_eq!(
+        o.status.signal(),
+        Some(libc::SIGPIPE),
+        "{:?}: {err}",
+        o.status
+    );
+    assert!(!err.contains("panicked"), "{err}");
+}
+
 #[test]
 fn bad_input_is_a_clear_error() {
     for (args, says) in [

@@ -88,3 +88,17 @@ fn the_schema_notices_a_report_that_drifts() {
     old["schema"] = serde_json::json!("highwater-check-report/1");
     assert!(!v.is_valid(&old), "another version");
 }
+
+/// A report under each mutation matches the schema: its list of mutations
+/// is the CLI's (`hw-over-isr-only` was once missing from it).
+#[test]
+fn every_mutation_is_in_the_schema() {
+    use clap::ValueEnum;
+    let v = schema();
+    let r = report(&["--preset", "acks-1"]);
+    for m in highwater_model::config::Mutation::value_variants() {
+        let mut with = r.clone();
+        with["config"]["mutation"] = serde_json::to_value(m).expect("a mutation is JSON");
+        assert_valid(&v, &with, &format!("mutation {m}"));
+    }
+}

@@ -46,6 +46,7 @@ struct Cli {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    highwater_model::sigpipe::end_when_stdout_closes();
     match run(&cli) {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::from(1),

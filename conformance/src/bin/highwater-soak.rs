@@ -139,6 +139,7 @@ struct Tally {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    highwater_model::sigpipe::end_when_stdout_closes();
     if let Some(trace) = &cli.validate_trace {
         return validate_kept(&cli, trace);
     }
