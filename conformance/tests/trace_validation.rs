@@ -625,6 +625,68 @@ fn paced_soak_traces_that_did_not_fit_now_fit() {
     }
 }
 
+/// Each fix of the rebuild that a kept paced soak trace found
+/// (`paced_soak_traces_that_did_not_fit_now_fit`), reverted alone by a
+/// test-only switch (`Unsound`): the trace it was found by then does not
+/// fit, at the event it did not fit at before the fix. Seed 12's two rules
+/// are reverted together (`Unsound::DecisionForACrashedLeaderPastANewRequest`);
+/// either reverted alone, the trace still fits.
+#[test]
+fn each_rebuild_fix_is_needed() {
+    for (file, rules, seed, unsound, misfit_at) in [
+        (
+            "soak-crash-unheard-by-a-down-broker.jsonl",
+            RuleSet::Today,
+            1,
+            Unsound::CrashHeardByADownBroker,
+            490,
+        ),
+        (
+            "soak-follower-takes-a-lower-hw.jsonl",
+            RuleSet::Today,
+            2,
+            Unsound::OnlyAHigherHwChanges,
+            367,
+        ),
+        (
+            "soak-stale-epoch-fetch-served.jsonl",
+            RuleSet::MinIsr1,
+            0,
+            Unsound::StaleEpochFetchServedAsAny,
+            477,
+        ),
+        (
+            "soak-decision-for-a-crashed-leader.jsonl",
+            RuleSet::Today,
+            12,
+            Unsound::DecisionForACrashedLeaderPastANewRequest,
+            680,
+        ),
+    ] {
+        let (path, config, cfg) = soak_recorded(file, rules, seed);
+        match validate_unsound(&cfg, &config, &path, unsound) {
+            Err(m) if m.kind == MisfitKind::DoesNotFit => {
+                assert_eq!(m.seq, misfit_at, "{file} with {unsound:?}:\n{m}");
+                eprintln!("{file} with {unsound:?}: {}", head(&m.to_string(), 1));
+            }
+            other => panic!("{file} with {unsound:?} did not misfit: {other:?}"),
+        }
+    }
+    let (path, config, cfg) = soak_recorded(
+        "soak-decision-for-a-crashed-leader.jsonl",
+        RuleSet::Today,
+        12,
+    );
+    for half in [
+        Unsound::DecisionForACrashedLeader,
+        Unsound::DecisionPastANewRequest,
+    ] {
+        if let Err(m) = validate_unsound(&cfg, &config, &path, half) {
+            panic!("seed 12 with {half:?} alone does not fit:\n{m}");
+        }
+    }
+}
+
 /// A paced soak's trace under the historical rule set `unclean` (unclean
 /// election on, min.insync.replicas=1, no ELR), seed 7: the nemesis's
 /// `Fence` makes the controller fence the live leader, the ISR's only
