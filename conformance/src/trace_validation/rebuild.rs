@@ -495,13 +495,14 @@ impl Rebuild {
             Event::PeerCrashNoticed { peer } => {
                 self.unnoticed_crashes.remove(&(r, *peer));
             }
-            // A new request: a decision on an earlier one whose answer
-            // never came is forgotten with it.
+            // (Test-only: the decision kept past a new request.)
             Event::AlterPartitionSent { .. }
                 if self.reverts(&[
                     Unsound::DecisionPastANewRequest,
                     Unsound::DecisionForACrashedLeaderPastANewRequest,
                 ]) => {}
+            // A new request: a decision on an earlier one whose answer
+            // never came is forgotten with it.
             Event::AlterPartitionAnswered { .. } | Event::AlterPartitionSent { .. } => {
                 self.decided.remove(&r);
             }
