@@ -564,8 +564,9 @@ fn soak_recorded(
 }
 
 /// Paced soak traces (`highwater-soak --paced`, validated past their
-/// faults once epochs were windowed) that did not fit before three fixes
-/// of the rebuild, each reproduced by reverting its fix alone: seed 1, a
+/// faults once epochs were windowed) that did not fit before four fixes
+/// of the rebuild, each reproduced by reverting its fix alone
+/// (`each_rebuild_fix_is_needed`, by test-only switches): seed 1, a
 /// broker down when another crashed was taken to hear of the crash later
 /// (it hears nothing while down), so a fetch it served as leader after
 /// the crashed broker came back showed as stale (event 490); seed 2, a
