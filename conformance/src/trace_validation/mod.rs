@@ -262,10 +262,12 @@ pub fn validate(
     validate_with(cfg, concurrent, entries, Mode::Resume)
 }
 
-/// A deliberately unsound validator (a test-only switch): one of the
+/// A deliberately unsound validator (a test-only switch), to show the
+/// kept traces that do not fit without the rule it breaks: one of the
 /// waits that keep a follower's own Flush or CheckpointHw placeable before
-/// its fetch (`Checker::reorder`) left out, to show the traces that do not
-/// fit without it.
+/// its fetch (`Checker::reorder`) left out, or one fix of the rebuild
+/// (`rebuild.rs`) reverted to the rule it had before a paced soak's trace
+/// did not fit. Never set outside tests.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Unsound {
     /// The window moves while an answer that changes a follower is
@@ -273,6 +275,23 @@ pub enum Unsound {
     MoveWithoutWaiting,
     /// Validation resumes while such an answer is unapplied.
     ResumeWithoutWaiting,
+    /// The rebuild takes a broker that was down when another crashed to
+    /// hear of the crash later (it hears nothing while down).
+    CrashHeardByADownBroker,
+    /// The rebuild counts an unapplied answer as changing its follower
+    /// only when it brings records or a higher HW, not a lower one.
+    OnlyAHigherHwChanges,
+    /// The rebuild takes a fetch served after its follower left the epoch
+    /// it was sent in as any other (not a gap).
+    StaleEpochFetchServedAsAny,
+    /// The rebuild keeps an ISR change the controller decided for a leader
+    /// that crashed since it sent the request.
+    DecisionForACrashedLeader,
+    /// The rebuild keeps a decided ISR change when its leader sends another
+    /// request.
+    DecisionPastANewRequest,
+    /// Both of the above.
+    DecisionForACrashedLeaderPastANewRequest,
 }
 
 /// [`validate`], going as far past the model's bounds as `mode` says.
@@ -285,8 +304,8 @@ pub fn validate_with(
     validate_as(cfg, concurrent, entries, mode, None)
 }
 
-/// [`validate`] with a wait left out (`Unsound`), for the tests that show
-/// what it catches.
+/// [`validate`] with a wait left out or a rebuild fix reverted
+/// (`Unsound`), for the tests that show what it catches.
 pub fn validate_unsound(
     cfg: &Config,
     concurrent: &ConcurrentConfig,
@@ -334,6 +353,7 @@ fn validate_as(
         usize::from(cfg.min_isr),
         controller.state(),
     );
+    rebuild.unsound = unsound;
     let mut checker = Checker::new(*cfg);
     let mut window = Window::default();
     let mut before: VecDeque<String> = VecDeque::new();

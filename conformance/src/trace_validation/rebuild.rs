@@ -9,6 +9,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use super::window::Window;
+use super::Unsound;
 
 use highwater::cluster::{
     Actor, ClusterSnapshot, Event, RecordHistory, ReplicaSnapshot, TraceEntry,
@@ -126,6 +127,8 @@ pub struct Rebuild {
     /// last check (a fetch response dropped by a follower that moved on):
     /// the checker may then resynchronise, and counts it.
     pub gap: Option<Gap>,
+    /// A fix of the rebuild reverted (test-only: `Unsound`).
+    pub(super) unsound: Option<Unsound>,
 }
 
 /// One half of a fetch without the other: the model's FollowerFetch is
@@ -198,7 +201,13 @@ impl Rebuild {
             unclean_crashes: 0,
             leader_moves: 0,
             gap: None,
+            unsound: None,
         }
+    }
+
+    /// Whether the test-only switch `u` is set.
+    fn reverts(&self, u: &[Unsound]) -> bool {
+        self.unsound.is_some_and(|x| u.contains(&x))
     }
 
     fn shadow(&mut self, r: ReplicaId) -> Result<&mut Shadow, String> {
@@ -241,7 +250,12 @@ impl Rebuild {
                 leader,
                 result: Ok(isr),
                 ..
-            } if self.replicas.get(*leader as usize).is_some_and(|s| s.alive) => {
+            } if self.replicas.get(*leader as usize).is_some_and(|s| s.alive)
+                || self.reverts(&[
+                    Unsound::DecisionForACrashedLeader,
+                    Unsound::DecisionForACrashedLeaderPastANewRequest,
+                ]) =>
+            {
                 self.decided.insert(*leader, isr.clone());
             }
             Event::BrokerRegistered { replica, .. } => {
@@ -302,8 +316,9 @@ impl Rebuild {
                 self.decided.remove(&r);
                 // A broker that is down hears nothing of it (and comes back
                 // with no leader state the notice could change).
+                let all = self.reverts(&[Unsound::CrashHeardByADownBroker]);
                 for o in (0..n).filter(|&o| o != r) {
-                    if self.replicas[o as usize].alive {
+                    if self.replicas[o as usize].alive || all {
                         self.unnoticed_crashes.insert((o, r));
                     }
                 }
@@ -403,7 +418,8 @@ impl Rebuild {
                 // place (the two were never in that epoch at once). A gap:
                 // the leader is taken as it is.
                 let now = self.shadow(*follower)?.state.as_ref();
-                if now.and_then(|st| st.leader_epoch) > Some(*follower_epoch) {
+                let left = now.and_then(|st| st.leader_epoch) > Some(*follower_epoch);
+                if left && !self.reverts(&[Unsound::StaleEpochFetchServedAsAny]) {
                     let why = format!(
                         "replica {r} served a fetch replica {follower} sent in epoch \
                          {follower_epoch}, which it has since left"
@@ -479,6 +495,12 @@ impl Rebuild {
             Event::PeerCrashNoticed { peer } => {
                 self.unnoticed_crashes.remove(&(r, *peer));
             }
+            // (Test-only: the decision kept past a new request.)
+            Event::AlterPartitionSent { .. }
+                if self.reverts(&[
+                    Unsound::DecisionPastANewRequest,
+                    Unsound::DecisionForACrashedLeaderPastANewRequest,
+                ]) => {}
             // A new request: a decision on an earlier one whose answer
             // never came is forgotten with it.
             Event::AlterPartitionAnswered { .. } | Event::AlterPartitionSent { .. } => {
@@ -680,6 +702,7 @@ impl Rebuild {
     /// own Flush or CheckpointHw before the apply must go before the fetch
     /// (`Checker::reorder`).
     pub fn unapplied_followers(&self) -> Vec<ReplicaId> {
+        let higher_only = self.reverts(&[Unsound::OnlyAHigherHwChanges]);
         self.served
             .iter()
             .filter(|(&(f, _), x)| {
@@ -690,7 +713,11 @@ impl Rebuild {
                 // follower's LEO and HW) is shown as applied to no effect.
                 let hw = s.state.as_ref().map_or(s.last_hw, |st| st.high_watermark);
                 let leo = s.log.leo() + x.entries.len() as u64;
-                !x.diverging && (!x.entries.is_empty() || x.high_watermark.min(leo) != hw)
+                let hw_changes = match higher_only {
+                    true => x.high_watermark.min(leo) > hw,
+                    false => x.high_watermark.min(leo) != hw,
+                };
+                !x.diverging && (!x.entries.is_empty() || hw_changes)
             })
             .map(|(&(f, _), _)| f)
             .collect()
