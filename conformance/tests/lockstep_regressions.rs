@@ -4,7 +4,8 @@
 mod common;
 
 use common::scripted;
-use highwater_conformance::lockstep::replay;
+use highwater_conformance::lockstep::{replay, Lockstep};
+use highwater_conformance::mapping::step_action;
 use highwater_model::controller::Election;
 use highwater_model::presets::Preset;
 use highwater_model::Action::{self, *};
@@ -220,4 +221,47 @@ fn a_fenced_live_leader_is_passed_over_until_it_is_unfenced() {
         },
     ]);
     replays_in_lockstep("unclean-election", &unfenced);
+}
+
+/// C's unclean restart moves the controller's partition epoch without
+/// changing the ISR (its ELR change), after A's LeaderAndIsr was sent: the
+/// step driver gave A the newer epoch's ISR update to see whether it had
+/// anything to learn, and A took the newer partition epoch while the step
+/// was refused (the exhaustive run of `safe --records 1` found it). The
+/// driver now refuses before it gives the update.
+#[test]
+fn a_refused_leader_learns_isr_leaves_the_leader_as_it_was() {
+    let (a, b, c) = (0, 1, 2);
+    let p = Preset::find("safe").expect("a preset");
+    let path = [
+        Crash {
+            replica: c,
+            clean: false,
+        },
+        ControllerShrinkIsr { replica: b },
+        ControllerShrinkIsr { replica: c },
+        ControllerElectLeader {
+            replica: a,
+            election: Election::Clean,
+        },
+        Restart { replica: c },
+        BecomeFollower {
+            replica: b,
+            epoch: 0,
+        },
+        BecomeLeader {
+            replica: a,
+            epoch: 0,
+        },
+    ];
+    let mut both = Lockstep::in_memory(&p.config).unwrap_or_else(|d| panic!("{d}"));
+    for a in path {
+        both.step(a).unwrap_or_else(|d| panic!("{a}: {d}"));
+    }
+    // Compared whole: the partition epoch is not in the model's state.
+    let before = both.implementation().clone();
+    let mut work = before.clone();
+    let refused = work.apply(step_action(LeaderLearnsIsr { leader: a }));
+    assert!(refused.is_err(), "A has nothing to learn");
+    assert!(work == before, "the refusal changed the implementation");
 }

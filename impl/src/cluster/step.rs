@@ -706,6 +706,12 @@ impl<L: ReplicaLog> StepCluster<L> {
             }
         };
         let before = self.up(leader)?.core().isr();
+        // Checked before the update is given: one of a newer partition
+        // epoch with the same ISR (an ELR or recovery change) is taken, and
+        // moves the leader's partition epoch, but is nothing to learn.
+        if before == isr {
+            return not_enabled(format!("leader {leader} has nothing to learn"));
+        }
         let now = self.clock + 1;
         let update = Input::IsrUpdate {
             leader_epoch: epoch,
