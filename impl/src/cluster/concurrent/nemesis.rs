@@ -118,6 +118,13 @@ fn register(controller: &Sender<CtlMsg>, replica: ReplicaId) {
     });
 }
 
+/// Whether a broker fenced when it had restarted `at_fence` times still
+/// waits to register: it is up and has not restarted since (a restart
+/// registers it anew).
+fn owes_registration(down: &[bool], restarts: &[u64], r: ReplicaId, at_fence: u64) -> bool {
+    !down[r as usize] && restarts[r as usize] == at_fence
+}
+
 /// Runs the nemesis until the clients stop; returns the faults injected,
 /// by kind.
 pub(super) fn run_nemesis(
@@ -161,7 +168,7 @@ pub(super) fn run_nemesis(
                     // when it restarts; registering it again would tell
                     // the controller of a restart that did not happen
                     // (unclean soak seed 18).
-                    if !down[r as usize] && restarts[r as usize] == at_fence {
+                    if owes_registration(&down, &restarts, r, at_fence) {
                         register(&controller, r);
                     }
                 }
@@ -265,9 +272,7 @@ pub(super) fn run_nemesis(
                 shared.disk_full[r as usize].store(false, Ordering::SeqCst);
                 let _ = replicas[r as usize].send(Msg::Restart);
             }
-            Undo::Register(r, at_fence)
-                if !down[r as usize] && restarts[r as usize] == at_fence =>
-            {
+            Undo::Register(r, at_fence) if owes_registration(&down, &restarts, r, at_fence) => {
                 register(&controller, r)
             }
             Undo::Register(..) => {}
