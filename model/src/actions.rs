@@ -307,7 +307,8 @@ pub fn enabled(cfg: &Config, s: &State, out: &mut Vec<Action>) {
                     clean: false,
                 });
             }
-        } else if s.controller.leader != Some(replica) {
+        } else if s.controller.leader != Some(replica) && cfg.mutation != Some(Mutation::NoRestart)
+        {
             out.push(Action::Restart { replica });
         }
     }

@@ -138,6 +138,10 @@ pub enum Mutation {
     /// election is enabled. Safe; trace validation of the concurrent driver
     /// under the unclean rule set notices it.
     FencedStillAcceptable,
+    /// A crashed broker never restarts. Safe (fewer behaviours), but the
+    /// partition never heals: the progress properties must notice that a
+    /// broker is missing, not count only the live ones.
+    NoRestart,
 }
 
 impl fmt::Display for Mutation {
@@ -150,6 +154,7 @@ impl fmt::Display for Mutation {
             Mutation::HwOverIsrOnly => "hw-over-isr-only",
             Mutation::NoLastFetchedEpoch => "no-last-fetched-epoch",
             Mutation::FencedStillAcceptable => "fenced-still-acceptable",
+            Mutation::NoRestart => "no-restart",
         })
     }
 }

@@ -187,6 +187,9 @@ pub struct Graph {
     pub first: Vec<Option<NodeId>>,
     pub completion: Completion,
     pub progress: SearchProgress,
+    /// Whether the search kept the fault-free edges and the progress
+    /// predicates ([`SearchOptions::progress`]).
+    pub keeps_progress: bool,
 }
 
 /// One successor, as a worker computed it. The worker looks its
@@ -370,6 +373,7 @@ pub fn search(cfg: Config, opts: SearchOptions<'_>) -> Graph {
         first: vec![None; properties.len()],
         completion: Completion::Exhaustive,
         progress: SearchProgress::default(),
+        keeps_progress: opts.progress.is_some(),
     };
     let init = model.init_state().representative();
     let index = std::mem::take(&mut g.index);

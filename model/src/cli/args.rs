@@ -9,18 +9,30 @@ use highwater_model::properties;
 use highwater_model::run::{RunOptions, Search, StopAt};
 use std::time::Duration;
 
+/// `highwater check`'s exit statuses (`run::exit`), for `--help`.
+macro_rules! exit_status_help {
+    () => {
+        "Exit status (TLC's codes where they meet):\n  \
+        0    every verdict as expected (with no expectation: nothing broke in a search that ran to its end)\n  \
+        1    not as expected: an expected counterexample not found, a sometimes-property not reached\n  \
+        2    bad usage: flags, input files, or an output that cannot be written\n  \
+        3    stopped (--seconds, --max-states) before it could decide, or random walks asked to prove a property\n  \
+        12   an always-property expected to hold has a counterexample (TLC: safety violation)\n  \
+        13   a progress property expected to hold has a stuck state (TLC: liveness violation)\n  \
+        130  interrupted by Ctrl-C"
+    };
+}
+
 #[derive(Parser)]
 #[command(
     name = "highwater",
     version,
     about = "Model-check Kafka's partition replication: leader election, ISR, high watermark, acks, truncation, crashes",
-    long_about = "Model-check Kafka's partition replication exhaustively.\n\n\
+    long_about = concat!("Model-check Kafka's partition replication exhaustively.\n\n\
         `highwater check` runs the default preset `safe` (today's rules) and shows every guarantee holding \
         and the partition able to heal; `highwater check --preset hw-truncation` (or any historical preset) \
         rediscovers a historical data-loss bug and prints its shortest counterexample. `highwater presets` \
-        lists them all.\n\n\
-        Exit status: 0 the verdicts are as expected, 1 they are not, 2 bad usage, 3 the run stopped \
-        (a limit or Ctrl-C) before it could decide."
+        lists them all.\n\n", exit_status_help!())
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -30,6 +42,7 @@ pub struct Cli {
 #[derive(Subcommand)]
 pub enum Command {
     /// Run the model checker on a preset, with any bound or switch overridden.
+    #[command(after_help = exit_status_help!())]
     Check(CheckArgs),
     /// List the presets: bounds, switches and expected verdict of each.
     #[command(after_long_help = highwater_model::presets::TLA_KIP320_DIFFERENCES)]
@@ -134,7 +147,8 @@ pub struct ModelArgs {
     /// no-last-fetched-epoch (under on-fetch the leader never sees a
     /// divergence: strong ISR breaks), fenced-still-acceptable (a live
     /// broker the controller fenced is still an acceptable leader: no
-    /// property breaks; trace validation notices it).
+    /// property breaks; trace validation notices it), no-restart (a crashed
+    /// broker never comes back: the partition never heals).
     #[arg(long)]
     pub mutation: Option<Mutation>,
 }
@@ -163,10 +177,14 @@ pub struct CheckArgs {
     pub diff: bool,
     /// Write each counterexample to this directory as an ITF trace (the
     /// Informal Trace Format of Apalache and Quint), to replay with
-    /// `highwater replay --trace FILE`. The directory is created; existing
-    /// files of the same names are refused.
+    /// `highwater replay --trace FILE`. The directory is created and checked
+    /// before the search; a trace file already there is refused unless
+    /// --force.
     #[arg(long, value_name = "DIR")]
     pub trace_out: Option<std::path::PathBuf>,
+    /// Overwrite trace files already in --trace-out.
+    #[arg(long, requires = "trace_out")]
+    pub force: bool,
 }
 
 /// How to search, and when to stop.
@@ -430,7 +448,11 @@ impl CheckArgs {
         let stop_at = match expect {
             _ if s.exhaustive => StopAt::Never,
             Some(Expect::Breaks(name)) if !is_progress(name) => StopAt::Property(name),
-            Some(Expect::AnyCounterexample) | None => StopAt::AnyCounterexample,
+            // A counterexample decides each of these: the one expected, or
+            // one that should not be (TLC stops at its first violation too).
+            Some(Expect::AnyCounterexample | Expect::NoCounterexample) | None => {
+                StopAt::AnyCounterexample
+            }
             _ => StopAt::Never,
         };
         let time_limit = match (s.seconds, s.simulate) {
