@@ -49,7 +49,8 @@ pub const SEGMENT_BYTES: u32 = 200;
 /// truncation on fetch is noticed by `lockstep_notices_the_rule_before_truncation_on_fetch`;
 /// `fenced-still-acceptable` is one of the model's controller, noticed by
 /// trace validation of the unclean rule set; `no-restart` removes a model
-/// action, for the progress check.)
+/// action, for the progress check; `never-acknowledge` is one of the
+/// model's leader, for its sometimes-properties.)
 pub fn isr_join(m: Option<Mutation>) -> imp::IsrJoinRule {
     match m {
         Some(Mutation::ExpandOnLeaderHw) => imp::IsrJoinRule::LeaderHwReachedEpochStart,
@@ -60,7 +61,8 @@ pub fn isr_join(m: Option<Mutation>) -> imp::IsrJoinRule {
             | Mutation::HwOverIsrOnly
             | Mutation::NoLastFetchedEpoch
             | Mutation::FencedStillAcceptable
-            | Mutation::NoRestart,
+            | Mutation::NoRestart
+            | Mutation::NeverAcknowledge,
         )
         | None => imp::IsrJoinRule::FollowerReachedEpochStart,
     }

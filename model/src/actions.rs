@@ -633,7 +633,7 @@ fn advance_hw(cfg: &Config, s: &mut State, leader: ReplicaId, hw: Offset) {
     // Waiting acks=all producers are answered: written when the ISR still
     // has min.insync.replicas, else NotEnoughReplicasAfterAppend.
     let l = *l;
-    let isr_ok = l.isr.len() >= cfg.min_isr;
+    let isr_ok = l.isr.len() >= cfg.min_isr && cfg.mutation != Some(Mutation::NeverAcknowledge);
     let epoch = l.epoch.expect("a leader has an epoch");
     let mut answered = 0u8;
     for e in &l.log.entries()[..hw as usize] {

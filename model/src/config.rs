@@ -142,6 +142,12 @@ pub enum Mutation {
     /// partition never heals: the progress properties must notice that a
     /// broker is missing, not count only the live ones.
     NoRestart,
+    /// A leader answers every acks=all write with an error
+    /// (NotEnoughReplicasAfterAppend), never acknowledging one. Every
+    /// guarantee about acknowledged records then holds vacuously: the
+    /// sometimes-properties that a write is acknowledged, and outlives its
+    /// leader, must notice.
+    NeverAcknowledge,
 }
 
 impl fmt::Display for Mutation {
@@ -155,6 +161,7 @@ impl fmt::Display for Mutation {
             Mutation::NoLastFetchedEpoch => "no-last-fetched-epoch",
             Mutation::FencedStillAcceptable => "fenced-still-acceptable",
             Mutation::NoRestart => "no-restart",
+            Mutation::NeverAcknowledge => "never-acknowledge",
         })
     }
 }

@@ -17,6 +17,8 @@ pub const SOMETIMES_ISR_LEADER_ALONE: &str = "the ISR shrinks to the leader alon
 pub const SOMETIMES_FOLLOWER_REJOINS: &str = "a removed follower rejoins";
 pub const SOMETIMES_LEADER_CHANGES: &str = "the leader changes";
 pub const SOMETIMES_UNCLEAN_RESTART: &str = "a replica crashes uncleanly and comes back";
+pub const SOMETIMES_ACKNOWLEDGED: &str = "a write is acknowledged";
+pub const SOMETIMES_ACKED_OUTLIVES_LEADER: &str = "an acknowledged record outlives its leader";
 
 pub fn properties() -> Vec<Property<PartitionModel>> {
     vec![
@@ -63,6 +65,70 @@ pub fn properties() -> Vec<Property<PartitionModel>> {
         }),
         Property::sometimes(SOMETIMES_UNCLEAN_RESTART, |_, s: &State| {
             s.unclean_crashes > 0 && s.ids().all(|r| !s.replica(r).unclean_down)
+        }),
+        // Without these, a rule that never acknowledges a write would pass
+        // every guarantee about acknowledged records vacuously.
+        Property::sometimes(SOMETIMES_ACKNOWLEDGED, |_, s: &State| {
+            s.records.iter().any(|h| h.acked.is_some())
+        }),
+        Property::sometimes(SOMETIMES_ACKED_OUTLIVES_LEADER, |_, s: &State| {
+            survives_a_later_leader(s, |h| h.acked)
+        }),
+    ]
+}
+
+/// Some record `epoch_of` marks is held, at its offset, by a presumed
+/// leader of a later epoch than the one it was marked in: the survival
+/// properties then say something about it.
+pub fn survives_a_later_leader(s: &State, epoch_of: fn(&RecordHistory) -> Option<u8>) -> bool {
+    s.records[..s.produced as usize]
+        .iter()
+        .enumerate()
+        .any(|(id, h)| {
+            let Some(since) = epoch_of(h) else {
+                return false;
+            };
+            s.presumed_leaders().any(|l| {
+                let r = s.replica(l);
+                r.epoch > Some(since) && r.log.get(h.offset).is_some_and(|e| e.id as usize == id)
+            })
+        })
+}
+
+/// When each always-property says something, as a sometimes-property of
+/// the same name: a state where its check is not trivially true (no record
+/// marked, no leader, every HW at 0, an ISR of the leader alone). A
+/// property whose premise no reachable state meets holds vacuously;
+/// `model/tests/sometimes.rs` asks that each is met.
+pub fn premises() -> Vec<Property<PartitionModel>> {
+    vec![
+        // A record committed in one epoch, and a leader of a later one.
+        Property::sometimes(COMMITTED_RECORDS_SURVIVE, |_, s: &State| {
+            survives_a_later_leader(s, |h| h.visible)
+        }),
+        Property::sometimes(ACKNOWLEDGED_RECORDS_SURVIVE, |_, s: &State| {
+            survives_a_later_leader(s, |h| h.acked)
+        }),
+        // A leader with an HW above 0 and another ISR member, up.
+        Property::sometimes(STRONG_ISR, |_, s: &State| {
+            s.presumed_leaders().any(|l| {
+                s.replica(l).hw > 0
+                    && s.controller
+                        .isr
+                        .iter()
+                        .any(|r| r != l && !s.replica(r).unclean_down)
+            })
+        }),
+        // A leader, one of several in the ISR.
+        Property::sometimes(LEADER_IN_ISR, |_, s: &State| {
+            s.controller.leader.is_some() && s.controller.isr.len() > 1
+        }),
+        Property::sometimes(HW_WITHIN_LOG, |_, s: &State| {
+            s.ids().any(|r| s.replica(r).hw > 0)
+        }),
+        // Two replicas with an HW above 0 each.
+        Property::sometimes(NO_DIVERGENCE_BELOW_HW, |_, s: &State| {
+            s.ids().filter(|&r| s.replica(r).hw > 0).count() > 1
         }),
     ]
 }

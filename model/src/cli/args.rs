@@ -148,7 +148,9 @@ pub struct ModelArgs {
     /// divergence: strong ISR breaks), fenced-still-acceptable (a live
     /// broker the controller fenced is still an acceptable leader: no
     /// property breaks; trace validation notices it), no-restart (a crashed
-    /// broker never comes back: the partition never heals).
+    /// broker never comes back: the partition never heals), never-acknowledge
+    /// (every acks=all write answered with an error: safe, vacuously; the
+    /// preset's sometimes-properties notice, see --expect preset).
     #[arg(long)]
     pub mutation: Option<Mutation>,
 }
@@ -161,8 +163,10 @@ pub struct CheckArgs {
     pub search: SearchArgs,
     /// What the run must show, for a verdict and an exit status when the
     /// preset is overridden: `holds` (no counterexample), `counterexample`
-    /// (some property breaks), or a property's name (that one breaks). By
-    /// default a preset's own expectation; an overridden run has none.
+    /// (some property breaks), a property's name (that one breaks), or
+    /// `preset` (what the preset expects, its sometimes-properties included:
+    /// a mutation run against `safe`'s whole expectation). By default a
+    /// preset's own expectation; an overridden run expects nothing to break.
     #[arg(long, value_parser = expect_parser())]
     pub expect: Option<ExpectArg>,
     /// Print one JSON report on stdout instead of text (progress then goes
@@ -247,6 +251,7 @@ pub struct ExploreArgs {
 pub enum ExpectArg {
     Holds,
     Counterexample,
+    Preset,
     Breaks(&'static str),
 }
 
@@ -255,6 +260,7 @@ fn expect_parser() -> clap::builder::ValueParser {
         match s {
             "holds" => return Ok(ExpectArg::Holds),
             "counterexample" => return Ok(ExpectArg::Counterexample),
+            "preset" => return Ok(ExpectArg::Preset),
             _ => {}
         }
         let names = breakable_properties();
@@ -264,7 +270,7 @@ fn expect_parser() -> clap::builder::ValueParser {
             .map(|n| ExpectArg::Breaks(n))
             .ok_or_else(|| {
                 format!(
-                    "expected holds, counterexample, or a property that can break: {}",
+                    "expected holds, counterexample, preset, or a property that can break: {}",
                     names
                         .iter()
                         .map(|n| format!("\"{n}\""))
@@ -409,6 +415,7 @@ impl CheckArgs {
             Some(ExpectArg::Holds) => Some(Expect::NoCounterexample),
             Some(ExpectArg::Counterexample) => Some(Expect::AnyCounterexample),
             Some(ExpectArg::Breaks(name)) => Some(Expect::Breaks(name)),
+            Some(ExpectArg::Preset) => Some(r.preset.expect),
             None => (!r.changed).then_some(r.preset.expect),
         }
     }
