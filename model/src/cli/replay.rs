@@ -1,8 +1,9 @@
 //! `highwater replay --trace FILE`: a trace written by `check --trace-out`
 //! (or any ITF trace in highwater's mapping), checked step by step on the
-//! model under the settings it carries; with `--dir`, handed on to the
-//! implementation's replay (`highwater-replay`), and `dump-log`, handed on
-//! to `highwater-dump-log`.
+//! model under the settings it carries (a step it does not take is shown
+//! field by field); with `--under` or a rule flag, its actions re-run under
+//! other rules; with `--dir`, handed on to the implementation's replay
+//! (`highwater-replay`), and `dump-log`, handed on to `highwater-dump-log`.
 
 use super::args::{ReplayArgs, RerunExpect};
 use highwater_model::itf;
