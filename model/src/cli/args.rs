@@ -55,7 +55,9 @@ pub enum Command {
     Explore(ExploreArgs),
     /// Replay a trace written by `check --trace-out` (any settings): check
     /// each step on the model and that the property breaks at the end; with
-    /// --dir, also on the implementation's files (runs `highwater-replay`).
+    /// --dir, also on the implementation's files (runs `highwater-replay`);
+    /// with --under, re-run its actions under another rule.
+    #[command(after_long_help = REPLAY_EXIT_STATUS)]
     Replay(ReplayArgs),
     /// Inspect Kafka-format partition directories (runs `highwater-dump-log`,
     /// the implementation's tool: `highwater dump-log --help`).
@@ -73,11 +75,134 @@ pub struct ReplayArgs {
     pub trace: std::path::PathBuf,
     /// Also run it on the implementation, leaving each broker's data
     /// directory (Kafka's format) in this new or empty directory.
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", conflicts_with_all = RuleArgs::FLAGS)]
     pub dir: Option<std::path::PathBuf>,
     /// In step tables, print only what changed at each step.
     #[arg(long)]
     pub diff: bool,
+    #[command(flatten)]
+    pub rules: RuleArgs,
+    /// What the re-run under another rule must show, for an exit status:
+    /// `holds` (the property holds in every state reached: every step runs,
+    /// or the rule refuses one) or `counterexample` (it still breaks).
+    /// Without it the re-run's verdict is printed and the exit status is 0.
+    #[arg(long, value_name = "OUTCOME")]
+    pub expect: Option<RerunExpect>,
+}
+
+/// Shown by `highwater replay --help`.
+const REPLAY_EXIT_STATUS: &str = "\
+Exit status: 0 the trace is a behaviour of the model under its own settings (each
+step the model's; the always-property it names, if any, breaks at the last step and
+not before), and with --under or a rule flag the re-run's verdict is printed (with
+--expect, it is the one expected); with --dir, the status of `highwater-replay`.
+1 the trace is not a behaviour of the model (the step, and the fields in which the
+state written differs from the one the step leads to), or the re-run is not what
+--expect says. 2 bad usage or an unreadable trace.";
+
+/// `replay --expect`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum RerunExpect {
+    /// The property holds in every state the re-run reaches.
+    Holds,
+    /// The property still breaks.
+    Counterexample,
+}
+
+/// Another rule to re-run a trace's actions under: a preset's rules, and
+/// any of these switches on top (of the trace's own rules without
+/// --under). The trace's bounds stay.
+#[derive(Args, Clone, Debug, Default)]
+pub struct RuleArgs {
+    /// Re-run the trace's actions from the initial state under this
+    /// preset's rules (its acks, min.insync.replicas, truncation, fencing,
+    /// ELR, elections, HW checkpoint, mutation), the trace's bounds kept.
+    #[arg(long, value_name = "PRESET", value_parser = preset_parser())]
+    pub under: Option<String>,
+    /// min.insync.replicas (1 to the replica count).
+    #[arg(long, value_parser = clap::value_parser!(u8).range(1..=5))]
+    pub min_isr: Option<u8>,
+    /// Producer acks: 0, 1 or all.
+    #[arg(long)]
+    pub acks: Option<Acks>,
+    /// Where a new follower truncates: hw, epoch, epoch-iterative, on-fetch
+    /// (`highwater check --help` says more of each switch).
+    #[arg(long)]
+    pub truncation: Option<Truncation>,
+    /// KIP-320 fencing (on or off).
+    #[arg(long, value_parser = on_off_parser())]
+    pub fencing: Option<bool>,
+    /// KIP-966 eligible leader replicas (on or off).
+    #[arg(long, value_parser = on_off_parser())]
+    pub elr: Option<bool>,
+    /// KIP-966's last-known-leader election (on or off).
+    #[arg(long, value_parser = on_off_parser())]
+    pub last_known_leader: Option<bool>,
+    /// Unclean leader election (on or off).
+    #[arg(long, value_parser = on_off_parser())]
+    pub unclean_election: Option<bool>,
+    /// When the HW is checkpointed: every-change or periodic.
+    #[arg(long)]
+    pub hw_checkpoint: Option<HwCheckpoint>,
+    /// A deliberately broken rule (as `check --mutation`).
+    #[arg(long)]
+    pub mutation: Option<Mutation>,
+}
+
+impl RuleArgs {
+    /// The flags' ids, for what conflicts with a re-run.
+    const FLAGS: [&'static str; 10] = [
+        "under",
+        "min_isr",
+        "acks",
+        "truncation",
+        "fencing",
+        "elr",
+        "last_known_leader",
+        "unclean_election",
+        "hw_checkpoint",
+        "mutation",
+    ];
+
+    /// The configuration to re-run a trace of `own` under: `own`'s bounds,
+    /// the rules of --under (else `own`'s), the switches on top; None when
+    /// no flag asks for a re-run.
+    pub fn resolve(
+        &self,
+        own: &Config,
+    ) -> Result<Option<(Config, Option<&'static Preset>)>, String> {
+        let preset = match &self.under {
+            Some(name) => Some(Preset::find(name).ok_or_else(|| format!("unknown preset {name}"))?),
+            None => None,
+        };
+        let mut c = highwater_model::rerun::with_rules(own, &preset.map_or(*own, |p| p.config));
+        let mut asked = preset.is_some();
+        macro_rules! set {
+            ($field:ident) => {
+                if let Some(v) = self.$field {
+                    c.$field = v;
+                    asked = true;
+                }
+            };
+        }
+        set!(min_isr);
+        set!(acks);
+        set!(truncation);
+        set!(fencing);
+        set!(elr);
+        set!(last_known_leader);
+        set!(unclean_election);
+        set!(hw_checkpoint);
+        if let Some(m) = self.mutation {
+            c.mutation = Some(m);
+            asked = true;
+        }
+        if !asked {
+            return Ok(None);
+        }
+        c.validate().map_err(|e| e.to_string())?;
+        Ok(Some((c, preset)))
+    }
 }
 
 /// Bounds and switches; each overrides the preset's value.
