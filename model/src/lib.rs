@@ -10,6 +10,7 @@ pub mod fptable;
 pub mod graph;
 pub mod itf;
 pub mod model;
+pub mod outdir;
 pub mod picture;
 pub mod presets;
 pub mod progress;

@@ -318,3 +318,24 @@ fn a_rerun_is_asked_for_clearly() {
         text(&o)
     );
 }
+
+/// `replay --dir` checks its directory before replaying anything: a
+/// directory holding files is refused at once (exit 2), naming --force.
+#[test]
+fn replay_dir_is_checked_before_the_replay() {
+    let tmp = tempfile::tempdir().unwrap();
+    let p = Preset::find("acks-1").unwrap();
+    let (doc, _, _) = doc(p);
+    let file = write(tmp.path(), "acks-1.itf.json", &doc);
+    let dir = tmp.path().join("brokers");
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::write(dir.join("notes.txt"), b"mine").unwrap();
+    let o = replay(&file, &["--dir", dir.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("--force"), "{}", text(&o));
+    assert!(
+        !text(&o).contains("replaying"),
+        "nothing replayed: {}",
+        text(&o)
+    );
+}

@@ -77,6 +77,9 @@ pub struct ReplayArgs {
     /// directory (Kafka's format) in this new or empty directory.
     #[arg(long, value_name = "DIR", conflicts_with_all = RuleArgs::FLAGS)]
     pub dir: Option<std::path::PathBuf>,
+    /// Replace the broker directories an earlier replay left in --dir.
+    #[arg(long, requires = "dir")]
+    pub force: bool,
     /// In step tables, print only what changed at each step.
     #[arg(long)]
     pub diff: bool,

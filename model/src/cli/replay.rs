@@ -20,6 +20,9 @@ pub fn replay(args: ReplayArgs) -> Result<ExitCode, String> {
         .map_err(|e| format!("cannot read {}: {e}", args.trace.display()))?;
     let trace = itf::from_itf(&text).map_err(|e| format!("{}: {e}", args.trace.display()))?;
     let under = args.rules.resolve(&trace.config)?;
+    if let Some(dir) = &args.dir {
+        highwater_model::outdir::replay_dir(dir, args.force)?;
+    }
     let progress = trace.kind.as_deref() == Some("progress");
     match (args.expect, &under) {
         (Some(_), None) => {
@@ -75,6 +78,7 @@ pub fn replay(args: ReplayArgs) -> Result<ExitCode, String> {
     }
     if let Some(dir) = &args.dir {
         let mut cmd = Command::new(sibling("highwater-replay")?);
+        // Already checked (and emptied, with --force) above.
         cmd.arg("--trace").arg(&args.trace).arg("--dir").arg(dir);
         return run_sibling(cmd);
     }
