@@ -138,6 +138,12 @@ pub enum Mutation {
     /// election is enabled. Safe; trace validation of the concurrent driver
     /// under the unclean rule set notices it.
     FencedStillAcceptable,
+    /// The leader's HW is one past the lowest LEO it knows (the last offset
+    /// taken for the end offset): the HW passes the leader's own LEO and
+    /// "HW <= LEO" breaks. A slip no Kafka version made, kept so that the
+    /// check, its report and its trace are shown on a state whose offsets
+    /// are out of order.
+    HwPastLeo,
 }
 
 impl fmt::Display for Mutation {
@@ -150,6 +156,7 @@ impl fmt::Display for Mutation {
             Mutation::HwOverIsrOnly => "hw-over-isr-only",
             Mutation::NoLastFetchedEpoch => "no-last-fetched-epoch",
             Mutation::FencedStillAcceptable => "fenced-still-acceptable",
+            Mutation::HwPastLeo => "hw-past-leo",
         })
     }
 }

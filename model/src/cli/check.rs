@@ -128,8 +128,8 @@ fn limits_text(opts: &run::RunOptions) -> String {
 }
 
 /// Writes each counterexample as an ITF trace in `dir`, one file per
-/// property (a progress property's path runs on into its trap). Existing
-/// files are never overwritten.
+/// property (a progress property's as a lasso: its path runs on into its
+/// trap and round it, `lasso.rs`). Existing files are never overwritten.
 fn write_traces(dir: &std::path::Path, report: &run::Report, json: bool) -> Result<(), String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     for p in &report.properties {
@@ -137,10 +137,13 @@ fn write_traces(dir: &std::path::Path, report: &run::Report, json: bool) -> Resu
             continue;
         };
         let mut trace: Vec<_> = steps.iter().map(|s| s.raw).collect();
+        let mut loop_index = None;
         if let Some(cont) = &p.stuck_continuation {
-            trace.extend(cont.iter().skip(1).map(|s| s.raw));
+            let cont: Vec<_> = cont.iter().map(|s| s.raw).collect();
+            let (lasso, at) = highwater_model::lasso::progress_lasso(&report.config, &trace, &cont);
+            (trace, loop_index) = (lasso, Some(at));
         }
-        let doc = highwater_model::itf::to_itf(&report.config, p.name, p.kind, &trace);
+        let doc = highwater_model::itf::to_itf(&report.config, p.name, p.kind, &trace, loop_index);
         let slug: String = p
             .name
             .chars()

@@ -34,6 +34,13 @@ pub fn replay(args: ReplayArgs) -> Result<ExitCode, String> {
         "{}",
         render::steps_table(&steps, 0, Style { diff: args.diff })
     );
+    match trace.loop_index {
+        Some(l) if l + 1 == trace.states.len() => {
+            println!("a lasso: the last state repeats forever (no fault-free step leaves it)")
+        }
+        Some(l) => println!("a lasso: the last state's successor is state {l}, and so on forever"),
+        None => {}
+    }
     let reproduced = match (trace.kind.as_deref(), trace.property.as_deref()) {
         (Some("always") | None, Some(name)) => breaks_at_end(&trace, name)?,
         (Some("progress"), Some(name)) => {
@@ -66,12 +73,13 @@ pub fn check_steps(t: &itf::ItfTrace) -> Result<Vec<(State, Option<Action>)>, St
     if t.states[0] != model.init_state() {
         return Err("state 0 is not the model's initial state".to_string());
     }
+    let cfg = t.step_config();
     let mut steps = vec![(t.states[0], None)];
     for (i, w) in t.states.windows(2).enumerate() {
         let (prev, next) = (&w[0], &w[1]);
         let mut enabled = Vec::new();
-        actions::enabled(&t.config, prev, &mut enabled);
-        let leads = |a: &Action| actions::apply(&t.config, prev, *a).as_ref() == Some(next);
+        actions::enabled(&cfg, prev, &mut enabled);
+        let leads = |a: &Action| actions::apply(&cfg, prev, *a).as_ref() == Some(next);
         let action = match t.actions[i + 1] {
             Some(a) if !enabled.contains(&a) => {
                 return Err(format!("step {}: {a} is not enabled", i + 1));
@@ -90,6 +98,7 @@ pub fn check_steps(t: &itf::ItfTrace) -> Result<Vec<(State, Option<Action>)>, St
         };
         steps.push((*next, Some(action)));
     }
+    highwater_model::lasso::check_loop(t)?;
     Ok(steps)
 }
 
