@@ -181,13 +181,23 @@ impl Reader {
     fn available(&self) -> Result<(), String> {
         match self.command().args(self.probe).output() {
             Ok(o) if o.status.success() => Ok(()),
-            Ok(o) => Err(format!(
-                "{} cannot load {} from {}: {}",
-                self.program,
-                self.name,
-                readers_dir().join(self.path).display(),
-                String::from_utf8_lossy(&o.stderr).trim()
-            )),
+            Ok(o) => {
+                // The error's own line, not the whole traceback.
+                let stderr = String::from_utf8_lossy(&o.stderr);
+                let why = stderr
+                    .lines()
+                    .find(|l| l.contains("Error"))
+                    .or_else(|| stderr.lines().rfind(|l| !l.trim().is_empty()))
+                    .unwrap_or("")
+                    .trim()
+                    .to_string();
+                Err(format!(
+                    "{} cannot load {} from {}: {why}",
+                    self.program,
+                    self.name,
+                    readers_dir().join(self.path).display(),
+                ))
+            }
             Err(e) => Err(format!("{} is not runnable: {e}", self.program)),
         }
     }

@@ -108,12 +108,15 @@ fn a_derived_field_edited_alone_is_refused_by_name() {
     );
 }
 
+/// An edit of one state of a trace.
+type Edit = fn(&mut Value);
+
 #[test]
 fn every_value_refused_is_named_by_its_field() {
     let doc = preset_trace("acks-1");
     let k = doc["states"].as_array().unwrap().len() - 1;
     // Each edit of state k, and the field (below the state) it makes wrong.
-    let cases: [(fn(&mut Value), &str); 12] = [
+    let cases: [(Edit, &str); 12] = [
         (|s| replica(s, "A")["hw"] = json!("x"), "replicas.A.hw"),
         (
             |s| replica(s, "B")["recovery_point"] = json!(300),
