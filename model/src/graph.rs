@@ -695,7 +695,6 @@ fn reaches(goals: u8) -> u8 {
     f
 }
 
-/// Whether a state is within the run's epoch bound.
 /// Whether the progress check follows `a` from `s` to `next` under an epoch
 /// bound of `bound` ([`Graph::is_edge`]; `lasso.rs` walks the same edges).
 pub fn fault_free_edge(bound: u8, s: &State, a: Action, next: &State) -> bool {
@@ -706,6 +705,7 @@ pub fn fault_free_edge(bound: u8, s: &State, a: Action, next: &State) -> bool {
     }
 }
 
+/// Whether a state is within the run's epoch bound.
 fn within(bound: u8, s: &State) -> bool {
     s.controller.epoch.is_none_or(|e| e <= bound)
 }

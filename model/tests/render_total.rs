@@ -256,6 +256,9 @@ proptest! {
         let Case { prev, action: a, state: s } = c;
         let table = render::state_table(&s);
         prop_assert!(table.contains("controller:"));
+        // An HW past the log's end is drawn after it.
+        let past = s.ids().any(|r| s.replica(r).hw > s.replica(r).leo());
+        prop_assert_eq!(table.contains("..|"), past);
         let _ = format!("{s:?}");
         let path = [(prev, None), (s, a)];
         for diff in [false, true] {
@@ -269,11 +272,15 @@ proptest! {
 
     #[test]
     fn the_picture_draws_any_state(c in step()) {
-        let Case { prev, action: a, state: s } = c;
+        let Case { action: a, state: s, .. } = c;
         let names = properties::safety_names();
-        let _ = prev;
         let svg = picture::svg(&s, a.as_ref(), &names);
         prop_assert!(svg.starts_with("<svg") && svg.ends_with("</svg>"));
+        for r in s.ids() {
+            let x = s.replica(r);
+            let label = format!("HW {} past LEO {}", x.hw, x.leo());
+            prop_assert_eq!(svg.contains(&label), x.hw > x.leo());
+        }
         for name in &names {
             let _ = properties::explain(name, &s);
         }
@@ -289,15 +296,16 @@ proptest! {
     }
 
     #[test]
-    fn itf_writes_any_state_and_reads_it_back_equal(c in step()) {
+    fn itf_writes_any_state_and_reads_it_back_equal(c in step(), lasso in option::of(0..2usize)) {
         let Case { prev, action: a, state: s } = c;
         let cfg = config_of(s.n);
         let trace = vec![(prev, None), (s, a)];
-        let doc = itf::to_itf(&cfg, "HW <= LEO", "always", &trace, None);
+        let doc = itf::to_itf(&cfg, "HW <= LEO", "always", &trace, lasso);
         let back = itf::from_itf(&doc.to_string());
         prop_assert!(back.is_ok(), "refused: {}", back.unwrap_err());
         let back = back.unwrap();
         prop_assert_eq!(back.states, vec![prev, s]);
         prop_assert_eq!(back.actions, vec![None, a]);
+        prop_assert_eq!(back.loop_index, lasso);
     }
 }
