@@ -6,7 +6,7 @@
 
 use crate::actions::Action;
 use crate::properties;
-use crate::state::{record_name, replica_name, LeaderView, ReplicaId, State};
+use crate::state::{record_name, replica_name, LeaderView, ReplicaId, State, MAX_RECORDS};
 use std::fmt::Write;
 
 const LANE: i32 = 64;
@@ -14,6 +14,9 @@ const TOP: i32 = 86;
 const LOG_X: i32 = 230;
 const BOX: i32 = 46;
 const WIDTH: i32 = 880;
+/// Where a leader's ISR and fetched LEOs are written: right of the longest
+/// log and of a mark one past it.
+const KNOWS_X: i32 = LOG_X + (MAX_RECORDS as i32 + 1) * BOX + 24;
 /// Where message arrows run, right of everything else.
 const ARROW_X: i32 = 830;
 
@@ -176,11 +179,18 @@ fn lane(out: &mut String, s: &State, r: ReplicaId) {
             e.epoch
         );
     }
-    // HW, LEO and recovery point as marks along the log.
-    let at = |offset: u8| LOG_X + i32::from(offset) * BOX - 2;
+    // HW, LEO and recovery point as marks along the log. An offset past the
+    // longest log (a broken state: "HW <= LEO") is drawn just beyond it,
+    // its label saying where it is.
+    let at = |offset: u8| LOG_X + i32::from(offset.min(MAX_RECORDS as u8 + 1)) * BOX - 2;
+    let past = if x.hw > x.leo() {
+        format!(" past LEO {}", x.leo())
+    } else {
+        String::new()
+    };
     let _ = write!(
         out,
-        r##"<line x1="{0}" y1="{1}" x2="{0}" y2="{2}" stroke="#e03131" stroke-width="3" class="hw"/><text x="{3}" y="{2}" fill="#e03131" font-size="11">HW {4}</text>"##,
+        r##"<line x1="{0}" y1="{1}" x2="{0}" y2="{2}" stroke="#e03131" stroke-width="3" class="hw"/><text x="{3}" y="{2}" fill="#e03131" font-size="11">HW {4}{past}</text>"##,
         at(x.hw),
         y,
         y + 52,
@@ -218,10 +228,10 @@ fn lane(out: &mut String, s: &State, r: ReplicaId) {
         let _ = write!(
             out,
             r#"<text x="{}" y="{}" font-size="12">ISR {:?}</text><text x="{}" y="{}" font-size="12">fetched {}</text>"#,
-            LOG_X + 4 * BOX + 20,
+            KNOWS_X,
             y + 16,
             x.isr,
-            LOG_X + 4 * BOX + 20,
+            KNOWS_X,
             y + 32,
             escape(&fetched.join(" "))
         );
@@ -285,7 +295,8 @@ fn wrap(text: &str, width: usize) -> Vec<String> {
 
 fn history(out: &mut String, s: &State, y: i32) {
     let facts = |epoch_of: fn(&crate::state::RecordHistory) -> Option<u8>| -> String {
-        let items: Vec<String> = s.records[..s.produced as usize]
+        let items: Vec<String> = s
+            .produced_records()
             .iter()
             .enumerate()
             .filter_map(|(id, h)| {

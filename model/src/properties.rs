@@ -147,18 +147,15 @@ pub fn safety_names() -> Vec<&'static str> {
 /// epoch) is at its offset on every later leader: every replica presuming
 /// leadership with an epoch at or above that one. Stale leaders' marks count.
 pub fn records_survive(s: &State, epoch_of: fn(&RecordHistory) -> Option<u8>) -> bool {
-    s.records[..s.produced as usize]
-        .iter()
-        .enumerate()
-        .all(|(id, h)| {
-            let Some(since) = epoch_of(h) else {
-                return true;
-            };
-            s.presumed_leaders().all(|l| {
-                let r = s.replica(l);
-                r.epoch < Some(since) || r.log.get(h.offset).is_some_and(|e| e.id as usize == id)
-            })
+    s.produced_records().iter().enumerate().all(|(id, h)| {
+        let Some(since) = epoch_of(h) else {
+            return true;
+        };
+        s.presumed_leaders().all(|l| {
+            let r = s.replica(l);
+            r.epoch < Some(since) || r.log.get(h.offset).is_some_and(|e| e.id as usize == id)
         })
+    })
 }
 
 /// Below any presumed leader's HW, every quorum ISR member holds the same
@@ -239,7 +236,7 @@ fn missing_record(
     epoch_of: fn(&RecordHistory) -> Option<u8>,
     what: &str,
 ) -> Option<String> {
-    s.records[..s.produced as usize]
+    s.produced_records()
         .iter()
         .enumerate()
         .find_map(|(id, h)| {
