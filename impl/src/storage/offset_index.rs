@@ -141,6 +141,16 @@ impl OffsetIndex {
         }
     }
 
+    /// The largest entry whose offset is <= `target`, with its slot number;
+    /// `None` when there is none (the scan then starts at the segment).
+    pub fn lookup_entry(&self, target: u64) -> Option<(usize, IndexEntry)> {
+        let rel = target.checked_sub(self.base_offset)?;
+        let n = self
+            .entries
+            .partition_point(|e| u64::from(e.relative_offset) <= rel);
+        n.checked_sub(1).map(|slot| (slot, self.entries[slot]))
+    }
+
     /// Adds an entry; returns false (adding nothing) when the index is full,
     /// the offset does not fit, or the entry does not follow the last one.
     pub fn append(&mut self, offset: u64, position: u32) -> bool {
