@@ -55,9 +55,9 @@ use super::config::LogConfig;
 use super::epoch_cache::{self, EpochCache};
 use super::error::{BatchError, Error, Result};
 use super::mutation::Mutation;
-use super::offset_index::OffsetIndex;
+use super::offset_index::{self, OffsetIndex};
 use super::segment::{self, SegState, Segment};
-use super::time_index::TimeIndex;
+use super::time_index::{self, TimeIndex};
 use crate::sync::{write, Arc};
 
 /// Bytes read at a time while recovering.
@@ -559,8 +559,14 @@ fn load_trusted(
     let Some(tidx) = read_index(&seg.time_index_path)? else {
         return Ok(Err(format!("{} is missing", seg.time_index_path.display())));
     };
+    // Kafka leaves its active segment's index files preallocated: the zero
+    // slots after the entries are room, not entries.
+    let idx = &idx[..idx.len()
+        - offset_index::preallocated_slots(&idx, offset_index::ENTRY_SIZE)
+            * offset_index::ENTRY_SIZE];
+    let tidx = &tidx[..tidx.len() - time_index::preallocated_slots(&tidx) * time_index::ENTRY_SIZE];
     let oi = match OffsetIndex::parse(
-        &idx,
+        idx,
         seg.base_offset,
         config.max_index_entries(),
         size,
@@ -570,7 +576,7 @@ fn load_trusted(
         Err(e) => return Ok(Err(format!("{}: {e}", seg.index_path.display()))),
     };
     let ti = match TimeIndex::parse(
-        &tidx,
+        tidx,
         seg.base_offset,
         config.max_time_index_entries(),
         next_base,
@@ -1104,6 +1110,10 @@ pub enum IndexCheck {
     Valid {
         entries: usize,
         matches_rebuilt: bool,
+        /// Zero slots after the entries: room Kafka preallocates for an
+        /// active segment's index and trims only at roll
+        /// ([`offset_index::preallocated_slots`]). Not entries, not damage.
+        preallocated: usize,
     },
 }
 
@@ -1162,24 +1172,34 @@ pub fn check_segment(
 
     let index_path = dir.join(segment::file_name(base_offset, segment::INDEX_SUFFIX));
     let rebuilt = scan.state.offset_index.encode_from(0);
-    let index = check_index_file(&index_path, &rebuilt, |bytes| {
-        let i = OffsetIndex::parse(bytes, base_offset, usize::MAX / 8, valid, Some(next))?;
-        for e in i.entries() {
-            let key = base_offset + u64::from(e.relative_offset);
-            if starts.get(&u64::from(e.position)) != Some(&key) {
-                return Err(format!(
-                    "entry ({key}, {}) does not name a batch ending at {key}",
-                    e.position
-                ));
+    let index = check_index_file(
+        &index_path,
+        &rebuilt,
+        offset_index::ENTRY_SIZE,
+        |b| offset_index::preallocated_slots(b, offset_index::ENTRY_SIZE),
+        |bytes| {
+            let i = OffsetIndex::parse(bytes, base_offset, usize::MAX / 8, valid, Some(next))?;
+            for e in i.entries() {
+                let key = base_offset + u64::from(e.relative_offset);
+                if starts.get(&u64::from(e.position)) != Some(&key) {
+                    return Err(format!(
+                        "entry ({key}, {}) does not name a batch ending at {key}",
+                        e.position
+                    ));
+                }
             }
-        }
-        Ok(i.len())
-    })?;
+            Ok(i.len())
+        },
+    )?;
     let time_path = dir.join(segment::file_name(base_offset, segment::TIME_INDEX_SUFFIX));
     let rebuilt_time = scan.state.time_index.encode_from(0);
-    let time_index = check_index_file(&time_path, &rebuilt_time, |bytes| {
-        TimeIndex::parse(bytes, base_offset, usize::MAX / 12, Some(next)).map(|t| t.len())
-    })?;
+    let time_index = check_index_file(
+        &time_path,
+        &rebuilt_time,
+        time_index::ENTRY_SIZE,
+        time_index::preallocated_slots,
+        |bytes| TimeIndex::parse(bytes, base_offset, usize::MAX / 12, Some(next)).map(|t| t.len()),
+    )?;
     Ok(SegmentCheck {
         base_offset,
         log_path,
@@ -1193,9 +1213,14 @@ pub fn check_segment(
     })
 }
 
+/// Reads and checks one index file: `zero_tail` counts its preallocated
+/// slots (of `entry_size` bytes), which are left out of the entries parsed
+/// and compared with a rebuild.
 fn check_index_file(
     path: &Path,
     rebuilt: &[u8],
+    entry_size: usize,
+    zero_tail: impl FnOnce(&[u8]) -> usize,
     parse: impl FnOnce(&[u8]) -> std::result::Result<usize, String>,
 ) -> Result<IndexCheck> {
     let bytes = match fs::read(path) {
@@ -1203,10 +1228,13 @@ fn check_index_file(
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(IndexCheck::Missing),
         Err(e) => return Err(Error::io(path, "read index", e)),
     };
-    Ok(match parse(&bytes) {
-        Ok(entries) => IndexCheck::Valid {
-            entries,
-            matches_rebuilt: bytes == rebuilt,
+    let preallocated = zero_tail(&bytes);
+    let entries = &bytes[..bytes.len() - preallocated * entry_size];
+    Ok(match parse(entries) {
+        Ok(n) => IndexCheck::Valid {
+            entries: n,
+            matches_rebuilt: entries == rebuilt,
+            preallocated,
         },
         Err(reason) => IndexCheck::Invalid(reason),
     })
