@@ -18,8 +18,10 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use common::*;
-use highwater::storage::batch::batches;
-use highwater::storage::{Error, LoadParams, Log, LogConfig};
+use highwater::storage::batch::{batches, encode_batch_with};
+use highwater::storage::{
+    BatchOptions, Codec, Error, LoadParams, Log, LogConfig, Mutation, Record,
+};
 
 fn seg_path(dir: &Path, base: u64, ext: &str) -> PathBuf {
     dir.join(format!("{base:020}.{ext}"))
@@ -259,4 +261,145 @@ fn a_damaged_index_entry_is_named_and_the_read_falls_back() {
         }
     }
     assert!(cases > 4, "{cases} cases");
+}
+
+/// Every record of the log in offset order, as (offset, timestamp) the
+/// way a reader sees it (a LogAppendTime batch's records read as its max
+/// timestamp).
+fn scanned_timestamps(log: &Log) -> Vec<(u64, i64)> {
+    let reader = log.reader();
+    let mut out = Vec::new();
+    let mut next = log.log_start_offset();
+    while next < log.log_end_offset() {
+        let d = reader.read(next, 1 << 16, u64::MAX).unwrap();
+        for b in d.batches() {
+            for (o, r) in b.decode_records().unwrap() {
+                out.push((o, r.timestamp));
+            }
+        }
+        next = d.next_offset;
+    }
+    out
+}
+
+/// Every timestamp lookup around every record's timestamp, held against
+/// the scan: the first record (by offset) whose timestamp is at or after
+/// the target, as Kafka's `fetchOffsetByTimestamp` answers it. Returns the
+/// disagreements.
+fn timestamp_lookups_disagree(log: &Log) -> Vec<String> {
+    let records = scanned_timestamps(log);
+    let mut targets: Vec<i64> = records
+        .iter()
+        .flat_map(|&(_, t)| [t - 1, t, t + 1])
+        .collect();
+    targets.push(i64::MIN / 2);
+    targets.push(records.iter().map(|r| r.1).max().unwrap() + 1);
+    targets.sort_unstable();
+    targets.dedup();
+    let reader = log.reader();
+    let mut wrong = Vec::new();
+    for t in targets {
+        let want = records.iter().find(|r| r.1 >= t).map(|&(o, ts)| (o, ts));
+        let got = reader
+            .offset_for_timestamp(t)
+            .unwrap()
+            .map(|x| (x.offset, x.timestamp));
+        if got != want {
+            wrong.push(format!(
+                "timestamp {t}: got {got:?}, the records say {want:?}"
+            ));
+        }
+    }
+    wrong
+}
+
+/// A log of 80 batches of `codec`, CreateTime (timestamps stepping back
+/// now and then) or LogAppendTime, across many segments, dropped without
+/// a flush as a crash leaves it.
+fn crashed_log_of(dir: &Path, config: &LogConfig, codec: Codec, log_append_time: bool) {
+    let (mut log, _) = Log::open(dir, config.clone(), LoadParams::default()).unwrap();
+    for i in 0..80u64 {
+        let records: Vec<Record> = (0..1 + i % 3)
+            .map(|j| {
+                // CreateTime steps back every fifth batch, as producers may.
+                let t = 10_000 + (i as i64) * 10 - if i % 5 == 4 { 35 } else { 0 } + j as i64;
+                Record::new(
+                    t,
+                    format!("value-{i}-{j}-{}", "y".repeat((i % 7) as usize * 9)),
+                )
+            })
+            .collect();
+        let options = BatchOptions {
+            codec,
+            log_append_time: log_append_time.then_some(50_000 + (i as i64 / 3) * 4),
+            ..BatchOptions::PLAIN
+        };
+        let mut buf = Vec::new();
+        encode_batch_with(&mut buf, 0, 0, &options, &records).unwrap();
+        log.append_batch(&mut buf, (i / 20) as i32).unwrap();
+    }
+    assert!(
+        log.segments().len() >= 4,
+        "{} segments",
+        log.segments().len()
+    );
+    drop(log); // as a crash: nothing flushed
+}
+
+/// Issue 24, item 2: no test compared timestamp lookups after a recovery
+/// and after a clean restart with a scan of the records, so a recovery
+/// that left the `.timeindex` files empty passed every test and then
+/// answered wrong for whole segments. Here, for every codec and both
+/// timestamp types, across segments: lookups after the recovery, and after
+/// a clean close and reopen (which loads the rebuilt files), agree with the
+/// scan. With `Mutation::EmptyTimeIndexAfterRecovery` (the rebuilt time
+/// indexes never reach their files) the clean restart answers wrong.
+#[test]
+fn timestamp_lookups_after_recovery_and_a_clean_restart_match_the_records() {
+    let codecs = [
+        Codec::None,
+        Codec::Gzip,
+        Codec::Snappy,
+        Codec::Lz4,
+        Codec::Zstd,
+    ];
+    let mut caught = 0;
+    for mutation in [None, Some(Mutation::EmptyTimeIndexAfterRecovery)] {
+        for codec in codecs {
+            for log_append_time in [false, true] {
+                let what = format!("{codec:?}, LogAppendTime {log_append_time}, {mutation:?}");
+                let tmp = tempfile::tempdir().unwrap();
+                let dir = tmp.path().join("t-0");
+                let config = LogConfig {
+                    mutation,
+                    ..small_config()
+                };
+                crashed_log_of(&dir, &config, codec, log_append_time);
+                let (log, report) = Log::open(&dir, config.clone(), unclean(0)).unwrap();
+                assert!(report.segments_recovered.len() >= 4, "{what}: {report}");
+                let after_recovery = timestamp_lookups_disagree(&log);
+                assert!(after_recovery.is_empty(), "{what}: {after_recovery:#?}");
+                let leo = log.log_end_offset();
+                log.close().unwrap();
+                let (log, _) = Log::open(&dir, config, clean(leo)).unwrap();
+                let after_restart = timestamp_lookups_disagree(&log);
+                match mutation {
+                    None => assert!(after_restart.is_empty(), "{what}: {after_restart:#?}"),
+                    Some(_) => {
+                        assert!(
+                            !after_restart.is_empty(),
+                            "{what}: the mutation went unseen"
+                        );
+                        eprintln!(
+                            "{what}: {} wrong lookups, e.g. {}",
+                            after_restart.len(),
+                            after_restart[0]
+                        );
+                        caught += 1;
+                    }
+                }
+            }
+        }
+    }
+    assert_eq!(caught, 10);
 }

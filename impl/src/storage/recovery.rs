@@ -821,11 +821,13 @@ pub(crate) fn load(dir: &Path, config: &LogConfig, params: &LoadParams) -> Resul
                 handle_problem(&seg, &problem, next, flushed_below, config, &mut report)?;
                 report.bytes_truncated += seg.truncate_to_position(valid, next)?;
                 seg.rewrite_indexes()?;
+                mutated_time_index_file(&seg, config)?;
                 segments.insert(base, Arc::new(seg));
                 cut_at = Some(i + 1);
                 break;
             }
             seg.rewrite_indexes()?;
+            mutated_time_index_file(&seg, config)?;
         }
         prev_next = Some(seg.next_offset());
         segments.insert(base, Arc::new(seg));
@@ -929,6 +931,16 @@ fn epoch_cache_disagrees(
         }
     }
     Ok(None)
+}
+
+/// Under [`Mutation::EmptyTimeIndexAfterRecovery`] only: the rebuilt time
+/// index never reaches its file.
+fn mutated_time_index_file(seg: &Segment, config: &LogConfig) -> Result<()> {
+    if config.mutation == Some(Mutation::EmptyTimeIndexAfterRecovery) {
+        super::fs::write_file(&seg.time_index_path, &[])
+            .map_err(|e| Error::io(&seg.time_index_path, "write time index", e))?;
+    }
+    Ok(())
 }
 
 fn seg_file(seg: &Segment) -> Result<File> {
