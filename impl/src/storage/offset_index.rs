@@ -10,10 +10,13 @@
 //!
 //! The index carries no checksum. Kafka preallocates the file and trims it on
 //! roll; we never preallocate, so the file is always exactly its entries
-//! (Kafka reads such a file as it reads a trimmed one), and we validate every
-//! entry on load: a file that is not a whole number of entries, whose keys or
-//! positions do not strictly increase, or that points past the log is
-//! rejected and the caller rebuilds it from the log.
+//! (Kafka reads such a file as it reads a trimmed one), and a zero tail
+//! Kafka left is not read as entries ([`preallocated_slots`]). We validate
+//! every entry on load: a file that is not a whole number of entries, whose
+//! keys or positions do not strictly increase, or that points past the log
+//! is rejected and the caller rebuilds it from the log. An entry that names
+//! the wrong batch is found by the read that uses it (the segment's
+//! `translate`), which falls back to a scan from the segment start.
 
 /// Bytes per entry.
 pub const ENTRY_SIZE: usize = 8;

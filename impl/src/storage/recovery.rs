@@ -559,30 +559,53 @@ fn load_trusted(
     let Some(tidx) = read_index(&seg.time_index_path)? else {
         return Ok(Err(format!("{} is missing", seg.time_index_path.display())));
     };
-    // Kafka leaves its active segment's index files preallocated: the zero
-    // slots after the entries are room, not entries.
-    let idx = &idx[..idx.len()
-        - offset_index::preallocated_slots(&idx, offset_index::ENTRY_SIZE)
-            * offset_index::ENTRY_SIZE];
-    let tidx = &tidx[..tidx.len() - time_index::preallocated_slots(&tidx) * time_index::ENTRY_SIZE];
+    // Kafka leaves its active segment's index files preallocated, zero
+    // after the entries. The tail is room, not damage; but zeros can also
+    // be entries lost to damage, which would leave the segment's largest
+    // timestamp short. So the segment is rebuilt, as Kafka's own recovery
+    // of its active segment does, and the note says why.
+    for (path, slots) in [
+        (
+            &seg.index_path,
+            offset_index::preallocated_slots(&idx, offset_index::ENTRY_SIZE),
+        ),
+        (&seg.time_index_path, time_index::preallocated_slots(&tidx)),
+    ] {
+        if slots > 0 {
+            return Ok(Err(format!(
+                "{}: {slots} preallocated zero-filled slots after the entries, as Kafka leaves an active segment's index",
+                path.display()
+            )));
+        }
+    }
     let oi = match OffsetIndex::parse(
-        idx,
+        &idx,
         seg.base_offset,
         config.max_index_entries(),
         size,
         next_base,
     ) {
         Ok(i) => i,
-        Err(e) => return Ok(Err(format!("{}: {e}", seg.index_path.display()))),
+        Err(e) => {
+            return Ok(Err(format!(
+                "{}: invalid index: {e}",
+                seg.index_path.display()
+            )))
+        }
     };
     let ti = match TimeIndex::parse(
-        tidx,
+        &tidx,
         seg.base_offset,
         config.max_time_index_entries(),
         next_base,
     ) {
         Ok(i) => i,
-        Err(e) => return Ok(Err(format!("{}: {e}", seg.time_index_path.display()))),
+        Err(e) => {
+            return Ok(Err(format!(
+                "{}: invalid index: {e}",
+                seg.time_index_path.display()
+            )))
+        }
     };
     // The last entry must name a batch that starts where it says and ends
     // at the entry's offset: catches an index written ahead of its log.
@@ -769,7 +792,7 @@ pub(crate) fn load(dir: &Path, config: &LogConfig, params: &LoadParams) -> Resul
                 Err(reason) => {
                     report
                         .repairs
-                        .push(format!("invalid index ({reason}); rebuilding it"));
+                        .push(format!("{reason}; rebuilding the segment's indexes"));
                     recover_from = Some((0, SegState::new(base, config), "index"));
                 }
             }

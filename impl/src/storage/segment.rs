@@ -123,8 +123,9 @@ pub(crate) struct Segment {
 enum WalkStart {
     /// The segment start: the first batch's base offset is the segment's.
     Segment,
-    /// An offset index entry: the batch at its position ends at `key`.
-    Entry { position: u32, key: u64 },
+    /// An offset index entry's position, whose batch was checked to end at
+    /// the entry's offset.
+    Entry(u32),
 }
 
 impl Segment {
@@ -259,16 +260,13 @@ impl Segment {
     pub(crate) fn translate(&self, target: u64, limit: u64) -> Result<Option<(u64, BatchHeader)>> {
         let entry = read(&self.state).offset_index.lookup_entry(target);
         let Some((slot, e)) = entry else {
-            return self.walk(target, limit, WalkStart::Segment);
+            return self.walk(target, limit, WalkStart::Segment, None);
         };
-        let start = WalkStart::Entry {
-            position: e.position,
-            key: self.base_offset + u64::from(e.relative_offset),
-        };
-        match self.entry_mismatch(start, limit) {
-            None => self.walk(target, limit, start),
-            Some(found) => {
-                let r = self.walk(target, limit, WalkStart::Segment)?;
+        let key = self.base_offset + u64::from(e.relative_offset);
+        match self.entry_batch(e.position, key, limit) {
+            Ok(first) => self.walk(target, limit, WalkStart::Entry(e.position), Some(first)),
+            Err(found) => {
+                let r = self.walk(target, limit, WalkStart::Segment, None)?;
                 let mut note = lock(&self.index_note);
                 if note.is_none() {
                     *note = Some(format!(
@@ -277,7 +275,7 @@ impl Segment {
                         self.index_path.display(),
                         e.relative_offset,
                         e.position,
-                        self.base_offset + u64::from(e.relative_offset),
+                        key,
                         self.log_path.display()
                     ));
                 }
@@ -291,43 +289,49 @@ impl Segment {
         lock(&self.index_note).clone()
     }
 
-    /// Why the batch at an index entry is not the one the entry names, or
-    /// `None` when it is.
-    fn entry_mismatch(&self, start: WalkStart, limit: u64) -> Option<String> {
-        let WalkStart::Entry { position, key, .. } = start else {
-            return None;
-        };
+    /// The header of the batch at an index entry, or why it is not the
+    /// batch the entry names.
+    fn entry_batch(
+        &self,
+        position: u32,
+        key: u64,
+        limit: u64,
+    ) -> std::result::Result<BatchHeader, String> {
         let position = u64::from(position);
         if position + LOG_OVERHEAD as u64 > limit {
-            return Some(format!(
+            return Err(format!(
                 "position {position} is past the log's {limit} bytes"
             ));
         }
         match self.header_at(position, limit) {
-            Ok(h) if h.last_offset() == key => None,
-            Ok(h) => Some(format!(
+            Ok(h) if h.last_offset() == key => Ok(h),
+            Ok(h) => Err(format!(
                 "the batch at byte {position} holds {}..{}",
                 h.base_offset,
                 h.last_offset()
             )),
-            Err(e) => Some(format!("no batch starts at byte {position} ({e})")),
+            Err(e) => Err(format!("no batch starts at byte {position} ({e})")),
         }
     }
 
-    /// The forward scan of [`translate`](Self::translate), offsets checked.
+    /// The forward scan of [`translate`](Self::translate), offsets checked;
+    /// `first` is the header at an index entry, already read and checked.
     fn walk(
         &self,
         target: u64,
         limit: u64,
         start: WalkStart,
+        mut first: Option<BatchHeader>,
     ) -> Result<Option<(u64, BatchHeader)>> {
         let (mut position, mut expected) = match start {
             WalkStart::Segment => (0, Some(self.base_offset)),
-            // Checked by `entry_mismatch`: the first batch ends at `key`.
-            WalkStart::Entry { position, .. } => (u64::from(position), None),
+            WalkStart::Entry(position) => (u64::from(position), None),
         };
         while position + LOG_OVERHEAD as u64 <= limit {
-            let h = self.header_at(position, limit)?;
+            let h = match first.take() {
+                Some(h) => h,
+                None => self.header_at(position, limit)?,
+            };
             if let Some(expected) = expected.filter(|&x| x != h.base_offset) {
                 return Err(Error::BadOffsets {
                     path: self.log_path.clone(),
