@@ -18,6 +18,11 @@
 //!    invalid, and the batches after their last index entry are walked to
 //!    find where each ends. With the marker, no segment is re-read unless its
 //!    index is missing or invalid, or the tail of the last one does not check.
+//!    An index ending in zero-filled slots (Kafka preallocates its active
+//!    segment's indexes and, since Kafka 4, leaves them so at close) is
+//!    rebuilt too, the note naming the tail: zeros could also be entries
+//!    lost to damage. Entries below the last are checked by the reads that
+//!    use them (see `Segment::translate`).
 //! 3. A partial batch at the end of a segment is a torn tail; it is cut.
 //!    At the first invalid batch the segment is cut there and every later
 //!    segment is deleted.
