@@ -207,3 +207,141 @@ fn explore_serves_a_saved_trace_at_once() {
     assert_eq!(found[1], "acknowledged records survive");
     assert_eq!(format!("/{}", found[2].as_str().unwrap()), fragment);
 }
+
+/// `highwater explore` running, its stdout read line by line in a thread
+/// (so that a test can wait for a line with a deadline).
+struct Running {
+    child: Child,
+    lines: std::sync::mpsc::Receiver<String>,
+}
+
+impl Running {
+    fn start(args: &[&str]) -> Running {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_highwater"))
+            .arg("explore")
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start highwater explore");
+        let stdout = child.stdout.take().expect("stdout");
+        let (send, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if send.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Running { child, lines }
+    }
+
+    /// The first line starting with `prefix`, within `limit`.
+    fn line(&self, prefix: &str, limit: Duration) -> String {
+        let deadline = Instant::now() + limit;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) if line.starts_with(prefix) => return line,
+                Ok(_) => {}
+                Err(e) => panic!("no line starting {prefix:?} within {limit:?}: {e}"),
+            }
+        }
+    }
+
+    /// One SIGINT, as one Ctrl-C sends; the exit status within `limit`.
+    fn interrupt(&mut self, limit: Duration) -> Option<i32> {
+        let pid = self.child.id() as libc::pid_t;
+        // SAFETY: a signal to our own child process.
+        assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
+        let deadline = Instant::now() + limit;
+        while Instant::now() < deadline {
+            if let Some(status) = self.child.try_wait().expect("wait") {
+                return status.code();
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        None
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The address in an `explorer: http://ADDR/ ...` line.
+fn address(line: &str) -> String {
+    line.split_whitespace()
+        .find_map(|w| w.strip_prefix("http://"))
+        .and_then(|a| a.split('/').next())
+        .unwrap_or_else(|| panic!("an address in {line:?}"))
+        .to_string()
+}
+
+/// Polls `/.status` until the check is done.
+fn wait_done(addr: &str, limit: Duration) -> serde_json::Value {
+    let deadline = Instant::now() + limit;
+    loop {
+        let (_, body) = get(addr, "/.status");
+        let status: serde_json::Value = serde_json::from_str(&body).expect("JSON status");
+        if status["done"] == true {
+            return status;
+        }
+        assert!(Instant::now() < deadline, "the check never finished");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+#[test]
+fn explore_answers_while_the_check_runs_and_one_ctrl_c_stops_it() {
+    // `safe` takes minutes to check: the explorer must serve from the start.
+    let mut run = Running::start(&["--preset", "safe", "--addr", "127.0.0.1:0", "-t", "1"]);
+    let line = run.line("explorer: ", Duration::from_secs(60));
+    let addr = address(&line);
+    let (status, body) = get(&addr, "/.status");
+    assert_eq!(status, 200, "{body}");
+    let status: serde_json::Value = serde_json::from_str(&body).expect("JSON status");
+    assert_eq!(
+        status["done"], false,
+        "the check is still running: {status}"
+    );
+    assert_eq!(status["check"]["done"], false, "{status}");
+    // Its progress, and the estimate from the preset's measured states.
+    let known = status["check"]["known_states"].as_u64().expect("measured");
+    assert!(known > 0, "{status}");
+    // The page itself, and a path, are served during the check too.
+    let (code, page) = get(&addr, "/");
+    assert_eq!(code, 200);
+    assert!(page.contains("<html"), "{page}");
+    let (code, path) = get(&addr, "/.path/0");
+    assert_eq!(code, 200, "{path}");
+
+    // One Ctrl-C ends it, mid-check: 130, as a shell reports SIGINT.
+    assert_eq!(run.interrupt(Duration::from_secs(30)), Some(130));
+    assert!(TcpStream::connect(&addr).is_err(), "the port is closed");
+}
+
+#[test]
+fn one_ctrl_c_stops_the_explorer_once_the_check_is_done() {
+    let mut run = Running::start(&[
+        "--preset",
+        "tla-kip320",
+        "--acks",
+        "1",
+        "--addr",
+        "127.0.0.1:0",
+        "-q",
+    ]);
+    let line = run.line("explorer: ", Duration::from_secs(120));
+    let addr = address(&line);
+    wait_done(&addr, Duration::from_secs(300));
+    assert_eq!(
+        run.interrupt(Duration::from_secs(30)),
+        Some(130),
+        "one Ctrl-C stops the explorer"
+    );
+    assert!(TcpStream::connect(&addr).is_err(), "the port is closed");
+}
