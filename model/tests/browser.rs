@@ -1,8 +1,9 @@
 //! The explorer in a real browser: `highwater explore` serves a historical
 //! preset, headless Chromium opens the printed deep link, and the rendered
-//! page must show the path, the state's picture (an SVG with a lane per
-//! replica and the HW) and the broken property. A screenshot is left in
-//! the test's output directory.
+//! page must show the path (its steps numbered as the CLI's), the state's
+//! picture (an SVG with a lane per replica and the HW) and the broken
+//! property. A screenshot is left in the test's output directory. While a
+//! check runs, the page shows its progress.
 //!
 //! Chromium comes from `.ci/run` (Debian's `chromium`); outside CI the test
 //! skips, saying so, when it is missing. `HIGHWATER_CHROMIUM` names another.
@@ -83,13 +84,13 @@ fn a_deep_link_shows_the_path_the_picture_and_the_broken_property() {
     let stdout = child.stdout.take().expect("stdout");
     let _server = Server(child);
     let mut link = None;
-    let deadline = Instant::now() + Duration::from_secs(120);
+    let deadline = Instant::now() + Duration::from_secs(300);
     for line in BufReader::new(stdout).lines() {
         let line = line.expect("read stdout");
         if line.starts_with("counterexample (\"committed records survive\"") {
             link = line.split_whitespace().last().map(str::to_string);
         }
-        if line.starts_with("explorer: ") {
+        if line.starts_with("done: ") {
             break;
         }
         assert!(Instant::now() < deadline, "explore took too long");
@@ -108,12 +109,23 @@ fn a_deep_link_shows_the_path_the_picture_and_the_broken_property() {
     let page = String::from_utf8_lossy(&dom.stdout);
     std::fs::write(out.join("explorer.html"), page.as_bytes()).expect("keep the page");
 
-    // The path: every step of the counterexample, ending at the HW advance.
-    assert!(page.contains("Path of Actions"), "the path is shown");
+    // The path: every step of the counterexample, numbered as the CLI's
+    // step tables number them, ending at the HW advance.
+    // http://ADDR/#/steps/0/a1/a2...: the initial state, then each action.
+    let actions = link
+        .split_once("#/steps/")
+        .expect("a path")
+        .1
+        .split('/')
+        .count()
+        - 1;
+    assert!(page.contains("step 0: initial state"), "step 0 is shown");
     assert!(
-        page.contains("LeaderAdvanceHw(A, hw 1)"),
-        "its last step is shown"
+        page.contains(&format!("step {actions}: LeaderAdvanceHw(A, hw 1)")),
+        "its last step is shown as step {actions}"
     );
+    assert!(!page.contains(&format!("step {}:", actions + 1)));
+    assert!(!page.contains("Pre-init") && !page.contains("Init 0"));
     // The picture: our SVG, a lane per replica, the HW drawn.
     assert!(
         page.contains("class=\"highwater-state\""),
@@ -124,11 +136,11 @@ fn a_deep_link_shows_the_path_the_picture_and_the_broken_property() {
     }
     assert!(page.contains("class=\"hw\""), "the HW line");
     // The broken property: marked on the page and named in the picture.
-    let marked = page
-        .split("Counterexample found")
-        .skip(1)
-        .any(|rest| rest[..rest.len().min(400)].contains("committed records survive"));
-    assert!(marked, "the property is marked as broken");
+    assert!(
+        page.contains(r#"data-property="committed records survive" data-verdict="counterexample""#),
+        "the property is marked as broken"
+    );
+    assert!(page.contains("(this step)"), "at this step");
     assert!(page.contains("Broken: committed records survive"));
 
     let shot = out.join("explorer.png");
@@ -179,6 +191,8 @@ fn a_model_that_holds_shows_no_counterexample() {
         let line = line.expect("read stdout");
         if let Some(rest) = line.strip_prefix("explorer: ") {
             root = rest.split_whitespace().next().map(str::to_string);
+        }
+        if line.starts_with("done: ") {
             break;
         }
     }
@@ -190,6 +204,55 @@ fn a_model_that_holds_shows_no_counterexample() {
         .output()
         .expect("run chromium");
     let page = String::from_utf8_lossy(&dom.stdout);
-    assert!(page.contains("Safety holds"), "the verdicts are shown");
-    assert!(!page.contains("Counterexample found"));
+    assert!(
+        page.contains(r#"data-property="committed records survive" data-verdict="holds""#),
+        "the verdicts are shown"
+    );
+    assert!(!page.contains(r#"data-verdict="counterexample""#));
+    assert!(!page.contains(r#"data-verdict="checking""#));
+    assert!(page.contains("step 0: initial state"), "the initial state");
+}
+
+/// While the check runs the page shows its progress, with the estimate the
+/// preset's measured state count gives, and the verdicts as still open.
+#[test]
+fn the_page_shows_the_check_while_it_runs() {
+    let Some(browser) = chromium() else {
+        assert!(!in_ci(), "CI must install chromium (.ci/run does)");
+        eprintln!("browser test: SKIPPED: no chromium found");
+        return;
+    };
+    // `safe` takes minutes to check.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_highwater"))
+        .args(["explore", "--preset", "safe", "--addr", "127.0.0.1:0", "-q"])
+        .args(["-t", "1"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start highwater explore");
+    let stdout = child.stdout.take().expect("stdout");
+    let _server = Server(child);
+    let mut root = None;
+    for line in BufReader::new(stdout).lines() {
+        let line = line.expect("read stdout");
+        if let Some(rest) = line.strip_prefix("explorer: ") {
+            root = rest.split_whitespace().next().map(str::to_string);
+            break;
+        }
+    }
+    let root = root.expect("explore printed its address");
+    let profile = tempfile::tempdir().expect("a browser profile");
+    let dom = headless(&browser, profile.path())
+        .arg("--dump-dom")
+        .arg(&root)
+        .output()
+        .expect("run chromium");
+    let page = String::from_utf8_lossy(&dom.stdout);
+    assert!(
+        page.contains("unique states"),
+        "the check's figures: {page}"
+    );
+    assert!(page.contains("(measured)"), "the estimate: {page}");
+    assert!(page.contains(r#"data-verdict="checking""#), "open verdicts");
+    assert!(page.contains("step 0: initial state"), "browsing meanwhile");
 }
