@@ -10,7 +10,7 @@
 
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
 struct Server(Child);
@@ -20,6 +20,45 @@ impl Drop for Server {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
+}
+
+/// Each line `stdout` prints, read in a thread, until a line starting
+/// with `last`, within `limit` (a line that never comes fails the test
+/// instead of hanging it).
+fn lines_until(stdout: ChildStdout, last: &str, limit: Duration) -> Vec<String> {
+    let (send, lines) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if send.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let deadline = Instant::now() + limit;
+    let mut out = Vec::new();
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match lines.recv_timeout(left) {
+            Ok(line) => {
+                let end = line.starts_with(last);
+                out.push(line);
+                if end {
+                    return out;
+                }
+            }
+            Err(e) => panic!("no line starting {last:?} within {limit:?} ({e}); printed: {out:#?}"),
+        }
+    }
+}
+
+/// The address in the `explorer: http://ADDR/ ...` line.
+fn address_of(lines: &[String]) -> String {
+    lines
+        .iter()
+        .find_map(|l| l.strip_prefix("explorer: "))
+        .and_then(|rest| rest.split_whitespace().next())
+        .expect("explore printed its address")
+        .to_string()
 }
 
 fn chromium() -> Option<PathBuf> {
@@ -83,18 +122,12 @@ fn a_deep_link_shows_the_path_the_picture_and_the_broken_property() {
         .expect("start highwater explore");
     let stdout = child.stdout.take().expect("stdout");
     let _server = Server(child);
-    let mut link = None;
-    let deadline = Instant::now() + Duration::from_secs(300);
-    for line in BufReader::new(stdout).lines() {
-        let line = line.expect("read stdout");
-        if line.starts_with("counterexample (\"committed records survive\"") {
-            link = line.split_whitespace().last().map(str::to_string);
-        }
-        if line.starts_with("done: ") {
-            break;
-        }
-        assert!(Instant::now() < deadline, "explore took too long");
-    }
+    let lines = lines_until(stdout, "done: ", Duration::from_secs(300));
+    let link = lines
+        .iter()
+        .find(|l| l.starts_with("counterexample (\"committed records survive\""))
+        .and_then(|l| l.split_whitespace().last())
+        .map(str::to_string);
     let link = link.expect("explore printed the deep link");
 
     let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("browser");
@@ -186,17 +219,7 @@ fn a_model_that_holds_shows_no_counterexample() {
         .expect("start highwater explore");
     let stdout = child.stdout.take().expect("stdout");
     let _server = Server(child);
-    let mut root = None;
-    for line in BufReader::new(stdout).lines() {
-        let line = line.expect("read stdout");
-        if let Some(rest) = line.strip_prefix("explorer: ") {
-            root = rest.split_whitespace().next().map(str::to_string);
-        }
-        if line.starts_with("done: ") {
-            break;
-        }
-    }
-    let root = root.expect("explore printed its address");
+    let root = address_of(&lines_until(stdout, "done: ", Duration::from_secs(300)));
     let profile = tempfile::tempdir().expect("a browser profile");
     let dom = headless(&browser, profile.path())
         .arg("--dump-dom")
@@ -232,15 +255,7 @@ fn the_page_shows_the_check_while_it_runs() {
         .expect("start highwater explore");
     let stdout = child.stdout.take().expect("stdout");
     let _server = Server(child);
-    let mut root = None;
-    for line in BufReader::new(stdout).lines() {
-        let line = line.expect("read stdout");
-        if let Some(rest) = line.strip_prefix("explorer: ") {
-            root = rest.split_whitespace().next().map(str::to_string);
-            break;
-        }
-    }
-    let root = root.expect("explore printed its address");
+    let root = address_of(&lines_until(stdout, "explorer: ", Duration::from_secs(60)));
     let profile = tempfile::tempdir().expect("a browser profile");
     let dom = headless(&browser, profile.path())
         .arg("--dump-dom")
