@@ -41,7 +41,7 @@ fn script(name: &str) -> PathBuf {
 }
 
 /// Runs `highwater check` with `args` into `dir`, which must end with
-/// `status` (0: as expected; 1: not as expected).
+/// `status` (0: as expected; 12: a safety property broke unexpectedly).
 fn write_traces(args: &[&str], dir: &Path, status: i32) {
     let o = Command::new(env!("CARGO_BIN_EXE_highwater"))
         .args(args)
@@ -75,6 +75,13 @@ fn traces() -> (tempfile::TempDir, Vec<PathBuf>) {
     ]
     .concat();
     write_traces(&stall, &dir.path().join("stall"), 0);
+    let never_restarts = [
+        &["check", "--mutation", "no-restart"][..],
+        &small,
+        &["--expect", "the partition can heal"],
+    ]
+    .concat();
+    write_traces(&never_restarts, &dir.path().join("no-restart"), 0);
     let past_leo = [
         &["check", "--mutation", "hw-past-leo"][..],
         &small,
@@ -89,7 +96,7 @@ fn traces() -> (tempfile::TempDir, Vec<PathBuf>) {
         &["--expect", "holds"],
     ]
     .concat();
-    write_traces(&past_leo, &dir.path().join("hw-past-leo"), 1);
+    write_traces(&past_leo, &dir.path().join("hw-past-leo"), 12);
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir.path())
         .expect("the trace directory")
         .flat_map(|d| std::fs::read_dir(d.expect("an entry").path()).expect("a run's traces"))
