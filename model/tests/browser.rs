@@ -100,6 +100,41 @@ fn headless(bin: &PathBuf, profile: &std::path::Path) -> Command {
     c
 }
 
+/// Runs `chromium` to its end, its stdout kept, within a limit: a page that
+/// never settles (one that reloads itself, as stateright's address does
+/// until its explorer starts) fails the test instead of hanging it.
+fn run(chromium: &mut Command) -> std::process::Output {
+    let limit = Duration::from_secs(300);
+    let mut child = chromium
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("run chromium");
+    let mut stdout = child.stdout.take().expect("stdout");
+    let read = std::thread::spawn(move || {
+        let mut out = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut stdout, &mut out);
+        out
+    });
+    let deadline = Instant::now() + limit;
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait for chromium") {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("chromium did not finish within {limit:?}: {chromium:?}");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let stdout = read.join().expect("chromium's output");
+    std::process::Output {
+        status,
+        stdout,
+        stderr: Vec::new(),
+    }
+}
+
 #[test]
 fn a_deep_link_shows_the_path_the_picture_and_the_broken_property() {
     let Some(browser) = chromium() else {
@@ -143,11 +178,9 @@ fn a_deep_link_shows_the_path_the_picture_and_the_broken_property() {
     let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("browser");
     std::fs::create_dir_all(&out).expect("output directory");
     let profile = tempfile::tempdir().expect("a browser profile");
-    let dom = headless(&browser, profile.path())
+    let dom = run(headless(&browser, profile.path())
         .arg("--dump-dom")
-        .arg(&link)
-        .output()
-        .expect("run chromium");
+        .arg(&link));
     assert!(dom.status.success(), "chromium failed");
     let page = String::from_utf8_lossy(&dom.stdout);
     std::fs::write(out.join("explorer.html"), page.as_bytes()).expect("keep the page");
@@ -200,11 +233,9 @@ fn a_deep_link_shows_the_path_the_picture_and_the_broken_property() {
     // stateright's own page, opened at the printed link: the same path,
     // our picture of its last state, and the property's counterexample
     // found at exactly that path.
-    let sr = headless(&browser, profile.path())
+    let sr = run(headless(&browser, profile.path())
         .arg("--dump-dom")
-        .arg(&stateright_link)
-        .output()
-        .expect("run chromium");
+        .arg(&stateright_link));
     assert!(sr.status.success(), "chromium failed");
     let sr_page = String::from_utf8_lossy(&sr.stdout);
     std::fs::write(out.join("stateright.html"), sr_page.as_bytes()).expect("keep the page");
@@ -245,12 +276,11 @@ fn a_deep_link_shows_the_path_the_picture_and_the_broken_property() {
     assert!(base.ends_with('/'));
 
     let shot = out.join("explorer.png");
-    let status = headless(&browser, profile.path())
+    let status = run(headless(&browser, profile.path())
         .arg("--window-size=1400,1800")
         .arg(format!("--screenshot={}", shot.display()))
-        .arg(&link)
-        .status()
-        .expect("run chromium");
+        .arg(&link))
+    .status;
     assert!(status.success());
     let size = std::fs::metadata(&shot).map(|m| m.len()).unwrap_or(0);
     assert!(
@@ -290,11 +320,9 @@ fn a_model_that_holds_shows_no_counterexample() {
     let lines = lines_until(stdout, "done: ", Duration::from_secs(300));
     let root = address_of(&lines);
     let profile = tempfile::tempdir().expect("a browser profile");
-    let dom = headless(&browser, profile.path())
+    let dom = run(headless(&browser, profile.path())
         .arg("--dump-dom")
-        .arg(&root)
-        .output()
-        .expect("run chromium");
+        .arg(&root));
     let page = String::from_utf8_lossy(&dom.stdout);
     assert!(
         page.contains(r#"data-property="committed records survive" data-verdict="holds""#),
@@ -310,11 +338,9 @@ fn a_model_that_holds_shows_no_counterexample() {
         .find_map(|l| l.strip_prefix("stateright's explorer: "))
         .and_then(|rest| rest.split_whitespace().next())
         .expect("explore printed stateright's address");
-    let dom = headless(&browser, profile.path())
+    let dom = run(headless(&browser, profile.path())
         .arg("--dump-dom")
-        .arg(second)
-        .output()
-        .expect("run chromium");
+        .arg(second));
     let page = String::from_utf8_lossy(&dom.stdout);
     assert!(
         page.contains("✅ Safety holds: </b>"),
@@ -344,11 +370,9 @@ fn the_page_shows_the_check_while_it_runs() {
     let _server = Server(child);
     let root = address_of(&lines_until(stdout, "explorer: ", Duration::from_secs(60)));
     let profile = tempfile::tempdir().expect("a browser profile");
-    let dom = headless(&browser, profile.path())
+    let dom = run(headless(&browser, profile.path())
         .arg("--dump-dom")
-        .arg(&root)
-        .output()
-        .expect("run chromium");
+        .arg(&root));
     let page = String::from_utf8_lossy(&dom.stdout);
     assert!(
         page.contains("unique states"),
