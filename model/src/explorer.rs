@@ -73,16 +73,43 @@ pub struct PropertyView {
     pub path: Option<String>,
 }
 
+/// stateright's own explorer, on a second address
+/// (`stateright_explorer.rs`).
+#[derive(Clone, Debug, Serialize)]
+pub struct StaterightView {
+    /// Its address: `http://HOST:PORT/`.
+    pub url: String,
+    pub port: u16,
+    /// On this page's host: the page links to its own host name and
+    /// `port`, as the browser knows it.
+    pub same_host: bool,
+    /// "starting" (it starts when the check ends), "up" or "failed".
+    pub state: &'static str,
+    pub error: Option<String>,
+}
+
 /// `/.status`.
 #[derive(Clone, Debug, Serialize)]
 pub struct StatusView {
-    /// Nothing more will change: the check has ended (or there is none).
+    /// Nothing more will change: the check has ended (or there is none),
+    /// and stateright's explorer is up (or could not start).
     pub done: bool,
     /// What is explored: the preset and its settings, or the trace's file.
     pub title: String,
     /// The check (none for a saved trace).
     pub check: Option<CheckView>,
     pub properties: Vec<PropertyView>,
+    pub stateright: Option<StaterightView>,
+}
+
+impl StatusView {
+    fn settle(&mut self) {
+        self.done = self.check.as_ref().is_none_or(|c| c.done)
+            && self
+                .stateright
+                .as_ref()
+                .is_none_or(|s| s.state != "starting");
+    }
 }
 
 /// One step of a path (`/.path`).
@@ -157,6 +184,7 @@ impl Explorer {
                 title,
                 check: Some(check),
                 properties,
+                stateright: None,
             }),
         })
     }
@@ -191,6 +219,7 @@ impl Explorer {
                 title,
                 check: None,
                 properties,
+                stateright: None,
             }),
         }))
     }
@@ -250,7 +279,36 @@ impl Explorer {
                 }
             })
             .collect();
-        status.done = true;
+        status.settle();
+    }
+
+    /// stateright's explorer will serve on `addr` (starting: when the check
+    /// ends); `same_host`: on this page's host.
+    pub fn stateright_at(&self, addr: std::net::SocketAddr, same_host: bool) {
+        let mut status = self.status.lock().expect("not poisoned");
+        status.stateright = Some(StaterightView {
+            url: format!("http://{addr}/"),
+            port: addr.port(),
+            same_host,
+            state: "starting",
+            error: None,
+        });
+        status.settle();
+    }
+
+    /// stateright's explorer is up (Ok) or could not start (Err).
+    pub fn stateright_started(&self, result: Result<(), String>) {
+        let mut status = self.status.lock().expect("not poisoned");
+        if let Some(s) = &mut status.stateright {
+            match result {
+                Ok(()) => s.state = "up",
+                Err(e) => {
+                    s.state = "failed";
+                    s.error = Some(e);
+                }
+            }
+        }
+        status.settle();
     }
 
     pub fn status(&self) -> StatusView {
@@ -327,10 +385,7 @@ impl Explorer {
         s: State,
         path: String,
     ) -> StepView {
-        let broken: Vec<&'static str> = properties::safety_names()
-            .into_iter()
-            .filter(|name| properties::explain(name, &s).is_some())
-            .collect();
+        let broken = properties::broken(&s);
         StepView {
             step,
             action: action.map(|a| a.to_string()),

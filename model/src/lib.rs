@@ -23,6 +23,7 @@ pub mod shortest;
 pub mod sigpipe;
 pub mod state;
 pub mod state_diff;
+pub mod stateright_explorer;
 pub mod symmetry;
 pub mod truncation;
 pub mod witness;

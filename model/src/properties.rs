@@ -145,6 +145,15 @@ pub fn safety_names() -> Vec<&'static str> {
         .collect()
 }
 
+/// The always-properties `s` breaks, as both explorers mark a state: each
+/// that `explain` finds broken.
+pub fn broken(s: &State) -> Vec<&'static str> {
+    safety_names()
+        .into_iter()
+        .filter(|name| explain(name, s).is_some())
+        .collect()
+}
+
 /// Every record that `epoch_of` marks (committed or acknowledged at some
 /// epoch) is at its offset on every later leader: every replica presuming
 /// leadership with an epoch at or above that one. Stale leaders' marks count.

@@ -367,9 +367,15 @@ pub struct ExploreArgs {
     /// `--trace-out` do not apply).
     #[command(flatten)]
     pub check: CheckArgs,
-    /// Address to serve the explorer on.
+    /// Address to serve the explorer on (a loopback address: the
+    /// explorers serve this machine alone).
     #[arg(long, default_value = "127.0.0.1:3000")]
     pub addr: String,
+    /// Address for stateright's own web explorer (loopback too), which
+    /// starts when the check ends (at once for --trace) [default: --addr's
+    /// port + 1 on its host; any free port when --addr's port is 0].
+    #[arg(long, value_name = "ADDR")]
+    pub stateright_addr: Option<String>,
     /// Explore a saved trace (`check --trace-out`) under its own settings,
     /// instead of checking first.
     #[arg(long, value_name = "FILE")]

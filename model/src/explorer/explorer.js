@@ -1,8 +1,11 @@
 'use strict';
 // The explorer's page: the check (from /.status, asked again every second
-// until the check is done) and one path through the model (from /.path/...).
-// The address names the path as the CLI prints it, #/steps/0/3/1 (the
-// initial state, then action indices), and ?step=k selects its step k.
+// until the check is done and stateright's explorer is up) and one path
+// through the model (from /.path/...). The address names the path as the
+// CLI prints it, #/steps/0/3/1 (the initial state, then action indices),
+// and ?step=k selects its step k. Once stateright's own explorer is up (on
+// a second address, when the check ends) each path links to it too: it
+// takes the same #/steps/0/3/1 addresses.
 
 const $ = (id) => document.getElementById(id);
 
@@ -91,6 +94,46 @@ function showStatus() {
     $('check-note').textContent = note;
   }
   showProperties();
+  showStateright();
+}
+
+/// stateright's explorer's address, once it is up (null before).
+function staterightBase() {
+  const s = status && status.stateright;
+  if (!s || s.state !== 'up') return null;
+  // The same host as this page's, as the browser reaches it.
+  return s.same_host ? `${location.protocol}//${location.hostname}:${s.port}/` : s.url;
+}
+
+/// A link to `path` in stateright's explorer, once it is up.
+function staterightLink(path, text) {
+  const base = staterightBase();
+  return base ? el('a', {href: base + '#/steps/' + path, class: 'stateright'}, text) : null;
+}
+
+function showStateright() {
+  const s = status.stateright;
+  const note = $('stateright');
+  if (!s) {
+    note.replaceChildren();
+  } else if (s.state === 'starting') {
+    note.replaceChildren(`stateright's own explorer starts on port ${s.port} when the check ends; `
+      + 'each path then links to it.');
+  } else if (s.state === 'up') {
+    const base = staterightBase();
+    note.replaceChildren('stateright\'s own explorer: ', el('a', {href: base}, base),
+      ' (each path opens there too, its broken property marked).');
+  } else {
+    note.replaceChildren(`stateright's own explorer could not start: ${s.error}`);
+  }
+  showPathLink();
+}
+
+/// The browsed path in stateright's explorer.
+function showPathLink() {
+  const link = view ? staterightLink(view.steps[view.steps.length - 1].path,
+    'open this path in stateright\'s explorer') : null;
+  $('stateright-path').replaceChildren(...(link ? [link] : []));
 }
 
 /// A verdict in words, and whether it is good news.
@@ -122,6 +165,8 @@ function showProperties() {
         li.classList.add('here');
         li.append(' (this step)');
       }
+      const link = staterightLink(p.path, 'open in stateright\'s explorer');
+      if (link) li.append(' · ', link);
     }
     list.append(li);
   }
@@ -157,6 +202,7 @@ async function showHash() {
   showPath();
   showStep();
   showProperties();
+  showPathLink();
   await showNext();
 }
 
