@@ -2,7 +2,6 @@
 //! custom runs, limits, Ctrl-C, bad input, and the JSON report's shape.
 
 use std::process::{Command, Output, Stdio};
-use std::time::Duration;
 
 fn highwater(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_highwater"))
@@ -61,22 +60,33 @@ fn a_limited_run_says_it_is_not_exhaustive_and_does_not_decide() {
     );
 }
 
+/// Ctrl-C once the check said what it checks (`check` installs its
+/// handler before it prints its first line: a signal sent after a fixed
+/// wait could, on a busy machine, come before the handler and kill it).
 #[test]
 fn ctrl_c_prints_the_partial_report() {
-    let child = Command::new(env!("CARGO_BIN_EXE_highwater"))
+    use std::io::{BufRead, BufReader, Read};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_highwater"))
         .args(["check", "--records", "3", "-q", "-t", "1"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .expect("start highwater");
-    std::thread::sleep(Duration::from_millis(1500));
+    let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut first = String::new();
+    stdout.read_line(&mut first).expect("the first line");
+    assert!(first.starts_with("highwater: checking"), "{first}");
     let status = Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()
         .expect("kill -INT");
     assert!(status.success());
+    let mut rest = String::new();
+    stdout
+        .read_to_string(&mut rest)
+        .expect("the rest of stdout");
     let o = child.wait_with_output().expect("wait");
-    let out = text(&o);
+    let out = format!("{first}{rest}{}", text(&o));
     assert_eq!(o.status.code(), Some(130), "{out}");
     assert!(out.contains("NOT EXHAUSTIVE: interrupted"), "{out}");
     assert!(
