@@ -83,6 +83,8 @@ pub(super) fn run_producer(
     // `ConcurrentConfig::bursts`: records sent in this burst, and when the
     // next may begin.
     let (mut burst_sent, mut burst_at) = (0u64, Instant::now());
+    // When the last burst was answered, while its records reach the ISR.
+    let mut answered_at: Option<Instant> = None;
     while !shared.stop_clients.load(Ordering::Relaxed) {
         let errors_now: u64 = out.errors.values().sum();
         if errors_now > errors_seen && config.regress != Some(super::Regression::NoProducerBackoff)
@@ -96,8 +98,15 @@ pub(super) fn run_producer(
             let n = config.records_per_request as u64;
             if let Some(b) = config.bursts.filter(|b| burst_sent + n > b.records.max(n)) {
                 if in_flight.is_empty() {
-                    burst_sent = 0;
-                    burst_at = Instant::now() + b.pause;
+                    // The pause begins once every replica up has the burst
+                    // settled (however slow the machine; 20 pauses at most,
+                    // for one that does not catch up).
+                    let at = *answered_at.get_or_insert_with(Instant::now);
+                    if burst_settled(&shared) || at.elapsed() >= 20 * b.pause {
+                        burst_sent = 0;
+                        burst_at = Instant::now() + b.pause;
+                        answered_at = None;
+                    }
                 }
                 break;
             }
@@ -176,6 +185,23 @@ pub(super) fn run_producer(
     }
     out.timeouts += in_flight.len() as u64;
     out
+}
+
+/// Every replica that is up has flushed and checkpointed its HW at the
+/// leader's log end (`Shared::settled`).
+fn burst_settled(shared: &Shared) -> bool {
+    let Some(leo) = shared
+        .metadata()
+        .leader
+        .and_then(|l| shared.reader(l))
+        .map(|r| r.log_end_offset())
+    else {
+        return false;
+    };
+    shared.settled.iter().enumerate().all(|(r, s)| {
+        shared.reader(r as crate::replication::ReplicaId).is_none()
+            || s.load(Ordering::SeqCst) >= leo
+    })
 }
 
 /// What a consumer read, and the read errors it met (by error, counted).

@@ -164,10 +164,12 @@ pub struct RunUntil {
     pub checkpoint_failures: Option<u64>,
 }
 
-/// Paced producers: each sends `records` records, waits for every answer,
-/// then pauses, so that the partition settles between bursts (trace
-/// validation resumes only where the records past a settled prefix fit
-/// the model's 4).
+/// Paced producers: each sends `records` records, waits for every answer
+/// and for every replica that is up to have flushed and checkpointed its
+/// HW at the leader's log end (20 pauses at most, for a replica that does
+/// not catch up), then pauses, so that the partition settles between
+/// bursts however slow the machine (trace validation resumes only where
+/// the records past a settled prefix fit the model's 4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Bursts {
     pub records: u64,
@@ -382,6 +384,10 @@ pub(super) struct Shared {
     /// Passes of a leader's thread that left a fetch held although records
     /// for it had arrived (`RunReport::lost_wakeups`).
     pub(super) lost_wakeups: std::sync::atomic::AtomicU64,
+    /// With `bursts`: each replica's settled end, the offset below which
+    /// its log is flushed and its HW checkpointed (the least of its HW,
+    /// recovery point and HW checkpoint), for paced producers to wait on.
+    pub(super) settled: Vec<std::sync::atomic::AtomicU64>,
     /// Each replica's disk is full (set by the nemesis).
     pub(super) disk_full: Vec<Arc<std::sync::atomic::AtomicBool>>,
     /// Each replica's incarnation: how many times it crashed.
@@ -464,6 +470,10 @@ pub fn run(root: &Path, config: ConcurrentConfig) -> Result<RunReport> {
         records_consumed: std::sync::atomic::AtomicU64::new(0),
         nemesis_injected: std::sync::atomic::AtomicU64::new(0),
         lost_wakeups: std::sync::atomic::AtomicU64::new(0),
+        settled: ids
+            .iter()
+            .map(|_| std::sync::atomic::AtomicU64::new(0))
+            .collect(),
         disk_full: ids
             .iter()
             .map(|_| Arc::new(AtomicBool::new(false)))

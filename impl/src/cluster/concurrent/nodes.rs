@@ -865,6 +865,13 @@ impl ReplicaNode {
             if let Err(e) = self.drive() {
                 self.failed(e, &mut errors);
             }
+            if let (Some(p), true) = (&self.partition, self.config.bursts.is_some()) {
+                let s = p.core().log_state();
+                let settled = s.high_watermark.min(s.recovery_point).min(s.hw_checkpoint);
+                if let Some(cell) = self.shared.settled.get(self.id as usize) {
+                    cell.store(settled, std::sync::atomic::Ordering::SeqCst);
+                }
+            }
         }
         (self.partition, errors)
     }
