@@ -48,7 +48,10 @@ pub const SEGMENT_BYTES: u32 = 200;
 /// of the model's fetch, and the implementation running the rule before
 /// truncation on fetch is noticed by `lockstep_notices_the_rule_before_truncation_on_fetch`;
 /// `fenced-still-acceptable` is one of the model's controller, noticed by
-/// trace validation of the unclean rule set.)
+/// trace validation of the unclean rule set; `no-restart` removes a model
+/// action, for the progress check; `never-acknowledge` is one of the
+/// model's leader, for its sometimes-properties; `hw-past-leo` breaks "HW
+/// <= LEO" in the model only, for the checker's reports and traces.)
 pub fn isr_join(m: Option<Mutation>) -> imp::IsrJoinRule {
     match m {
         Some(Mutation::ExpandOnLeaderHw) => imp::IsrJoinRule::LeaderHwReachedEpochStart,
@@ -58,7 +61,10 @@ pub fn isr_join(m: Option<Mutation>) -> imp::IsrJoinRule {
             | Mutation::ElrElectionSettles
             | Mutation::HwOverIsrOnly
             | Mutation::NoLastFetchedEpoch
-            | Mutation::FencedStillAcceptable,
+            | Mutation::FencedStillAcceptable
+            | Mutation::NoRestart
+            | Mutation::NeverAcknowledge
+            | Mutation::HwPastLeo,
         )
         | None => imp::IsrJoinRule::FollowerReachedEpochStart,
     }

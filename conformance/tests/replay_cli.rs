@@ -28,10 +28,44 @@ fn replays_an_acks_1_loss_and_leaves_kafka_format_files() {
         segment.display()
     );
 
-    // The directory now holds data: a second replay refuses to write there.
-    let (code, _, err) = replay(&["--preset", "acks-1", "--dir", dir.to_str().unwrap()]);
+    // The directory now holds data: a second replay refuses to write there,
+    // before it searches for the counterexample.
+    let (code, out, err) = replay(&["--preset", "acks-1", "--dir", dir.to_str().unwrap()]);
     assert_eq!(code, 2);
-    assert!(err.contains("is not empty"), "{err}");
+    assert!(
+        err.contains("is not empty") && err.contains("--force"),
+        "{err}"
+    );
+    assert!(
+        !out.contains("finding the shortest"),
+        "no search ran: {out}"
+    );
+
+    // --force replaces the broker directories an earlier replay left ...
+    let (code, out, err) = replay(&[
+        "--preset",
+        "acks-1",
+        "--dir",
+        dir.to_str().unwrap(),
+        "--force",
+    ]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(segment.exists());
+    // ... and nothing a replay did not write.
+    std::fs::write(dir.join("notes.txt"), b"mine").unwrap();
+    let (code, _, err) = replay(&[
+        "--preset",
+        "acks-1",
+        "--dir",
+        dir.to_str().unwrap(),
+        "--force",
+    ]);
+    assert_eq!(code, 2);
+    assert!(err.contains("notes.txt"), "{err}");
+    assert!(
+        dir.join("notes.txt").exists() && segment.exists(),
+        "nothing removed"
+    );
 }
 
 #[test]

@@ -138,6 +138,22 @@ pub enum Mutation {
     /// election is enabled. Safe; trace validation of the concurrent driver
     /// under the unclean rule set notices it.
     FencedStillAcceptable,
+    /// A crashed broker never restarts. Safe (fewer behaviours), but the
+    /// partition never heals: the progress properties must notice that a
+    /// broker is missing, not count only the live ones.
+    NoRestart,
+    /// A leader answers every acks=all write with an error
+    /// (NotEnoughReplicasAfterAppend), never acknowledging one. Every
+    /// guarantee about acknowledged records then holds vacuously: the
+    /// sometimes-properties that a write is acknowledged, and outlives its
+    /// leader, must notice.
+    NeverAcknowledge,
+    /// The leader's HW is one past the lowest LEO it knows (the last offset
+    /// taken for the end offset): the HW passes the leader's own LEO and
+    /// "HW <= LEO" breaks. A slip no Kafka version made, kept so that the
+    /// check, its report and its trace are shown on a state whose offsets
+    /// are out of order.
+    HwPastLeo,
 }
 
 impl fmt::Display for Mutation {
@@ -150,6 +166,9 @@ impl fmt::Display for Mutation {
             Mutation::HwOverIsrOnly => "hw-over-isr-only",
             Mutation::NoLastFetchedEpoch => "no-last-fetched-epoch",
             Mutation::FencedStillAcceptable => "fenced-still-acceptable",
+            Mutation::NoRestart => "no-restart",
+            Mutation::NeverAcknowledge => "never-acknowledge",
+            Mutation::HwPastLeo => "hw-past-leo",
         })
     }
 }

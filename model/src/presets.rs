@@ -263,8 +263,13 @@ pub const PRESETS: &[Preset] = &[
             leader_moves: 2,
             mutation: None,
         },
+        // The module has no crashes and no acknowledgements (acks=0).
         expect: Expect::Holds {
-            unreachable: &[SOMETIMES_UNCLEAN_RESTART],
+            unreachable: &[
+                SOMETIMES_UNCLEAN_RESTART,
+                SOMETIMES_ACKNOWLEDGED,
+                SOMETIMES_ACKED_OUTLIVES_LEADER,
+            ],
         },
         fixed_by: None,
         tlc: Some(TlcReference {

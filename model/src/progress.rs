@@ -33,10 +33,11 @@ pub const PREDICATES: NodePredicates = NodePredicates {
 };
 
 /// A healthy partition: a live leader, in the controller's epoch, known to
-/// every live replica; every live replica in the ISR, holding exactly the
-/// leader's log with the HW at its end; and, while the producer has records
-/// left, a write the leader accepts (acks=all: its ISR has
-/// min.insync.replicas).
+/// every replica; every replica back (a restart is no fault: a crashed
+/// broker must come back for the partition to have healed), unfenced, in
+/// the ISR, holding exactly the leader's log with the HW at its end; and,
+/// while the producer has records left, a write the leader accepts
+/// (acks=all: its ISR has min.insync.replicas).
 pub fn healthy(cfg: &Config, s: &State) -> bool {
     let c = &s.controller;
     let Some(l) = c.leader else {
@@ -47,9 +48,11 @@ pub fn healthy(cfg: &Config, s: &State) -> bool {
         return false;
     }
     let end = leader.leo();
-    let replicas_ok = s.ids().filter(|&r| s.replica(r).alive).all(|r| {
+    let replicas_ok = s.ids().all(|r| {
         let x = s.replica(r);
-        c.isr.contains(r)
+        x.alive
+            && !c.fenced.contains(r)
+            && c.isr.contains(r)
             && x.leader == LeaderView::Replica(l)
             && x.epoch == c.epoch
             && x.leo() == end
@@ -67,17 +70,19 @@ pub fn offline_by_design(cfg: &Config, s: &State) -> bool {
     c.leader.is_none() && c.isr.is_empty() && c.elr.is_empty() && !last_known
 }
 
-/// Every acknowledged record is, at its offset, on every live replica and
-/// below that replica's HW.
+/// Every acknowledged record is, at its offset, on every replica, back
+/// from any crash, and below that replica's HW.
 pub fn acked_replicated(_cfg: &Config, s: &State) -> bool {
     s.records[..s.produced as usize]
         .iter()
         .enumerate()
         .filter(|(_, h)| h.acked.is_some())
         .all(|(id, h)| {
-            s.ids().filter(|&r| s.replica(r).alive).all(|r| {
+            s.ids().all(|r| {
                 let x = s.replica(r);
-                x.hw > h.offset && x.log.get(h.offset).is_some_and(|e| e.id as usize == id)
+                x.alive
+                    && x.hw > h.offset
+                    && x.log.get(h.offset).is_some_and(|e| e.id as usize == id)
             })
         })
 }
@@ -124,8 +129,13 @@ pub struct ProgressReport {
     pub seconds: f64,
 }
 
-/// Runs the progress check on a complete graph.
+/// Runs the progress check on a complete graph that kept its fault-free
+/// edges (on any other graph every state would look stuck).
 pub fn check(graph: &Graph) -> ProgressReport {
+    assert!(
+        graph.keeps_progress && graph.completion == crate::graph::Completion::Exhaustive,
+        "the progress check needs a complete graph with its fault-free edges"
+    );
     let start = std::time::Instant::now();
     let reverse = Reverse::of(graph);
     // Three independent backward searches over the same reversed graph.

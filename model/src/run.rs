@@ -108,6 +108,22 @@ pub enum Phase {
     ShortestPaths,
 }
 
+impl Phase {
+    /// What the run does in this phase, as the progress display says it.
+    pub fn heading(self) -> &'static str {
+        match self {
+            Phase::Search => "searching the bounded model",
+            Phase::RecoveryStates => {
+                "searching recovery states (fault-free steps beyond the epoch bound)"
+            }
+            Phase::ProgressCheck => "progress check: backward search of the state graph",
+            Phase::ShortestPaths => {
+                "shortest counterexamples: breadth-first search, symmetry-reduced"
+            }
+        }
+    }
+}
+
 /// A snapshot of a running search.
 #[derive(Clone, Copy, Debug, Default, Serialize)]
 pub struct Progress {
@@ -263,8 +279,9 @@ pub enum Outcome {
 }
 
 /// The version of the JSON report's shape (see `Report`); bumped whenever
-/// a field changes meaning or goes away.
-pub const SCHEMA: &str = "highwater-check-report/3";
+/// a field changes meaning or goes away (4: the progress properties count
+/// crashed brokers, which must come back, and `exit_status` is given).
+pub const SCHEMA: &str = "highwater-check-report/4";
 
 /// The report of one run, as `--json` prints it.
 #[derive(Clone, Debug, Serialize)]
@@ -290,6 +307,34 @@ pub struct Report {
     pub outcome: Outcome,
     /// Where the run disagrees with the expectation (empty: agrees).
     pub mismatches: Vec<String>,
+    /// The process's exit status for this report ([`exit`]).
+    pub exit_status: u8,
+}
+
+/// `highwater check`'s exit statuses. A property broken that nobody said
+/// would break gives TLC's codes (12 a safety violation, 13 a liveness one);
+/// any other disagreement with the expectation gives 1.
+pub mod exit {
+    /// Every verdict is what was expected (or, with no expectation, nothing
+    /// broke in a search that ran to its end).
+    pub const AS_EXPECTED: u8 = 0;
+    /// An expected counterexample was not found, a sometimes-property was
+    /// not reached, or one expected to be unreachable was reached.
+    pub const NOT_AS_EXPECTED: u8 = 1;
+    /// Bad usage: flags, files, or an output that cannot be written.
+    pub const USAGE: u8 = 2;
+    /// Stopped before it could decide (`--seconds`, `--max-states`, or
+    /// random walks asked to prove that nothing breaks); nothing seen
+    /// contradicts the expectation.
+    pub const UNDECIDED: u8 = 3;
+    /// An always-property that was expected to hold has a counterexample
+    /// (TLC's `VIOLATION_SAFETY`).
+    pub const SAFETY_VIOLATION: u8 = 12;
+    /// A progress property that was expected to hold has a stuck state
+    /// (TLC's `VIOLATION_LIVENESS`).
+    pub const PROGRESS_VIOLATION: u8 = 13;
+    /// Stopped by Ctrl-C (128 + SIGINT, as shells report it).
+    pub const INTERRUPTED: u8 = 130;
 }
 
 /// Runs the checker on `cfg`, calling `on_progress` about once a second
@@ -314,6 +359,7 @@ pub fn run(
         Some(e) if decided(e, found.ended, &found.properties) => Outcome::AsExpected,
         Some(_) => Outcome::Undecided,
     };
+    let exit_status = exit_status(expect, outcome, found.ended, &found.properties);
     Report {
         schema: SCHEMA,
         preset,
@@ -330,6 +376,45 @@ pub fn run(
         expected: None,
         outcome,
         mismatches,
+        exit_status,
+    }
+}
+
+/// The exit status of a run ([`exit`]): Ctrl-C first, then a property
+/// broken that the expectation does not allow to break (safety before
+/// progress), then the verdict against the expectation.
+fn exit_status(
+    expect: Option<Expect>,
+    outcome: Outcome,
+    ended: Ended,
+    props: &[PropertyResult],
+) -> u8 {
+    // Expecting a property (or any) to break allows every break: a
+    // historical rule usually breaks more than the property it is known for.
+    let may_break = matches!(
+        expect,
+        Some(Expect::Breaks(_)) | Some(Expect::AnyCounterexample)
+    );
+    let broken = |kind: &str| {
+        props
+            .iter()
+            .any(|p| p.kind == kind && p.verdict == Verdict::Counterexample)
+    };
+    if ended == Ended::Interrupted {
+        exit::INTERRUPTED
+    } else if !may_break && broken("always") {
+        exit::SAFETY_VIOLATION
+    } else if !may_break && broken("progress") {
+        exit::PROGRESS_VIOLATION
+    } else {
+        match outcome {
+            Outcome::AsExpected => exit::AS_EXPECTED,
+            Outcome::NotAsExpected => exit::NOT_AS_EXPECTED,
+            Outcome::Undecided => exit::UNDECIDED,
+            // Nothing broke; a search cut short proved nothing either.
+            Outcome::NoExpectation if ended == Ended::Limited => exit::UNDECIDED,
+            Outcome::NoExpectation => exit::AS_EXPECTED,
+        }
     }
 }
 
@@ -368,7 +453,11 @@ fn run_graph(cfg: Config, opts: &RunOptions, on_progress: &mut impl FnMut(Progre
         SearchOptions {
             threads: opts.threads,
             properties: None,
-            progress: matches!(until, Until::Exhausted).then_some(progress::PREDICATES),
+            // Kept even by a run that may stop at its first counterexample:
+            // when none comes, the search is complete and the progress
+            // check needs every fault-free edge (without them every state
+            // would look stuck).
+            progress: Some(progress::PREDICATES),
             recovery_epochs: crate::state::RECOVERY_EPOCHS,
             recovery_walk: Default::default(),
             until,

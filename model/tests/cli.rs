@@ -22,15 +22,16 @@ fn text(o: &Output) -> String {
 fn an_overridden_run_gets_a_verdict_from_expect() {
     let broken = ["check", "--acks", "1", "--records", "1", "-q", "-t", "2"];
     let o = highwater(&[&broken[..], &["--expect", "holds"]].concat());
-    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert_eq!(o.status.code(), Some(12), "{}", text(&o));
     assert!(text(&o).contains("NOT as expected"));
     let o = highwater(&[&broken[..], &["--expect", "acknowledged records survive"]].concat());
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let o = highwater(&[&broken[..], &["--expect", "counterexample"]].concat());
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    // Without --expect: no verdict, the first counterexample printed.
+    // Without --expect nothing may break, as in TLC: the first
+    // counterexample printed, and TLC's status for a safety violation.
     let o = highwater(&broken);
-    assert_eq!(o.status.code(), Some(0));
+    assert_eq!(o.status.code(), Some(12), "{}", text(&o));
     assert!(text(&o).contains("Shortest counterexample to"));
     assert!(text(&o).contains("stopping at the first counterexample"));
 }
@@ -60,34 +61,31 @@ fn a_limited_run_says_it_is_not_exhaustive_and_does_not_decide() {
     );
 }
 
-/// Ctrl-C once the check said what it checks (`check` installs its
-/// handler before it prints its first line: a signal sent after a fixed
-/// wait could, on a busy machine, come before the handler and kill it).
 #[test]
 fn ctrl_c_prints_the_partial_report() {
-    use std::io::{BufRead, BufReader, Read};
     let mut child = Command::new(env!("CARGO_BIN_EXE_highwater"))
         .args(["check", "--records", "3", "-q", "-t", "1"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .expect("start highwater");
-    let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+    // The first line is printed once the Ctrl-C handler is in place: wait
+    // for it rather than for a time, which a busy machine may overrun.
+    let mut stdout = std::io::BufReader::new(child.stdout.take().expect("piped"));
     let mut first = String::new();
-    stdout.read_line(&mut first).expect("the first line");
+    std::io::BufRead::read_line(&mut stdout, &mut first).expect("a first line");
     assert!(first.starts_with("highwater: checking"), "{first}");
     let status = Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()
         .expect("kill -INT");
     assert!(status.success());
-    let mut rest = String::new();
-    stdout
-        .read_to_string(&mut rest)
-        .expect("the rest of stdout");
     let o = child.wait_with_output().expect("wait");
-    let out = format!("{first}{rest}{}", text(&o));
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stdout, &mut rest).expect("the rest");
+    let out = format!("{rest}{}", String::from_utf8_lossy(&o.stderr));
     assert_eq!(o.status.code(), Some(130), "{out}");
+    assert!(out.contains("exit status 130"), "{out}");
     assert!(out.contains("NOT EXHAUSTIVE: interrupted"), "{out}");
     assert!(
         out.contains("not checked (the search did not finish)"),
@@ -159,9 +157,46 @@ fn the_json_report_is_versioned_and_spells_acks_as_the_cli() {
     let o = highwater(&["check", "--preset", "acks-1", "--json", "-t", "2"]);
     assert_eq!(o.status.code(), Some(0));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON on stdout");
-    assert_eq!(v["schema"], "highwater-check-report/3");
+    assert_eq!(v["schema"], "highwater-check-report/4");
     assert_eq!(v["config"]["acks"], "1");
     assert_eq!(v["outcome"], "as-expected");
     assert_eq!(v["ended"], "stopped-at-counterexample");
     assert!(v["search"]["kind"].is_string(), "{}", v["search"]);
+}
+
+/// `--trace-out` is checked before the search: a directory that cannot be
+/// made, or a trace this run could overwrite, is an error at once (exit 2,
+/// no search); `--force` overwrites.
+#[test]
+fn trace_out_is_checked_before_the_search_and_force_overwrites() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let out = dir.path().join("traces");
+    let out_s = out.to_str().expect("utf-8");
+    let broken = ["check", "--acks", "1", "--records", "1", "-q", "-t", "2"];
+    let o = highwater(&[&broken[..], &["--trace-out", out_s]].concat());
+    assert_eq!(o.status.code(), Some(12), "{}", text(&o));
+    let written = out.join("acknowledged-records-survive.itf.json");
+    assert!(written.exists(), "{}", text(&o));
+    // Again into the same directory: refused before any search.
+    let o = highwater(&[&broken[..], &["--trace-out", out_s]].concat());
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("--force"), "{}", text(&o));
+    assert!(
+        !text(&o).contains("done after"),
+        "no search ran: {}",
+        text(&o)
+    );
+    let o = highwater(&[&broken[..], &["--trace-out", out_s, "--force"]].concat());
+    assert_eq!(o.status.code(), Some(12), "{}", text(&o));
+    assert!(text(&o).contains("written to"), "{}", text(&o));
+    // A file where the directory should be.
+    let file = dir.path().join("file");
+    std::fs::write(&file, b"").unwrap();
+    let o = highwater(&["check", "--trace-out", file.to_str().unwrap(), "-q"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        !text(&o).contains("done after"),
+        "no search ran: {}",
+        text(&o)
+    );
 }

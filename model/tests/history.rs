@@ -115,3 +115,25 @@ fn every_counterexample_in_history_md_is_what_the_checker_prints() {
         std::fs::write(PATH, blessed).expect("rewrite spec/history.md");
     }
 }
+
+/// The list of presets history.md opens with is what `highwater presets`
+/// prints today.
+#[test]
+fn the_presets_in_history_md_are_what_presets_prints() {
+    let text = std::fs::read_to_string(PATH).expect("spec/history.md is readable");
+    let start = text
+        .find("`highwater presets` prints:\n\n```\n")
+        .expect("history.md shows `highwater presets`");
+    let block = &text[start..];
+    let block = &block[block.find("```\n").unwrap() + 4..];
+    let block = &block[..block.find("```").unwrap()];
+    let out = Command::new(env!("CARGO_BIN_EXE_highwater"))
+        .arg("presets")
+        .output()
+        .expect("run highwater presets");
+    assert_eq!(
+        block,
+        String::from_utf8_lossy(&out.stdout),
+        "spec/history.md's list of presets is out of date"
+    );
+}

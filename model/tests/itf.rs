@@ -39,7 +39,7 @@ fn every_historical_counterexample_reads_back_as_written() {
             .collect();
         let (_, trace) = shortest_counterexamples(&model, &target).pop().unwrap();
         let trace = trace.unwrap();
-        let doc = itf::to_itf(&p.config, name, "always", &trace);
+        let doc = itf::to_itf(&p.config, name, "always", &trace, None);
         let back = itf::from_itf(&doc.to_string()).unwrap_or_else(|e| panic!("{}: {e}", p.name));
         assert_eq!(back.config, p.config);
         assert_eq!(back.property.as_deref(), Some(name));
@@ -101,7 +101,7 @@ fn a_trace_from_custom_settings_replays_under_them() {
     let dir = traces(&[
         "check",
         "--truncation",
-        "epoch",
+        "hw",
         "--records",
         "1",
         "--expect",
@@ -114,7 +114,7 @@ fn a_trace_from_custom_settings_replays_under_them() {
     assert!(!files.is_empty());
     for f in files {
         let t = itf::from_itf(&std::fs::read_to_string(&f).unwrap()).unwrap();
-        assert_eq!(t.config.truncation, Truncation::Epoch);
+        assert_eq!(t.config.truncation, Truncation::Hw);
         assert_eq!(t.config.records, 1);
         let o = replay(&f);
         assert_eq!(o.status.code(), Some(0), "{}: {}", f.display(), text(&o));
@@ -122,12 +122,12 @@ fn a_trace_from_custom_settings_replays_under_them() {
 }
 
 #[test]
-fn trace_files_are_never_overwritten_and_bad_files_are_clear_errors() {
+fn trace_files_are_overwritten_only_with_force_and_bad_files_are_clear_errors() {
     let dir = traces(&["check", "--preset", "acks-1"]);
     let out = dir.path().to_str().unwrap();
     let o = highwater(&["check", "--preset", "acks-1", "-q", "--trace-out", out]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
-    assert!(text(&o).contains("never overwritten"));
+    assert!(text(&o).contains("--force"), "{}", text(&o));
 
     let bad = dir.path().join("bad.itf.json");
     for (content, says) in [

@@ -193,8 +193,12 @@ fn healthy_means_a_known_leader_a_full_isr_and_the_hw_at_the_end() {
     assert!(progress::acked_replicated(&cfg, &done));
     let down = run(&cfg, &done, &[crash(C, true)]);
     assert!(
-        progress::healthy(&cfg, &down),
-        "a down replica is not asked"
+        !progress::healthy(&cfg, &down),
+        "a down broker must come back: a restart is no fault"
+    );
+    assert!(
+        !progress::acked_replicated(&cfg, &down),
+        "nor is a record on every replica while one is down"
     );
     let out = run(&cfg, &done, &[ctrl_shrink(C)]);
     assert!(
@@ -312,6 +316,83 @@ fn the_recovery_walk_changes_no_verdict_and_its_goals_are_load_bearing() {
             "claiming every goal hides stuck states ({} of {})",
             stuck(&claimed),
             stuck(&expanded)
+        );
+    }
+}
+
+/// A partition has healed only when every broker is back: a restart is no
+/// fault. With brokers that never restart (`no-restart`) both progress
+/// properties break, and the trap they fall into has a broker down. The
+/// goals highwater had before, which counted only the live replicas, are
+/// kept here to show what they missed: under them the same model heals.
+#[test]
+fn a_broker_that_never_restarts_is_a_partition_that_never_heals() {
+    let cfg = Config {
+        records: 1,
+        mutation: Some(Mutation::NoRestart),
+        ..SAFE
+    };
+    let r = check(cfg);
+    assert_eq!(verdict(&r, RECOVERABLE), Verdict::Counterexample);
+    assert_eq!(verdict(&r, ACKED_REPLICATED), Verdict::Counterexample);
+    let s = trap_state(&r, RECOVERABLE);
+    assert!(
+        s.ids().any(|b| !s.replica(b).alive),
+        "the partition is stuck with a broker down"
+    );
+
+    fn live_only_healthy(cfg: &Config, s: &State) -> bool {
+        let c = &s.controller;
+        let Some(l) = c.leader else { return false };
+        let leader = s.replica(l);
+        let end = leader.leo();
+        leader.presumes_leadership(l)
+            && leader.epoch == c.epoch
+            && s.ids().filter(|&b| s.replica(b).alive).all(|b| {
+                let x = s.replica(b);
+                c.isr.contains(b)
+                    && x.leader == LeaderView::Replica(l)
+                    && x.epoch == c.epoch
+                    && x.leo() == end
+                    && x.hw == end
+            })
+            && (s.produced >= cfg.records || highwater_model::actions::produce_enabled(cfg, s, l))
+    }
+    fn live_only_acked(_cfg: &Config, s: &State) -> bool {
+        s.records[..s.produced as usize]
+            .iter()
+            .enumerate()
+            .filter(|(_, h)| h.acked.is_some())
+            .all(|(id, h)| {
+                s.ids().filter(|&b| s.replica(b).alive).all(|b| {
+                    let x = s.replica(b);
+                    x.hw > h.offset && x.log.get(h.offset).is_some_and(|e| e.id as usize == id)
+                })
+            })
+    }
+    let g = graph::search(
+        cfg,
+        SearchOptions {
+            threads: 2,
+            properties: None,
+            progress: Some(graph::NodePredicates {
+                healthy: live_only_healthy,
+                offline: progress::offline_by_design,
+                acked_replicated: live_only_acked,
+            }),
+            recovery_epochs: RECOVERY_EPOCHS,
+            recovery_walk: RecoveryWalk::Greedy,
+            until: graph::Until::Exhausted,
+            stop: &|_| false,
+            on_progress: &mut |_| {},
+        },
+    );
+    let live_only = progress::check(&g);
+    for p in &live_only.properties {
+        assert_eq!(
+            p.stuck_states, 0,
+            "{}: counting only live replicas, nothing looks stuck",
+            p.name
         );
     }
 }

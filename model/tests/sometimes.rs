@@ -4,7 +4,11 @@
 mod common;
 
 use highwater_model::presets::SAFE;
-use highwater_model::properties::{properties, SOMETIMES_COMMIT, SOMETIMES_FOLLOWER_REJOINS};
+use highwater_model::properties::{
+    premises, properties, safety_names, ACKNOWLEDGED_RECORDS_SURVIVE,
+    SOMETIMES_ACKED_OUTLIVES_LEADER, SOMETIMES_ACKNOWLEDGED, SOMETIMES_COMMIT,
+    SOMETIMES_FOLLOWER_REJOINS,
+};
 use highwater_model::{Action, PartitionModel, State};
 
 /// Whether the sometimes-property `name` holds in some state of `safe`
@@ -39,4 +43,95 @@ fn a_record_commits_only_through_an_hw_advance() {
         a,
         Action::LeaderAdvanceHw { .. }
     )));
+}
+
+/// Which premises of the always-properties (`properties::premises`) some
+/// state of `cfg` meets, by the always-property's name.
+fn premises_met(cfg: highwater_model::Config) -> Vec<(&'static str, bool)> {
+    use highwater_model::graph::{self, SearchOptions, Until};
+    let premises = premises();
+    let names: Vec<&'static str> = premises.iter().map(|p| p.name).collect();
+    let g = graph::search(
+        cfg,
+        SearchOptions {
+            threads: 2,
+            properties: Some(premises),
+            progress: None,
+            recovery_epochs: highwater_model::state::RECOVERY_EPOCHS,
+            recovery_walk: Default::default(),
+            until: Until::Exhausted,
+            stop: &|_| false,
+            on_progress: &mut |_| {},
+        },
+    );
+    names
+        .into_iter()
+        .zip(&g.first)
+        .map(|(name, first)| (name, first.is_some()))
+        .collect()
+}
+
+/// No guarantee of `safe` holds vacuously: for every always-property, some
+/// reachable state is one where its check is not trivially true (a record
+/// committed, or acknowledged, in one epoch and a leader of a later one; a
+/// leader with an HW above 0 and another ISR member; ...). One record is
+/// enough: every state of that run is one of `safe`'s.
+#[test]
+fn every_guarantee_of_safe_says_something() {
+    let met = premises_met(highwater_model::Config { records: 1, ..SAFE });
+    assert_eq!(
+        met.iter().map(|(n, _)| *n).collect::<Vec<_>>(),
+        safety_names(),
+        "one premise per always-property, in order"
+    );
+    for (name, ok) in met {
+        assert!(
+            ok,
+            "\"{name}\" holds vacuously in safe: no state meets its premise"
+        );
+    }
+}
+
+/// A leader that never acknowledges a write (`never-acknowledge`) keeps
+/// every guarantee, vacuously: the premise of "acknowledged records
+/// survive" is never met, and `safe`'s own expectation fails on exactly the
+/// two sometimes-properties that ask for an acknowledgement.
+#[test]
+fn a_leader_that_never_acknowledges_is_noticed() {
+    use highwater_model::config::Mutation;
+    use highwater_model::run::{self, Outcome, RunOptions, Search};
+    let cfg = highwater_model::Config {
+        records: 1,
+        mutation: Some(Mutation::NeverAcknowledge),
+        ..SAFE
+    };
+    let met = premises_met(cfg);
+    for (name, ok) in &met {
+        assert_eq!(
+            *ok,
+            *name != ACKNOWLEDGED_RECORDS_SURVIVE,
+            "\"{name}\": only the acknowledgement premise goes unmet"
+        );
+    }
+    let expect = highwater_model::presets::Preset::find("safe")
+        .unwrap()
+        .expect;
+    let r = run::run(
+        cfg,
+        None,
+        Some(expect),
+        &RunOptions::new(2, Search::Graph),
+        |_| {},
+    );
+    assert_eq!(r.outcome, Outcome::NotAsExpected);
+    assert_eq!(
+        r.mismatches,
+        [
+            format!("\"{SOMETIMES_ACKNOWLEDGED}\" was expected to be reached but never was"),
+            format!(
+                "\"{SOMETIMES_ACKED_OUTLIVES_LEADER}\" was expected to be reached but never was"
+            ),
+        ],
+        "every safety and progress property still holds"
+    );
 }

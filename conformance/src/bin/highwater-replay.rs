@@ -8,7 +8,7 @@
 //! 1 it did not (or the two diverged), 2 usage or I/O errors.
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
@@ -39,6 +39,9 @@ struct Cli {
     /// Where the brokers keep their data: created, and must be empty if it exists.
     #[arg(long)]
     dir: PathBuf,
+    /// Replace the broker directories an earlier replay left in --dir.
+    #[arg(long)]
+    force: bool,
     /// Print both states after every step, not only the last.
     #[arg(long)]
     verbose: bool,
@@ -80,24 +83,6 @@ fn breaking_preset(name: &str) -> Result<(&'static Preset, &'static str), String
                 breaking()
             ))
         }
-    }
-}
-
-/// Creates `dir`, or accepts it if it is an empty directory: replaying never
-/// writes among someone's files.
-fn empty_dir(dir: &Path) -> Result<(), String> {
-    match fs::read_dir(dir) {
-        Ok(mut entries) => match entries.next() {
-            None => Ok(()),
-            Some(_) => Err(format!(
-                "{} is not empty; give a new or empty directory",
-                dir.display()
-            )),
-        },
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))
-        }
-        Err(e) => Err(format!("cannot read {}: {e}", dir.display())),
     }
 }
 
@@ -148,9 +133,10 @@ fn what_to_replay(cli: &Cli) -> Result<(Config, String, Vec<Action>), String> {
 }
 
 fn run(cli: &Cli) -> Result<bool, String> {
+    // The directory first: finding a preset's counterexample is a search.
+    highwater_model::outdir::replay_dir(&cli.dir, cli.force)?;
     let (config, property, actions) = what_to_replay(cli)?;
     let property = property.as_str();
-    empty_dir(&cli.dir)?;
     println!(
         "replaying its {} steps on the implementation in {}",
         actions.len(),

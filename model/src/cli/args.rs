@@ -9,18 +9,30 @@ use highwater_model::properties;
 use highwater_model::run::{RunOptions, Search, StopAt};
 use std::time::Duration;
 
+/// `highwater check`'s exit statuses (`run::exit`), for `--help`.
+macro_rules! exit_status_help {
+    () => {
+        "Exit status (TLC's codes where they meet):\n  \
+        0    every verdict as expected (with no expectation: nothing broke in a search that ran to its end)\n  \
+        1    not as expected: an expected counterexample not found, a sometimes-property not reached\n  \
+        2    bad usage: flags, input files, or an output that cannot be written\n  \
+        3    stopped (--seconds, --max-states) before it could decide, or random walks asked to prove a property\n  \
+        12   an always-property expected to hold has a counterexample (TLC: safety violation)\n  \
+        13   a progress property expected to hold has a stuck state (TLC: liveness violation)\n  \
+        130  interrupted by Ctrl-C"
+    };
+}
+
 #[derive(Parser)]
 #[command(
     name = "highwater",
     version,
     about = "Model-check Kafka's partition replication: leader election, ISR, high watermark, acks, truncation, crashes",
-    long_about = "Model-check Kafka's partition replication exhaustively.\n\n\
+    long_about = concat!("Model-check Kafka's partition replication exhaustively.\n\n\
         `highwater check` runs the default preset `safe` (today's rules) and shows every guarantee holding \
         and the partition able to heal; `highwater check --preset hw-truncation` (or any historical preset) \
         rediscovers a historical data-loss bug and prints its shortest counterexample. `highwater presets` \
-        lists them all.\n\n\
-        Exit status: 0 the verdicts are as expected, 1 they are not, 2 bad usage, 3 the run stopped \
-        (a limit or Ctrl-C) before it could decide."
+        lists them all.\n\n", exit_status_help!())
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -30,6 +42,7 @@ pub struct Cli {
 #[derive(Subcommand)]
 pub enum Command {
     /// Run the model checker on a preset, with any bound or switch overridden.
+    #[command(after_help = exit_status_help!())]
     Check(CheckArgs),
     /// List the presets: bounds, switches and expected verdict of each.
     #[command(after_long_help = highwater_model::presets::TLA_KIP320_DIFFERENCES)]
@@ -38,11 +51,15 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Serve stateright's web explorer, with a link to each counterexample.
+    /// Serve the web explorer at once and check meanwhile: the page shows
+    /// the check's progress, then the verdicts and a link to each
+    /// counterexample.
     Explore(ExploreArgs),
     /// Replay a trace written by `check --trace-out` (any settings): check
     /// each step on the model and that the property breaks at the end; with
-    /// --dir, also on the implementation's files (runs `highwater-replay`).
+    /// --dir, also on the implementation's files (runs `highwater-replay`);
+    /// with --under, re-run its actions under another rule.
+    #[command(after_long_help = REPLAY_EXIT_STATUS)]
     Replay(ReplayArgs),
     /// Inspect Kafka-format partition directories (runs `highwater-dump-log`,
     /// the implementation's tool: `highwater dump-log --help`).
@@ -60,11 +77,137 @@ pub struct ReplayArgs {
     pub trace: std::path::PathBuf,
     /// Also run it on the implementation, leaving each broker's data
     /// directory (Kafka's format) in this new or empty directory.
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", conflicts_with_all = RuleArgs::FLAGS)]
     pub dir: Option<std::path::PathBuf>,
+    /// Replace the broker directories an earlier replay left in --dir.
+    #[arg(long, requires = "dir")]
+    pub force: bool,
     /// In step tables, print only what changed at each step.
     #[arg(long)]
     pub diff: bool,
+    #[command(flatten)]
+    pub rules: RuleArgs,
+    /// What the re-run under another rule must show, for an exit status:
+    /// `holds` (the property holds in every state reached: every step runs,
+    /// or the rule refuses one) or `counterexample` (it still breaks).
+    /// Without it the re-run's verdict is printed and the exit status is 0.
+    #[arg(long, value_name = "OUTCOME")]
+    pub expect: Option<RerunExpect>,
+}
+
+/// Shown by `highwater replay --help`.
+const REPLAY_EXIT_STATUS: &str = "\
+Exit status: 0 the trace is a behaviour of the model under its own settings (each
+step the model's; the always-property it names, if any, breaks at the last step and
+not before), and with --under or a rule flag the re-run's verdict is printed (with
+--expect, it is the one expected); with --dir, the status of `highwater-replay`.
+1 the trace is not a behaviour of the model (the step, and the fields in which the
+state written differs from the one the step leads to), or the re-run is not what
+--expect says. 2 bad usage or an unreadable trace.";
+
+/// `replay --expect`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum RerunExpect {
+    /// The property holds in every state the re-run reaches.
+    Holds,
+    /// The property still breaks.
+    Counterexample,
+}
+
+/// Another rule to re-run a trace's actions under: a preset's rules, and
+/// any of these switches on top (of the trace's own rules without
+/// --under). The trace's bounds stay.
+#[derive(Args, Clone, Debug, Default)]
+pub struct RuleArgs {
+    /// Re-run the trace's actions from the initial state under this
+    /// preset's rules (its acks, min.insync.replicas, truncation, fencing,
+    /// ELR, elections, HW checkpoint, mutation), the trace's bounds kept.
+    #[arg(long, value_name = "PRESET", value_parser = preset_parser())]
+    pub under: Option<String>,
+    /// min.insync.replicas (1 to the replica count).
+    #[arg(long, value_parser = clap::value_parser!(u8).range(1..=5))]
+    pub min_isr: Option<u8>,
+    /// Producer acks: 0, 1 or all.
+    #[arg(long)]
+    pub acks: Option<Acks>,
+    /// Where a new follower truncates: hw, epoch, epoch-iterative, on-fetch
+    /// (`highwater check --help` says more of each switch).
+    #[arg(long)]
+    pub truncation: Option<Truncation>,
+    /// KIP-320 fencing (on or off).
+    #[arg(long, value_parser = on_off_parser())]
+    pub fencing: Option<bool>,
+    /// KIP-966 eligible leader replicas (on or off).
+    #[arg(long, value_parser = on_off_parser())]
+    pub elr: Option<bool>,
+    /// KIP-966's last-known-leader election (on or off).
+    #[arg(long, value_parser = on_off_parser())]
+    pub last_known_leader: Option<bool>,
+    /// Unclean leader election (on or off).
+    #[arg(long, value_parser = on_off_parser())]
+    pub unclean_election: Option<bool>,
+    /// When the HW is checkpointed: every-change or periodic.
+    #[arg(long)]
+    pub hw_checkpoint: Option<HwCheckpoint>,
+    /// A deliberately broken rule (as `check --mutation`).
+    #[arg(long)]
+    pub mutation: Option<Mutation>,
+}
+
+impl RuleArgs {
+    /// The flags' ids, for what conflicts with a re-run.
+    const FLAGS: [&'static str; 10] = [
+        "under",
+        "min_isr",
+        "acks",
+        "truncation",
+        "fencing",
+        "elr",
+        "last_known_leader",
+        "unclean_election",
+        "hw_checkpoint",
+        "mutation",
+    ];
+
+    /// The configuration to re-run a trace of `own` under: `own`'s bounds,
+    /// the rules of --under (else `own`'s), the switches on top; None when
+    /// no flag asks for a re-run.
+    pub fn resolve(
+        &self,
+        own: &Config,
+    ) -> Result<Option<(Config, Option<&'static Preset>)>, String> {
+        let preset = match &self.under {
+            Some(name) => Some(Preset::find(name).ok_or_else(|| format!("unknown preset {name}"))?),
+            None => None,
+        };
+        let mut c = highwater_model::rerun::with_rules(own, &preset.map_or(*own, |p| p.config));
+        let mut asked = preset.is_some();
+        macro_rules! set {
+            ($field:ident) => {
+                if let Some(v) = self.$field {
+                    c.$field = v;
+                    asked = true;
+                }
+            };
+        }
+        set!(min_isr);
+        set!(acks);
+        set!(truncation);
+        set!(fencing);
+        set!(elr);
+        set!(last_known_leader);
+        set!(unclean_election);
+        set!(hw_checkpoint);
+        if let Some(m) = self.mutation {
+            c.mutation = Some(m);
+            asked = true;
+        }
+        if !asked {
+            return Ok(None);
+        }
+        c.validate().map_err(|e| e.to_string())?;
+        Ok(Some((c, preset)))
+    }
 }
 
 /// Bounds and switches; each overrides the preset's value.
@@ -134,7 +277,10 @@ pub struct ModelArgs {
     /// no-last-fetched-epoch (under on-fetch the leader never sees a
     /// divergence: strong ISR breaks), fenced-still-acceptable (a live
     /// broker the controller fenced is still an acceptable leader: no
-    /// property breaks; trace validation notices it).
+    /// property breaks; trace validation notices it), no-restart (a crashed
+    /// broker never comes back: the partition never heals), never-acknowledge
+    /// (every acks=all write answered with an error: safe, vacuously; the
+    /// preset's sometimes-properties notice, see --expect preset).
     #[arg(long)]
     pub mutation: Option<Mutation>,
 }
@@ -147,8 +293,10 @@ pub struct CheckArgs {
     pub search: SearchArgs,
     /// What the run must show, for a verdict and an exit status when the
     /// preset is overridden: `holds` (no counterexample), `counterexample`
-    /// (some property breaks), or a property's name (that one breaks). By
-    /// default a preset's own expectation; an overridden run has none.
+    /// (some property breaks), a property's name (that one breaks), or
+    /// `preset` (what the preset expects, its sometimes-properties included:
+    /// a mutation run against `safe`'s whole expectation). By default a
+    /// preset's own expectation; an overridden run expects nothing to break.
     #[arg(long, value_parser = expect_parser())]
     pub expect: Option<ExpectArg>,
     /// Print one JSON report on stdout instead of text (progress then goes
@@ -163,10 +311,14 @@ pub struct CheckArgs {
     pub diff: bool,
     /// Write each counterexample to this directory as an ITF trace (the
     /// Informal Trace Format of Apalache and Quint), to replay with
-    /// `highwater replay --trace FILE`. The directory is created; existing
-    /// files of the same names are refused.
+    /// `highwater replay --trace FILE`. The directory is created and checked
+    /// before the search; a trace file already there is refused unless
+    /// --force.
     #[arg(long, value_name = "DIR")]
     pub trace_out: Option<std::path::PathBuf>,
+    /// Overwrite trace files already in --trace-out.
+    #[arg(long, requires = "trace_out")]
+    pub force: bool,
 }
 
 /// How to search, and when to stop.
@@ -229,6 +381,7 @@ pub struct ExploreArgs {
 pub enum ExpectArg {
     Holds,
     Counterexample,
+    Preset,
     Breaks(&'static str),
 }
 
@@ -237,6 +390,7 @@ fn expect_parser() -> clap::builder::ValueParser {
         match s {
             "holds" => return Ok(ExpectArg::Holds),
             "counterexample" => return Ok(ExpectArg::Counterexample),
+            "preset" => return Ok(ExpectArg::Preset),
             _ => {}
         }
         let names = breakable_properties();
@@ -246,7 +400,7 @@ fn expect_parser() -> clap::builder::ValueParser {
             .map(|n| ExpectArg::Breaks(n))
             .ok_or_else(|| {
                 format!(
-                    "expected holds, counterexample, or a property that can break: {}",
+                    "expected holds, counterexample, preset, or a property that can break: {}",
                     names
                         .iter()
                         .map(|n| format!("\"{n}\""))
@@ -391,6 +545,7 @@ impl CheckArgs {
             Some(ExpectArg::Holds) => Some(Expect::NoCounterexample),
             Some(ExpectArg::Counterexample) => Some(Expect::AnyCounterexample),
             Some(ExpectArg::Breaks(name)) => Some(Expect::Breaks(name)),
+            Some(ExpectArg::Preset) => Some(r.preset.expect),
             None => (!r.changed).then_some(r.preset.expect),
         }
     }
@@ -430,7 +585,11 @@ impl CheckArgs {
         let stop_at = match expect {
             _ if s.exhaustive => StopAt::Never,
             Some(Expect::Breaks(name)) if !is_progress(name) => StopAt::Property(name),
-            Some(Expect::AnyCounterexample) | None => StopAt::AnyCounterexample,
+            // A counterexample decides each of these: the one expected, or
+            // one that should not be (TLC stops at its first violation too).
+            Some(Expect::AnyCounterexample | Expect::NoCounterexample) | None => {
+                StopAt::AnyCounterexample
+            }
             _ => StopAt::Never,
         };
         let time_limit = match (s.seconds, s.simulate) {

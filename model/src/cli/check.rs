@@ -5,7 +5,7 @@ use super::args::{bound_warnings, CheckArgs};
 use super::display::Display;
 use super::report::print_report;
 use highwater_model::render::Style;
-use highwater_model::run::{self, Ended, Outcome, Search};
+use highwater_model::run::{self, Search};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -27,6 +27,9 @@ pub fn check(args: CheckArgs) -> Result<ExitCode, String> {
     let resolved = args.model.resolve()?;
     let expect = args.expectation(&resolved);
     let mut opts = args.run_options(expect)?;
+    if let Some(dir) = &args.trace_out {
+        prepare_trace_dir(dir, args.force)?;
+    }
     opts.interrupt = Some(install_interrupt());
     let cfg = resolved.config;
     let known = (!resolved.changed)
@@ -63,7 +66,8 @@ pub fn check(args: CheckArgs) -> Result<ExitCode, String> {
         match (expect, opts.stop_at) {
             (Some(e), _) => println!("expected: {}", e.text()),
             (None, _) => println!(
-                "expected: nothing (the preset was overridden; --expect gives a verdict and an exit status)"
+                "expected: nothing breaks (the preset was overridden; --expect holds, counterexample or a \
+                 property's name says what the run should show)"
             ),
         }
         if opts.stop_at != run::StopAt::Never {
@@ -82,16 +86,9 @@ pub fn check(args: CheckArgs) -> Result<ExitCode, String> {
         print_report(&report, Style { diff: args.diff });
     }
     if let Some(dir) = &args.trace_out {
-        write_traces(dir, &report, args.json)?;
+        write_traces(dir, &report, args.json, args.force)?;
     }
-    if report.ended == Ended::Interrupted {
-        return Ok(ExitCode::from(130));
-    }
-    Ok(match report.outcome {
-        Outcome::AsExpected | Outcome::NoExpectation => ExitCode::SUCCESS,
-        Outcome::NotAsExpected => ExitCode::from(1),
-        Outcome::Undecided => ExitCode::from(3),
-    })
+    Ok(ExitCode::from(report.exit_status))
 }
 
 pub fn search_text(s: Search) -> String {
@@ -127,40 +124,86 @@ fn limits_text(opts: &run::RunOptions) -> String {
     }
 }
 
+/// The file a property's trace is written to in `dir`: its name in lower
+/// case, words joined by `-` ("HW <= LEO": `hw-le-leo.itf.json`).
+fn trace_path(dir: &std::path::Path, property: &str) -> std::path::PathBuf {
+    let words: Vec<String> = property
+        .replace("<=", " le ")
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_ascii_lowercase)
+        .collect();
+    dir.join(format!("{}.itf.json", words.join("-")))
+}
+
+/// Makes sure, before the search, that the traces can be written: the
+/// directory exists (it is created) and takes a new file, and no trace
+/// this run could write is already there (unless `force`). A long search
+/// must not end in an error it could have given at once.
+fn prepare_trace_dir(dir: &std::path::Path, force: bool) -> Result<(), String> {
+    std::fs::create_dir_all(dir)
+        .map_err(|e| format!("--trace-out: cannot create {}: {e}", dir.display()))?;
+    let probe = dir.join(format!(".highwater-probe-{}", std::process::id()));
+    std::fs::write(&probe, b"")
+        .map_err(|e| format!("--trace-out: cannot write in {}: {e}", dir.display()))?;
+    let _ = std::fs::remove_file(&probe);
+    if force {
+        return Ok(());
+    }
+    let mut names = highwater_model::properties::safety_names();
+    names.extend([
+        highwater_model::progress::RECOVERABLE,
+        highwater_model::progress::ACKED_REPLICATED,
+    ]);
+    let existing: Vec<String> = names
+        .iter()
+        .map(|n| trace_path(dir, n))
+        .filter(|p| p.exists())
+        .map(|p| p.display().to_string())
+        .collect();
+    if existing.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "--trace-out: this run could overwrite {}; choose another directory or add --force",
+            existing.join(", ")
+        ))
+    }
+}
+
 /// Writes each counterexample as an ITF trace in `dir`, one file per
-/// property (a progress property's path runs on into its trap). Existing
-/// files are never overwritten.
-fn write_traces(dir: &std::path::Path, report: &run::Report, json: bool) -> Result<(), String> {
-    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+/// property (a progress property's as a lasso: its path runs on into its
+/// trap and round it, `lasso.rs`). Existing files are overwritten only with
+/// `force`.
+fn write_traces(
+    dir: &std::path::Path,
+    report: &run::Report,
+    json: bool,
+    force: bool,
+) -> Result<(), String> {
     for p in &report.properties {
         let Some(steps) = &p.counterexample else {
             continue;
         };
         let mut trace: Vec<_> = steps.iter().map(|s| s.raw).collect();
+        let mut loop_index = None;
         if let Some(cont) = &p.stuck_continuation {
-            trace.extend(cont.iter().skip(1).map(|s| s.raw));
+            let cont: Vec<_> = cont.iter().map(|s| s.raw).collect();
+            let (lasso, at) = highwater_model::lasso::progress_lasso(&report.config, &trace, &cont);
+            (trace, loop_index) = (lasso, Some(at));
         }
-        let doc = highwater_model::itf::to_itf(&report.config, p.name, p.kind, &trace);
-        let slug: String = p
-            .name
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() {
-                    c.to_ascii_lowercase()
-                } else {
-                    '-'
-                }
-            })
-            .collect();
-        let path = dir.join(format!("{}.itf.json", slug.trim_matches('-')));
+        let doc = highwater_model::itf::to_itf(&report.config, p.name, p.kind, &trace, loop_index);
+        let path = trace_path(dir, p.name);
         let text = serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?;
         let mut file = std::fs::OpenOptions::new()
             .write(true)
-            .create_new(true)
+            .create_new(!force)
+            .create(force)
+            .truncate(force)
             .open(&path)
             .map_err(|e| {
                 format!(
-                    "cannot write {} (it is never overwritten): {e}",
+                    "cannot write {} (add --force to overwrite): {e}",
                     path.display()
                 )
             })?;

@@ -26,11 +26,13 @@ pub fn presets(json: bool) -> Result<ExitCode, String> {
         );
         return Ok(ExitCode::SUCCESS);
     }
+    // One column wide enough for every name.
+    let w = PRESETS.iter().map(|p| p.name.len()).max().unwrap_or(0);
     for p in PRESETS {
         let c = &p.config;
-        println!("{:<17} {}", p.name, p.summary);
+        println!("{:<w$} {}", p.name, p.summary);
         println!(
-            "{:<17} replicas={} records={} max-epoch={} min-isr={} acks={} truncation={} fencing={} elr={} last-known-leader={} unclean-election={} hw-checkpoint={} crashes: clean={} unclean={} leader-moves={}",
+            "{:<w$} replicas={} records={} max-epoch={} min-isr={} acks={} truncation={} fencing={} elr={} last-known-leader={} unclean-election={} hw-checkpoint={} crashes: clean={} unclean={} leader-moves={}",
             "",
             c.replicas,
             c.records,
@@ -47,13 +49,13 @@ pub fn presets(json: bool) -> Result<ExitCode, String> {
             c.unclean_crashes,
             c.leader_moves
         );
-        println!("{:<17} expected: {}", "", p.expectation_text());
+        println!("{:<w$} expected: {}", "", p.expectation_text());
         if let Some(f) = p.fixed_by {
-            println!("{:<17} fixed by: {} (preset {})", "", f.rule, f.preset);
+            println!("{:<w$} fixed by: {} (preset {})", "", f.rule, f.preset);
         }
         if let Some(t) = p.tlc {
             println!(
-                "{:<17} TLC on the TLA+ {} module: {} distinct states (depth {}); highwater: {} unique states (see `highwater presets --help`)",
+                "{:<w$} TLC on the TLA+ {} module: {} distinct states (depth {}); highwater: {} unique states (see `highwater presets --help`)",
                 "",
                 t.module,
                 t.distinct_states,

@@ -88,12 +88,26 @@ pub fn print_report(r: &Report, style: Style) {
     print_counterexamples(r, style);
     println!();
     let expected = r.expected.as_deref().unwrap_or("nothing");
+    let no_expectation = "no expectation was given: --expect holds, counterexample or a \
+                          property's name gives one";
     match r.outcome {
-        Outcome::AsExpected if r.ended == Ended::Sampled => println!(
-            "verdict: nothing found against the expectation ({expected}); a search that is not \
-             exhaustive proves no property"
-        ),
-        Outcome::AsExpected => println!("verdict: as expected ({expected})"),
+        Outcome::AsExpected if r.ended == Ended::Sampled => {
+            println!("verdict: as expected ({expected}), found by random walks")
+        }
+        Outcome::AsExpected => {
+            let unchecked = r
+                .properties
+                .iter()
+                .any(|p| p.kind == "progress" && p.verdict == Verdict::NotChecked);
+            if unchecked && r.ended == Ended::Exhaustive {
+                println!(
+                    "verdict: as expected ({expected}), for safety: this search does not check \
+                     progress"
+                )
+            } else {
+                println!("verdict: as expected ({expected})")
+            }
+        }
         Outcome::NotAsExpected => {
             println!("verdict: NOT as expected (expected: {expected})");
             for m in &r.mismatches {
@@ -105,11 +119,27 @@ pub fn print_report(r: &Report, style: Style) {
              it could tell: nothing it saw contradicts the expectation",
             r.progress.unique_states
         ),
-        Outcome::NoExpectation => println!(
-            "verdict: no expectation (the preset was overridden: --expect holds, counterexample \
-             or a property's name gives one)"
+        Outcome::NoExpectation
+            if matches!(
+                r.exit_status,
+                run::exit::SAFETY_VIOLATION | run::exit::PROGRESS_VIOLATION
+            ) =>
+        {
+            println!("verdict: a property BROKE ({no_expectation})")
+        }
+        Outcome::NoExpectation if matches!(r.ended, Ended::Limited | Ended::Interrupted) => {
+            println!(
+                "verdict: not decided: nothing broke in the {} states seen, but the search did \
+                 not finish ({no_expectation})",
+                r.progress.unique_states
+            )
+        }
+        Outcome::NoExpectation if r.ended == Ended::Sampled => println!(
+            "verdict: nothing broke on these random walks, which prove nothing ({no_expectation})"
         ),
+        Outcome::NoExpectation => println!("verdict: nothing broke ({no_expectation})"),
     }
+    println!("exit status {}", r.exit_status);
 }
 
 fn plural(n: u64, what: &str) -> String {
@@ -187,7 +217,7 @@ fn print_counterexamples(r: &Report, style: Style) {
             println!(
                 "Stuck: without a further fault the partition can no longer reach a healthy state{}.",
                 if prop.name == highwater_model::progress::ACKED_REPLICATED {
-                    " in which every acknowledged record is on every live replica below its HW"
+                    " in which every acknowledged record is on every replica, back from any crash, below its HW"
                 } else {
                     ""
                 }

@@ -13,13 +13,18 @@ use crate::replication::{Acks, TruncationMode};
 pub enum RuleSet {
     /// acks=all, min.insync.replicas=2, KIP-320 fencing, KIP-966 ELR,
     /// unclean election off: nothing acknowledged or read may be lost.
+    /// (Also by the model's preset name, as each rule set below.)
+    #[value(alias = "safe")]
     Today,
     /// acks=1: the leader acknowledges on append.
+    #[value(alias = "acks-1")]
     Acks1,
     /// min.insync.replicas=1 without the ELR: the leader alone may commit.
+    #[value(alias = "min-isr-1")]
     MinIsr1,
     /// Unclean leader election on (with min.insync.replicas=1, no ELR, as
     /// Kafka's defaults once were).
+    #[value(alias = "unclean-election")]
     Unclean,
     /// Followers truncate to their HW (before KIP-101, and before KIP-320's
     /// fencing).
@@ -158,5 +163,28 @@ impl SoakFigures {
     /// Anything lost: acknowledged, read, or below an HW.
     pub fn loss(&self) -> bool {
         self.lost > 0 || self.vanished > 0 || self.disagreeing_below_hw > 0
+    }
+}
+
+#[cfg(test)]
+mod names {
+    use super::RuleSet;
+    use clap::ValueEnum;
+
+    /// Each rule set answers to its own name and to the name of the model's
+    /// preset with the same rules (`highwater presets`).
+    #[test]
+    fn rule_sets_take_the_presets_names_too() {
+        for (rules, own, preset) in [
+            (RuleSet::Today, "today", "safe"),
+            (RuleSet::Acks1, "acks1", "acks-1"),
+            (RuleSet::MinIsr1, "min-isr1", "min-isr-1"),
+            (RuleSet::Unclean, "unclean", "unclean-election"),
+            (RuleSet::HwTruncation, "hw-truncation", "hw-truncation"),
+            (RuleSet::Unfenced, "unfenced", "unfenced"),
+        ] {
+            assert_eq!(RuleSet::from_str(own, false), Ok(rules));
+            assert_eq!(RuleSet::from_str(preset, false), Ok(rules), "{preset}");
+        }
     }
 }
