@@ -577,11 +577,13 @@ fn faults_wait_for_a_broker_slow_to_start() {
 
 /// Faults from the first moment (`Regression::FaultsBeforeStart`): the
 /// slow broker is fenced before it registered, and its start does not
-/// fit the model.
+/// fit the model. Whether a run shows it depends on where the fences fall
+/// against the slow broker's start: 5 of 11 runs did at a load of 4 (a
+/// run takes 0.5-3 s), so up to 16 runs (all 16 missing it: ~1 in 10^4).
 #[test]
 fn faults_before_a_broker_started_are_caught() {
     caught_in(
-        3,
+        16,
         "a broker fenced before it started",
         || match slow_start(Some(Regression::FaultsBeforeStart)).events_validated() {
             Ok(n) => {
