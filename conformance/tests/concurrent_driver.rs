@@ -9,7 +9,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use common::concurrent::{caught_in, run3, schedule};
+use common::concurrent::{caught_in, end_state, run3, schedule};
 use highwater::cluster::concurrent::{Fault, InjectedFault, RunReport};
 use highwater::cluster::{Actor, Event};
 use highwater::replication::{Acks, HwCheckpointPolicy};
@@ -27,13 +27,15 @@ fn acks_all_survives_crashes_and_failovers() {
         config.consumers = 1;
         config.max_in_flight = 4;
         config.records_per_request = 2;
-        config.duration = Duration::from_secs(4);
+        config.duration = Duration::from_secs(2);
+        // Producers run on until the schedule's first round was injected
+        // and more than 100 records were acknowledged, however slow the
+        // machine (producers once ran 21 s instead of 4 on 2 busy cores).
+        config.until.acknowledged = Some(101);
         config.flush_interval = Some(Duration::from_millis(50));
         config.replication.replica_lag_time_max_ms = 300;
-        // Room for the schedule's first round on a loaded machine
-        // (producers ran 21 s instead of 4 on 2 busy cores), and for
-        // settling after.
-        config.settle_timeout = Duration::from_secs(40);
+        // A hang guard: the settle phase ends as soon as it settles.
+        config.settle_timeout = Duration::from_secs(60);
         config.faults = Some(schedule(300, 250, 150, faults));
     })
     .unwrap();
@@ -58,7 +60,11 @@ fn acks_all_survives_crashes_and_failovers() {
             eprintln!("{} {:?} {:?}", e.seq, e.actor, e.event);
         }
     }
-    assert!(report.settled, "every replica came back and caught up");
+    assert!(
+        report.settled,
+        "every replica came back and caught up: {}",
+        end_state(&report)
+    );
     // The run lasts until each scheduled fault took effect once, in the
     // schedule's order (more follow if time allows): unclean and clean
     // crashes, of the leader and of a follower.
@@ -155,7 +161,7 @@ fn a_run_lasts_until_each_scheduled_fault_was_injected() {
         // A light load, so that a restarted broker catches up soon however
         // loaded the machine: the test is about the schedule.
         config.max_records = Some(200);
-        config.settle_timeout = Duration::from_secs(10);
+        config.settle_timeout = Duration::from_secs(60);
         config.faults = Some(schedule(300, 100, 50, faults));
     })
     .unwrap()
@@ -168,7 +174,11 @@ fn a_run_lasts_until_each_scheduled_fault_was_injected() {
         report.crashes
     );
     assert!(report.produce_elapsed >= Duration::from_millis(300));
-    assert!(report.settled, "every replica came back and caught up");
+    assert!(
+        report.settled,
+        "every replica came back and caught up: {}",
+        end_state(&report)
+    );
     assert_eq!(
         report.lost_acknowledged(),
         vec![],
@@ -181,18 +191,23 @@ fn acks_1_without_faults_loses_nothing_and_acks_0_gets_no_answers() {
     for acks in [Acks::Leader, Acks::None] {
         let report = run3(None, |config| {
             config.acks = acks;
-            config.duration = Duration::from_millis(300);
+            config.duration = Duration::from_millis(100);
+            // Until 10 records are acknowledged (acks=0: in the leader's
+            // log), however slow the machine.
+            config.until.acknowledged = Some(10);
+            config.settle_timeout = Duration::from_secs(60);
         })
         .unwrap()
         .fitted(&format!("{acks:?} without faults"));
         assert!(report.errors.is_empty(), "{:?}", report.errors);
-        assert!(report.settled);
+        assert!(report.settled, "{}", end_state(&report));
         assert_eq!(report.lost_acknowledged(), vec![]);
         if acks == Acks::None {
             assert!(report.acked.is_empty());
-            assert!(report.final_logs[0].len() as u64 >= 1);
+            // Every replica settled at the leader's log, which held 10.
+            assert!(report.final_logs[0].len() >= 10, "{:?}", report.final_logs);
         } else {
-            assert!(!report.acked.is_empty());
+            assert!(report.acked.len() >= 10, "{}", report.acked.len());
         }
     }
 }
@@ -209,12 +224,14 @@ fn acks_1_without_faults_loses_nothing_and_acks_0_gets_no_answers() {
 fn failing_checkpoints(inject: Option<InjectedFault>) -> RunReport {
     let report = run3(None, |config| {
         config.replication.hw_checkpoint = HwCheckpointPolicy::EveryChange;
-        // Long enough for a leader to be elected and set an HW under load
-        // (in 400 ms, 2 tries in 10 set none under a load of 5).
+        // At least until a leader set an HW and its checkpoint failed,
+        // however slow the machine (a fixed 400 ms once set none, 2 tries
+        // in 10 under a load of 5); 1.5 s for the chances of more.
         config.duration = Duration::from_millis(1500);
+        config.until.checkpoint_failures = Some(1);
         config.consumers = 2;
         config.hw_checkpoints_fail = true;
-        config.settle_timeout = Duration::from_secs(10);
+        config.settle_timeout = Duration::from_secs(60);
         config.inject = inject;
     })
     .unwrap()
@@ -250,7 +267,8 @@ fn consumers_never_see_an_hw_whose_checkpoint_failed() {
     );
     assert!(
         report.settled,
-        "the partition healed once checkpoints worked"
+        "the partition healed once checkpoints worked: {}",
+        end_state(&report)
     );
 }
 

@@ -8,7 +8,12 @@
 //!   replicas alike is needed;
 //! - `tla-kip320`, with symmetry reduction, as the model checker runs it.
 //!
+//! Both are the long tier (`HIGHWATER_LONG_TESTS=1`, as CI runs them).
+//!
 //! The full `safe` runs in `benches/exhaustive.rs`.
+
+#[path = "../../testkit/long_tier.rs"]
+mod long_tier;
 
 use highwater_conformance::exhaustive::{check, check_against, model_checker_run, Options};
 use highwater_conformance::mapping::step_config;
@@ -77,12 +82,20 @@ fn every_transition(name: &str, cfg: &Config, symmetry: bool) {
 
 #[test]
 fn every_transition_of_safe_with_one_record_conforms_without_symmetry() {
+    if !long_tier::enabled(
+        "every transition of safe with one record, unreduced: 25 minutes on a busy 2-core machine",
+    ) {
+        return;
+    }
     let cfg = Config { records: 1, ..SAFE };
     every_transition("safe --records 1", &cfg, false);
 }
 
 #[test]
 fn every_transition_of_tla_kip320_conforms() {
+    if !long_tier::enabled("every transition, about 20 seconds") {
+        return;
+    }
     let p = Preset::find("tla-kip320").expect("a preset");
     every_transition(p.name, &p.config, true);
 }

@@ -6,6 +6,8 @@
 //! `tla-kip320`; `safe`'s measure is an ignored test, run by hand.
 
 mod common;
+#[path = "../../testkit/long_tier.rs"]
+mod long_tier;
 
 use common::{guided_runs, CASES, IN_MEMORY_CASES, STEPS};
 use highwater_conformance::coverage::{Share, Space, Visits};
@@ -75,12 +77,13 @@ fn plausible(on_files: &Share, in_memory: &Share) {
     assert!(in_memory.states.0 > on_files.states.0);
 }
 
-/// `cargo test --release -p highwater-conformance --test lockstep_coverage
-/// -- --ignored --nocapture`: explores `safe`'s 7.8 million states first
-/// (about a minute), so CI runs the smaller preset below.
+/// Explores `safe`'s 7.8 million states first (the long tier; the
+/// smaller preset below runs without it).
 #[test]
-#[ignore = "explores safe's whole state space first (about a minute); run by hand"]
 fn the_random_lockstep_reports_what_it_covers_of_safe() {
+    if !long_tier::enabled("explores safe's whole state space first, about a minute") {
+        return;
+    }
     let (on_files, in_memory) = coverage("safe");
     plausible(&on_files, &in_memory);
 }

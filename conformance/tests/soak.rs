@@ -10,7 +10,9 @@ mod common;
 
 use std::time::Duration;
 
-use highwater::cluster::concurrent::{pace_for_validation, soak_config, RuleSet, SoakFigures};
+use highwater::cluster::concurrent::{
+    pace_for_validation, soak_config, ConcurrentConfig, RuleSet, SoakFigures,
+};
 use highwater_conformance::trace_validation::{
     model_config, validate_file_with, validated_run, Mode,
 };
@@ -50,9 +52,19 @@ impl Tally {
     }
 }
 
+/// `soak_config` for the tests: the nemesis strikes at least `faults`
+/// times however slow the machine, and the settle phase waits as long as
+/// a partition takes to heal (a hang guard of a minute).
+fn soak_test_config(rules: RuleSet, seed: u64, faults: u64) -> ConcurrentConfig {
+    let mut config = soak_config(rules, seed, Duration::from_secs_f64(SECONDS));
+    config.until.nemesis_faults = Some(faults);
+    config.settle_timeout = Duration::from_secs(60);
+    config
+}
+
 fn soak(rules: RuleSet, seed: u64, tally: &mut Tally) -> SoakFigures {
     let dir = tempfile::tempdir().unwrap();
-    let config = soak_config(rules, seed, Duration::from_secs_f64(SECONDS));
+    let config = soak_test_config(rules, seed, 5);
     let run = validated_run(config.clone(), dir.path()).unwrap();
     if run.whole() {
         tally.whole += 1;
@@ -129,9 +141,13 @@ fn acks_1_records_its_loss_as_a_broken_property_not_a_misfit() {
     assert!(recorded.is_some(), "no seed recorded a lost record");
 }
 
+/// Up to 24 seeds, stopping at the first loss (whether a seed loses
+/// depends on how its faults fall on the threads' timing: at a load of 15
+/// the first loss came at seeds 2 to 7; under a load of 20, 12 seeds once
+/// found none).
 #[test]
 fn min_insync_replicas_1_without_elr_loses_records() {
-    assert!(first_loss(RuleSet::MinIsr1, 12).is_some());
+    assert!(first_loss(RuleSet::MinIsr1, 24).is_some());
 }
 
 #[test]
@@ -143,11 +159,14 @@ fn unclean_leader_election_loses_records() {
 /// it goes offline as Kafka takes a failed log directory offline, the
 /// protocol carries on without it, it comes back when the disk has room,
 /// and the run still reports (a full disk no longer loses the report).
+/// One full disk at least: the nemesis fills another only once the last
+/// broker is back in the ISR, which a busy machine may not reach while
+/// producers run (2 of 3 in 120 s once, under a load of 26).
 #[test]
 fn a_full_disk_takes_the_replica_offline_and_the_partition_heals() {
     use highwater::cluster::concurrent::NemesisFault;
     let dir = tempfile::tempdir().unwrap();
-    let mut config = soak_config(RuleSet::Today, 7, Duration::from_secs_f64(SECONDS));
+    let mut config = soak_test_config(RuleSet::Today, 7, 1);
     if let Some(n) = config.nemesis.as_mut() {
         n.faults = vec![NemesisFault::FullDisk];
     }
@@ -156,7 +175,7 @@ fn a_full_disk_takes_the_replica_offline_and_the_partition_heals() {
         .fitted("full disks");
     let f = SoakFigures::of(&report);
     eprintln!("{f:?} {:?} {:?}", report.nemesis_faults, report.errors);
-    assert!(f.faults >= 3, "disks filled: {f:?}");
+    assert!(f.faults >= 1, "a disk filled: {f:?}");
     assert!(
         report.errors.iter().any(|e| e.contains("no space left")),
         "the failures are reported: {:?}",
@@ -220,14 +239,17 @@ fn the_soak_binary_validates_every_trace() {
 
 /// A trace that does not fit fails the soak whatever the rule set: the
 /// misfit printed, the trace kept and where said (a concurrency bug
-/// injected by a test-only switch; 4 records, so that the traces are
-/// validated past their first records).
+/// injected by a test-only switch; 4 records, each sent however slow the
+/// machine, so that the traces are validated past their first records).
+/// The bug shows once a follower takes records from its leader: 4 seeds,
+/// since the nemesis may take every record before (acks=1 seed 0 lost its
+/// 4 to a leader's crash before any was fetched, under a load of 20).
 #[test]
 fn a_soak_whose_trace_does_not_fit_fails_and_keeps_the_trace() {
     let keep = tempfile::tempdir().unwrap();
     let (code, out, err) = soak_binary(&[
         "--seeds",
-        "2",
+        "4",
         "--seconds",
         "0.3",
         "--max-records",
@@ -287,7 +309,7 @@ fn a_paced_soak_is_validated_past_its_faults_and_epochs() {
     let (mut events, mut validated, mut epoch_base) = (0, 0, 0);
     for seed in 0..2 {
         let dir = tempfile::tempdir().unwrap();
-        let mut config = soak_config(RuleSet::Today, seed, Duration::from_secs_f64(SECONDS));
+        let mut config = soak_test_config(RuleSet::Today, seed, 5);
         pace_for_validation(&mut config);
         let run = validated_run(config, dir.path()).unwrap();
         let s = match &run.validation {

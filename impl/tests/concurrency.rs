@@ -5,7 +5,7 @@
 mod common;
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Barrier};
 use std::thread;
 use std::time::Duration;
 
@@ -21,13 +21,19 @@ fn readers_see_only_published_valid_data() {
         LoadParams::default(),
     );
     let done = Arc::new(AtomicBool::new(false));
+    // The writer starts once every reader has read once: the readers run
+    // while it writes however late the threads are scheduled (the check
+    // that each read was otherwise a race with the writer's end).
+    let started = Arc::new(Barrier::new(4));
     let mut handles = Vec::new();
     for id in 0..3u64 {
         let reader = log.reader();
         let done = done.clone();
+        let started = started.clone();
         handles.push(thread::spawn(move || {
             let mut reads = 0u64;
             let mut next = 0;
+            let mut waited = false;
             while !done.load(Ordering::SeqCst) {
                 let consumer = id == 0;
                 let bound = if consumer {
@@ -59,10 +65,15 @@ fn readers_see_only_published_valid_data() {
                     Err(Error::OffsetOutOfRange { .. }) => next = 0,
                     Err(e) => panic!("reader {id}: {e}"),
                 }
+                if !waited {
+                    waited = true;
+                    started.wait();
+                }
             }
             reads
         }));
     }
+    started.wait();
     for round in 0..30u64 {
         for _ in 0..40 {
             let o = log.log_end_offset();

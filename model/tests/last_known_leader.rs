@@ -15,6 +15,8 @@
 mod common;
 
 use common::*;
+#[path = "../../testkit/long_tier.rs"]
+mod long_tier;
 use highwater_model::controller::Election;
 use highwater_model::presets::SAFE;
 use highwater_model::properties::{properties, COMMITTED_RECORDS_SURVIVE};
@@ -249,10 +251,11 @@ fn reachable_with_two_unclean_crashes_or_min_isr_1() {
     }));
 }
 
-/// `safe` itself: `cargo test --release -p highwater-model --test
-/// last_known_leader -- --ignored`.
+/// `safe` itself (the long tier).
 #[test]
-#[ignore = "a breadth-first search of safe's whole state space (about a minute)"]
 fn never_within_safe_bounds() {
+    if !long_tier::enabled("a breadth-first search of safe's whole state space, about a minute") {
+        return;
+    }
     assert!(!reachable(SAFE));
 }

@@ -2,6 +2,8 @@
 //! preset: found, naming the property the preset says it breaks, and with no
 //! shorter one (checked independently with stateright's own BFS).
 
+#[path = "../../testkit/long_tier.rs"]
+mod long_tier;
 use highwater_model::config::Mutation;
 use highwater_model::presets::{Expect, Preset, PRESETS};
 use highwater_model::properties::STRONG_ISR;
@@ -37,6 +39,9 @@ fn assert_verdict(cfg: Config, expect: Expect) {
 
 #[test]
 fn safe_holds_everything_and_reaches_everything() {
+    if !long_tier::enabled("a search of safe, about a minute and a half") {
+        return;
+    }
     let p = preset("safe");
     let report = exhaustive(p.config, p.expect);
     assert!(report.mismatches.is_empty(), "{:?}", report.mismatches);
@@ -49,6 +54,9 @@ fn safe_holds_everything_and_reaches_everything() {
 
 #[test]
 fn safe_deep_holds_with_one_record() {
+    if !long_tier::enabled("a search of safe-deep with one record, about 20 seconds") {
+        return;
+    }
     // The full preset runs in the benchmark; one record keeps the clean
     // crash's extra interleavings and still commits, changes leaders, etc.
     let p = preset("safe-deep");
@@ -66,6 +74,9 @@ fn safe_deep_holds_with_one_record() {
 /// fetches can be cut short: without it `safe` breaks the strong ISR.
 #[test]
 fn without_the_epoch_start_condition_safe_breaks_the_strong_isr() {
+    if !long_tier::enabled("a search of safe, about a minute and a half") {
+        return;
+    }
     let cfg = Config {
         mutation: Some(Mutation::ExpandAtHw),
         ..preset("safe").config
@@ -215,8 +226,21 @@ fn assert_no_shorter(cfg: Config, property: &'static str, steps: usize) {
 
 macro_rules! historical {
     ($test:ident, $preset:literal) => {
+        historical!($test, $preset, None);
+    };
+    // Those whose search without symmetry to the counterexample's depth
+    // takes a minute or more.
+    ($test:ident, $preset:literal, long: $cost:literal) => {
+        historical!($test, $preset, Some($cost));
+    };
+    ($test:ident, $preset:literal, $long:expr) => {
         #[test]
         fn $test() {
+            if let Some(cost) = $long {
+                if !long_tier::enabled(cost) {
+                    return;
+                }
+            }
             let (cfg, property, actions) = shortest($preset);
             assert_no_shorter(cfg, property, actions.len());
             assert_the_fix_holds($preset, property, &actions);
@@ -231,9 +255,21 @@ historical!(
     "unclean-election"
 );
 historical!(no_elr_loses_a_committed_record, "no-elr");
-historical!(hw_truncation_loses_a_committed_record, "hw-truncation");
-historical!(epoch_lookup_breaks_the_strong_isr, "epoch-lookup");
-historical!(unfenced_breaks_the_strong_isr, "unfenced");
+historical!(
+    hw_truncation_loses_a_committed_record,
+    "hw-truncation",
+    long: "no shorter one, by a search without symmetry, about 1.5 minutes"
+);
+historical!(
+    epoch_lookup_breaks_the_strong_isr,
+    "epoch-lookup",
+    long: "no shorter one, by a search without symmetry, about 1.5 minutes"
+);
+historical!(
+    unfenced_breaks_the_strong_isr,
+    "unfenced",
+    long: "no shorter one, by a search without symmetry, about 40 seconds"
+);
 
 #[test]
 fn every_preset_is_valid_and_historical_ones_differ_from_safe() {

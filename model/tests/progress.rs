@@ -3,6 +3,8 @@
 //! a rule is broken on purpose, and holding where it is not.
 
 mod common;
+#[path = "../../testkit/long_tier.rs"]
+mod long_tier;
 
 use common::*;
 use highwater_model::config::Mutation;
@@ -46,6 +48,9 @@ fn trap_state(r: &Report, name: &str) -> State {
 /// moves again.
 #[test]
 fn the_old_isr_rule_stalls_safe_and_kafkas_does_not() {
+    if !long_tier::enabled("two searches of safe with the progress graph, about 2 minutes") {
+        return;
+    }
     let stalled = check(Config {
         mutation: Some(Mutation::ExpandOnLeaderHw),
         ..SAFE
@@ -92,6 +97,9 @@ fn the_old_isr_rule_stalls_safe_and_kafkas_does_not() {
 /// forever; nothing unsafe ever happens.
 #[test]
 fn an_elr_never_elected_from_waits_forever() {
+    if !long_tier::enabled("a progress search, about 20 seconds") {
+        return;
+    }
     let cfg = Config {
         records: 1,
         mutation: Some(Mutation::NoElrElection),
@@ -129,6 +137,9 @@ fn an_elr_never_elected_from_waits_forever() {
 /// counted, with an example, and are not violations.
 #[test]
 fn offline_by_design_is_counted_not_reported() {
+    if !long_tier::enabled("two progress searches, about a minute") {
+        return;
+    }
     let r = check(Config {
         records: 1,
         unclean_crashes: 2,
@@ -285,6 +296,9 @@ fn progress_under(cfg: Config, walk: RecoveryWalk) -> UnderWalk {
 /// without a walk hides stuck states.
 #[test]
 fn the_recovery_walk_changes_no_verdict_and_its_goals_are_load_bearing() {
+    if !long_tier::enabled("six progress searches, about 2 minutes") {
+        return;
+    }
     for cfg in [
         Config {
             mutation: Some(Mutation::ExpandOnLeaderHw),

@@ -2,6 +2,8 @@
 //! reached in `safe`, and never once the step it needs is taken away.
 
 mod common;
+#[path = "../../testkit/long_tier.rs"]
+mod long_tier;
 
 use highwater_model::presets::SAFE;
 use highwater_model::properties::{
@@ -29,6 +31,9 @@ fn reached(name: &str, keep: impl Fn(&Action) -> bool) -> bool {
 
 #[test]
 fn a_follower_rejoins_only_through_an_isr_expansion() {
+    if !long_tier::enabled("two unreduced explorations of safe with one record, about a minute") {
+        return;
+    }
     assert!(reached(SOMETIMES_FOLLOWER_REJOINS, |_| true));
     assert!(!reached(SOMETIMES_FOLLOWER_REJOINS, |a| !matches!(
         a,
@@ -38,6 +43,9 @@ fn a_follower_rejoins_only_through_an_isr_expansion() {
 
 #[test]
 fn a_record_commits_only_through_an_hw_advance() {
+    if !long_tier::enabled("two unreduced explorations of safe with one record, about a minute") {
+        return;
+    }
     assert!(reached(SOMETIMES_COMMIT, |_| true));
     assert!(!reached(SOMETIMES_COMMIT, |a| !matches!(
         a,

@@ -52,7 +52,8 @@ struct Cli {
     overlap_unclean: bool,
     /// Stop producing after this many records (4 or fewer: the records fit
     /// the model's state, and a trace is validated to its end unless its
-    /// leader epochs go beyond the model's).
+    /// leader epochs go beyond the model's); a run then lasts until all of
+    /// them were sent, however slow the machine.
     #[arg(long)]
     max_records: Option<u64>,
     /// Pace the producers so that trace validation can follow the run past
@@ -135,6 +136,9 @@ struct Tally {
     /// Traces that fit and break an always-property (as the model does
     /// under a historical rule set): the seed and the first broken.
     broken: Vec<String>,
+    /// Runs stopped by their hang guard before their goals (all records
+    /// sent): the seed and the goals.
+    unmet: Vec<String>,
 }
 
 fn main() -> ExitCode {
@@ -151,7 +155,7 @@ fn main() -> ExitCode {
                 let lost_today = rules == RuleSet::Today
                     && !cli.overlap_unclean
                     && (t.first_loss.is_some() || !t.broken.is_empty());
-                failed |= lost_today || !t.misfits.is_empty();
+                failed |= lost_today || !t.misfits.is_empty() || !t.unmet.is_empty();
                 tallies.push((rules, t));
             }
             Err(e) => {
@@ -179,6 +183,7 @@ fn config_of(cli: &Cli, rules: RuleSet, seed: u64) -> ConcurrentConfig {
     config.inject = cli.inject_fault.map(Injected::fault);
     if cli.max_records.is_some() {
         config.max_records = cli.max_records;
+        config.until.sent = cli.max_records;
     }
     if cli.paced {
         pace_for_validation(&mut config);
@@ -239,6 +244,10 @@ fn soak(cli: &Cli, rules: RuleSet) -> Result<Tally, String> {
             t.broken.push(format!("seed {seed}: at event {seq}, {p}"));
         }
         let report = &run.report;
+        if !report.unmet_goals.is_empty() {
+            t.unmet
+                .push(format!("seed {seed}: {}", report.unmet_goals.join("; ")));
+        }
         let f = SoakFigures::of(report);
         t.runs += 1;
         t.healed += u64::from(f.healed);
@@ -350,6 +359,12 @@ fn print_tally(cli: &Cli, rules: RuleSet, t: &Tally) {
     println!("traces breaking a property:   {}", t.broken.len());
     for b in &t.broken {
         println!("  {b}");
+    }
+    if !t.unmet.is_empty() {
+        println!("runs stopped short of their goals: {}", t.unmet.len());
+        for u in &t.unmet {
+            println!("  {u}");
+        }
     }
     println!("faults injected:              {}", f.faults);
     println!("healed after the last fault:  {} of {}", t.healed, t.runs);

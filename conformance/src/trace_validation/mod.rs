@@ -629,6 +629,10 @@ pub fn seeded_config(seed: u64, trace: &Path) -> ConcurrentConfig {
     let mut c = ConcurrentConfig::new(3);
     c.duration = Duration::from_millis(200 + g.below(150));
     c.max_records = Some(highwater_model::state::MAX_RECORDS as u64);
+    // Every record is sent however slow the machine (in a fixed 200 ms a
+    // loaded one may send fewer); not a choice: the choices below stay the
+    // seed's.
+    c.until.sent = c.max_records;
     c.max_in_flight = 1 + g.below(4) as usize;
     c.consumers = 1;
     c.trace = true;
@@ -752,8 +756,14 @@ impl ValidatedRun {
     }
 
     /// The run's report, once its trace fitted the model (as far as the
-    /// model's bounds reach); panics with the misfit otherwise.
+    /// model's bounds reach) and it met its goals; panics with the misfit,
+    /// or the goals its hang guard stopped short of, otherwise.
     pub fn fitted(self, what: &str) -> highwater::cluster::concurrent::RunReport {
+        assert!(
+            self.report.unmet_goals.is_empty(),
+            "{what}: the run stopped at its hang guard: {:?}",
+            self.report.unmet_goals
+        );
         match self.events_validated() {
             Ok(_) => eprintln!("{what}: {}", self.describe()),
             Err(m) => panic!("{what}: the trace is not a behaviour of the model:\n{m}"),

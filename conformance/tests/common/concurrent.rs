@@ -41,6 +41,21 @@ impl Run {
     /// The report, once the trace fitted the model (panics otherwise);
     /// `what` names the run, with its regression.
     pub fn fitted(self, what: &str) -> RunReport {
+        let report = &self.run.report;
+        if !report.unmet_goals.is_empty() {
+            let trace = self.trace();
+            let last: Vec<String> = trace
+                .iter()
+                .skip(trace.len().saturating_sub(30))
+                .map(|e| format!("#{} {:?}: {:?}", e.seq, e.actor, e.event))
+                .collect();
+            panic!(
+                "{what}: the run stopped at its hang guard: {:?}\n{}\nthe trace's last events:\n{}",
+                report.unmet_goals,
+                end_state(report),
+                last.join("\n")
+            );
+        }
         self.run
             .fitted(&format!("{what}, {:?}", self.config.regress))
     }
@@ -76,4 +91,24 @@ pub fn schedule(first_after: u64, every: u64, down_for: u64, faults: Vec<Fault>)
         down_for: Duration::from_millis(down_for),
         faults,
     }
+}
+
+/// How a run ended, for a failure's message: the controller's leader, ISR
+/// and live brokers, and each replica's role, epoch, LEO, HW and ISR copy.
+pub fn end_state(report: &RunReport) -> String {
+    let c = &report.controller;
+    let mut out = format!(
+        "controller: leader {:?} epoch {:?} isr {:?} elr {:?} alive {:?}",
+        c.leader, c.leader_epoch, c.isr, c.elr, c.alive
+    );
+    for (r, s) in report.final_states.iter().enumerate() {
+        out.push_str(&match s {
+            Some(s) => format!(
+                "; replica {r}: {:?} epoch {:?} leo {} hw {} isr {:?}",
+                s.role, s.leader_epoch, s.log_end_offset, s.high_watermark, s.isr
+            ),
+            None => format!("; replica {r}: down"),
+        });
+    }
+    out
 }

@@ -25,6 +25,9 @@ pub(super) struct ProducerResult {
     pub(super) errors: BTreeMap<String, u64>,
     pub(super) timeouts: u64,
     pub(super) latencies_us: Vec<u64>,
+    /// Requests sent sooner than `RETRY_BACKOFF` after an error answer
+    /// (`RunReport::sent_within_backoff`).
+    pub(super) sent_within_backoff: u64,
 }
 
 /// Files a produce answer under its request: latency and acknowledged
@@ -33,6 +36,7 @@ fn record_answer(
     resp: ProduceResponse,
     in_flight: &mut HashMap<u64, (Instant, Vec<RecordId>)>,
     out: &mut ProducerResult,
+    shared: &Shared,
 ) {
     let Some((sent, ids)) = in_flight.remove(&resp.request_id) else {
         return;
@@ -40,6 +44,9 @@ fn record_answer(
     match resp.result {
         Ok((base, epoch)) => {
             out.latencies_us.push(sent.elapsed().as_micros() as u64);
+            shared
+                .records_acked
+                .fetch_add(ids.len() as u64, Ordering::SeqCst);
             for (i, id) in ids.into_iter().enumerate() {
                 out.acked.push(AckedRecord {
                     id,
@@ -71,9 +78,13 @@ pub(super) fn run_producer(
     // again (without it a producer spins on NotLeaderOrFollower).
     let mut backoff_until = Instant::now();
     let mut errors_seen = 0;
+    // When the last error answer was taken in (for `sent_within_backoff`).
+    let mut last_error: Option<Instant> = None;
     // `ConcurrentConfig::bursts`: records sent in this burst, and when the
     // next may begin.
     let (mut burst_sent, mut burst_at) = (0u64, Instant::now());
+    // When the last burst was answered, while its records reach the ISR.
+    let mut answered_at: Option<Instant> = None;
     while !shared.stop_clients.load(Ordering::Relaxed) {
         let errors_now: u64 = out.errors.values().sum();
         if errors_now > errors_seen && config.regress != Some(super::Regression::NoProducerBackoff)
@@ -87,8 +98,15 @@ pub(super) fn run_producer(
             let n = config.records_per_request as u64;
             if let Some(b) = config.bursts.filter(|b| burst_sent + n > b.records.max(n)) {
                 if in_flight.is_empty() {
-                    burst_sent = 0;
-                    burst_at = Instant::now() + b.pause;
+                    // The pause begins once every replica up has the burst
+                    // settled (however slow the machine; 20 pauses at most,
+                    // for one that does not catch up).
+                    let at = *answered_at.get_or_insert_with(Instant::now);
+                    if burst_settled(&shared) || at.elapsed() >= 20 * b.pause {
+                        burst_sent = 0;
+                        burst_at = Instant::now() + b.pause;
+                        answered_at = None;
+                    }
                 }
                 break;
             }
@@ -99,6 +117,8 @@ pub(super) fn run_producer(
                 if !super::published::take_records(&shared.records_sent, n, max) {
                     break;
                 }
+            } else {
+                shared.records_sent.fetch_add(n, Ordering::SeqCst);
             }
             let request_id = ((k as u64) << PRODUCER_SHIFT) | seq;
             let ids: Vec<RecordId> = (0..config.records_per_request as u64)
@@ -119,6 +139,9 @@ pub(super) fn run_producer(
             };
             out.requests += 1;
             out.records += ids.len() as u64;
+            if last_error.is_some_and(|at| at.elapsed() < RETRY_BACKOFF) {
+                out.sent_within_backoff += 1;
+            }
             burst_sent += n;
             if replicas[leader as usize]
                 .send(Msg::Produce { producer: k, req })
@@ -135,7 +158,13 @@ pub(super) fn run_producer(
             }
         }
         match answers.recv_timeout(Duration::from_millis(5)) {
-            Ok(resp) => record_answer(resp, &mut in_flight, &mut out),
+            Ok(resp) => {
+                let before: u64 = out.errors.values().sum();
+                record_answer(resp, &mut in_flight, &mut out, &shared);
+                if out.errors.values().sum::<u64>() > before {
+                    last_error = Some(Instant::now());
+                }
+            }
             Err(RecvTimeoutError::Timeout) => {
                 if in_flight.len() >= config.max_in_flight || shared.metadata().leader.is_none() {
                     thread::sleep(Duration::from_micros(200));
@@ -151,11 +180,28 @@ pub(super) fn run_producer(
     let deadline = Instant::now() + timeout;
     while !in_flight.is_empty() && Instant::now() < deadline {
         if let Ok(resp) = answers.recv_timeout(Duration::from_millis(10)) {
-            record_answer(resp, &mut in_flight, &mut out);
+            record_answer(resp, &mut in_flight, &mut out, &shared);
         }
     }
     out.timeouts += in_flight.len() as u64;
     out
+}
+
+/// Every replica that is up has flushed and checkpointed its HW at the
+/// leader's log end (`Shared::settled`).
+fn burst_settled(shared: &Shared) -> bool {
+    let Some(leo) = shared
+        .metadata()
+        .leader
+        .and_then(|l| shared.reader(l))
+        .map(|r| r.log_end_offset())
+    else {
+        return false;
+    };
+    shared.settled.iter().enumerate().all(|(r, s)| {
+        shared.reader(r as crate::replication::ReplicaId).is_none()
+            || s.load(Ordering::SeqCst) >= leo
+    })
 }
 
 /// What a consumer read, and the read errors it met (by error, counted).
@@ -172,7 +218,9 @@ pub(super) struct ConsumerRules {
     /// the HW the storage layer publishes as it is set, before its
     /// checkpoint.
     pub(super) storage_hw: bool,
-    /// Every other read fails (`ConcurrentConfig::consumer_reads_fail`).
+    /// Every other read below the HW fails, the first among them
+    /// (`ConcurrentConfig::consumer_reads_fail`): a consumer that read
+    /// anything met a failure first.
     pub(super) reads_fail: bool,
     /// Read errors are not counted (`Regression::ConsumerErrorsDropped`).
     pub(super) drop_errors: bool,
@@ -192,6 +240,7 @@ fn read_failed() -> crate::replication::Error {
 /// counted in its result (the run's `RunReport::consumer_errors`).
 pub(super) fn run_consumer(k: usize, shared: Arc<Shared>, how: ConsumerRules) -> ConsumerResult {
     let storage_hw = how.storage_hw;
+    // Reads below the HW so far (for `reads_fail`).
     let mut reads = 0u64;
     let mut result = ConsumerResult::default();
     let out = &mut result.consumed;
@@ -208,8 +257,8 @@ pub(super) fn run_consumer(k: usize, shared: Arc<Shared>, how: ConsumerRules) ->
         } else {
             published.get().unwrap_or(0)
         };
-        reads += 1;
-        let read = if how.reads_fail && pos < hw && reads.is_multiple_of(2) {
+        reads += u64::from(pos < hw);
+        let read = if how.reads_fail && pos < hw && !reads.is_multiple_of(2) {
             Err(read_failed())
         } else {
             read_entries_below(&reader, pos, hw)
@@ -222,6 +271,9 @@ pub(super) fn run_consumer(k: usize, shared: Arc<Shared>, how: ConsumerRules) ->
                 thread::sleep(Duration::from_millis(1));
             }
             Ok(Some(entries)) if !entries.is_empty() => {
+                shared
+                    .records_consumed
+                    .fetch_add(entries.len() as u64, Ordering::SeqCst);
                 for e in entries {
                     pos = e.offset + 1;
                     out.push(ConsumedRecord {

@@ -35,12 +35,15 @@ pub(crate) fn disk_full(path: &Path) -> Error {
     })
 }
 
+/// What an injected HW checkpoint failure says (`RunUntil` counts them).
+pub(crate) const CHECKPOINT_FAILURE: &str = "injected checkpoint failure";
+
 /// The error a failing HW checkpoint write meets.
 pub(crate) fn checkpoint_failed(path: &Path) -> Error {
     Error::Storage(storage::Error::Io {
         path: path.to_path_buf(),
         op: "write the HW checkpoint",
-        source: io::Error::other("injected checkpoint failure"),
+        source: io::Error::other(CHECKPOINT_FAILURE),
     })
 }
 

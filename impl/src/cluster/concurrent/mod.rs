@@ -83,8 +83,17 @@ pub struct ConcurrentConfig {
     /// Consumer threads, each reading the whole log from the leader below
     /// its HW.
     pub consumers: usize,
-    /// How long producers run.
+    /// How long producers run at least (then on until `until`'s goals
+    /// and the fault schedule's first round are met).
     pub duration: Duration,
+    /// What producers run until, past `duration`: counts of what happened,
+    /// so that a test's verdict rests on events, not on how much a machine
+    /// got done in a time.
+    pub until: RunUntil,
+    /// How long after `duration` the run waits for `until` and the fault
+    /// schedule's first round at most: a hang guard; a goal not met by
+    /// then is named in the report (`RunReport::unmet_goals`).
+    pub goal_timeout: Duration,
     pub faults: Option<FaultSchedule>,
     /// Faults chosen by seed, overlapping (in addition to `faults`).
     pub nemesis: Option<Nemesis>,
@@ -134,20 +143,42 @@ pub struct ConcurrentConfig {
     /// Fault injection: every other read of every consumer fails, as a
     /// failing read does. Off in real runs.
     pub consumer_reads_fail: bool,
+    /// Fault injection: this broker starts this much later than the
+    /// others, as a thread of a busy machine may. `None` in real runs.
+    pub slow_start: Option<(ReplicaId, Duration)>,
 }
 
-/// Paced producers: each sends `records` records, waits for every answer,
-/// then pauses, so that the partition settles between bursts (trace
-/// validation resumes only where the records past a settled prefix fit
-/// the model's 4).
+/// Goals a run's producers run until (each `None`: not waited for).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RunUntil {
+    /// Records acknowledged (acks=0, which has no answers: records in the
+    /// leader's log).
+    pub acknowledged: Option<u64>,
+    /// Records sent (with `max_records`, its whole budget).
+    pub sent: Option<u64>,
+    /// Records consumers read.
+    pub consumed: Option<u64>,
+    /// Faults the nemesis injected.
+    pub nemesis_faults: Option<u64>,
+    /// HW checkpoint writes that failed (`hw_checkpoints_fail`).
+    pub checkpoint_failures: Option<u64>,
+}
+
+/// Paced producers: each sends `records` records, waits for every answer
+/// and for every replica that is up to have flushed and checkpointed its
+/// HW at the leader's log end (20 pauses at most, for a replica that does
+/// not catch up), then pauses, so that the partition settles between
+/// bursts however slow the machine (trace validation resumes only where
+/// the records past a settled prefix fit the model's 4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Bursts {
     pub records: u64,
     pub pause: Duration,
 }
 
-/// The faults of the driver that issue 12 fixed, each of which can be
-/// brought back by `ConcurrentConfig::regress`.
+/// The faults of the driver that issue 12 (and issue 21, for a busy
+/// machine) fixed, each of which can be brought back by
+/// `ConcurrentConfig::regress`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Regression {
     /// `crash()` returns at once when the log's close or crash fails: the
@@ -177,6 +208,10 @@ pub enum Regression {
     /// loaded) is restarted as soon as it crashes, and the next fault hits
     /// while it is still down.
     FaultDoneWhenSent,
+    /// Faults begin as soon as the run does, not once every broker has
+    /// started: a broker slow to start may be fenced or crashed before it
+    /// ever registered.
+    FaultsBeforeStart,
 }
 
 /// A concurrency bug the driver can be told to have, each in the driver
@@ -227,6 +262,8 @@ impl ConcurrentConfig {
             record_bytes: 100,
             consumers: 0,
             duration: Duration::from_secs(1),
+            until: RunUntil::default(),
+            goal_timeout: Duration::from_secs(120),
             faults: None,
             nemesis: None,
             flush_interval: None,
@@ -244,6 +281,7 @@ impl ConcurrentConfig {
             isr_updates_lost: false,
             disk_full_at_stop: None,
             consumer_reads_fail: false,
+            slow_start: None,
         }
     }
 }
@@ -337,6 +375,19 @@ pub(super) struct Shared {
     pub(super) stop_clients: AtomicBool,
     /// Records producers sent so far (for `max_records`).
     pub(super) records_sent: crate::sync::AtomicU64,
+    /// What `RunUntil` counts: records acknowledged, records consumed,
+    /// faults the nemesis injected, HW checkpoint writes that failed.
+    pub(super) records_acked: std::sync::atomic::AtomicU64,
+    pub(super) checkpoint_failures: std::sync::atomic::AtomicU64,
+    pub(super) records_consumed: std::sync::atomic::AtomicU64,
+    pub(super) nemesis_injected: std::sync::atomic::AtomicU64,
+    /// Passes of a leader's thread that left a fetch held although records
+    /// for it had arrived (`RunReport::lost_wakeups`).
+    pub(super) lost_wakeups: std::sync::atomic::AtomicU64,
+    /// With `bursts`: each replica's settled end, the offset below which
+    /// its log is flushed and its HW checkpointed (the least of its HW,
+    /// recovery point and HW checkpoint), for paced producers to wait on.
+    pub(super) settled: Vec<std::sync::atomic::AtomicU64>,
     /// Each replica's disk is full (set by the nemesis).
     pub(super) disk_full: Vec<Arc<std::sync::atomic::AtomicBool>>,
     /// Each replica's incarnation: how many times it crashed.
@@ -414,6 +465,15 @@ pub fn run(root: &Path, config: ConcurrentConfig) -> Result<RunReport> {
             _ => Tracer::new(config.trace),
         },
         records_sent: crate::sync::AtomicU64::new(0),
+        records_acked: std::sync::atomic::AtomicU64::new(0),
+        checkpoint_failures: std::sync::atomic::AtomicU64::new(0),
+        records_consumed: std::sync::atomic::AtomicU64::new(0),
+        nemesis_injected: std::sync::atomic::AtomicU64::new(0),
+        lost_wakeups: std::sync::atomic::AtomicU64::new(0),
+        settled: ids
+            .iter()
+            .map(|_| std::sync::atomic::AtomicU64::new(0))
+            .collect(),
         disk_full: ids
             .iter()
             .map(|_| Arc::new(AtomicBool::new(false)))
@@ -453,7 +513,11 @@ pub fn run(root: &Path, config: ConcurrentConfig) -> Result<RunReport> {
             producer_tx.clone(),
             shared.clone(),
         );
+        let late = config.slow_start.filter(|&(r, _)| r == id).map(|(_, d)| d);
         replica_threads.push(thread::spawn(move || {
+            if let Some(d) = late {
+                thread::sleep(d);
+            }
             if let Err(e) = node.open() {
                 return (None, vec![format!("replica {id}: open: {e}")]);
             }
@@ -479,6 +543,21 @@ pub fn run(root: &Path, config: ConcurrentConfig) -> Result<RunReport> {
             thread::spawn(move || run_consumer(k, sh, how))
         })
         .collect();
+    // Faults begin once every broker has started (the controller elects
+    // its first leader only then): on a busy machine a broker's start once
+    // came after the nemesis had fenced it, a start the model has no step
+    // for (min.insync.replicas=1 soak, seed 4, under a load of 20).
+    let deadline = Instant::now() + config.goal_timeout;
+    let wait_for_start = config.regress != Some(Regression::FaultsBeforeStart);
+    while wait_for_start && shared.metadata().leader.is_none() && Instant::now() < deadline {
+        thread::sleep(Duration::from_millis(1));
+    }
+    let started_unmet = (wait_for_start && shared.metadata().leader.is_none()).then(|| {
+        format!(
+            "the cluster's start (a first leader) within the goal timeout of {:?}",
+            config.goal_timeout
+        )
+    });
     // The schedule says when its first round of faults is done.
     let (round_done, first_round) = mpsc::channel();
     let fault_thread = config.faults.clone().map(|f| {
@@ -494,12 +573,15 @@ pub fn run(root: &Path, config: ConcurrentConfig) -> Result<RunReport> {
 
     let started = Instant::now();
     thread::sleep(config.duration);
-    if fault_thread.is_some() {
-        // Producers run on until each of the schedule's faults was
-        // injected once (however slow the machine), or the settle
-        // timeout passes (a partition that never heals).
-        let _ = first_round.recv_timeout(config.settle_timeout);
-    }
+    // Producers run on until each goal is met (however slow the machine),
+    // or the goal timeout passes (a partition that never heals).
+    let mut unmet_goals: Vec<String> = started_unmet.into_iter().collect();
+    unmet_goals.extend(wait_for_goals(
+        &config,
+        &shared,
+        fault_thread.is_some(),
+        &first_round,
+    ));
     shared.stop_clients.store(true, Ordering::Relaxed);
     shared.checkpoints_fail.store(false, Ordering::SeqCst);
     let produce_elapsed = started.elapsed();
@@ -511,12 +593,15 @@ pub fn run(root: &Path, config: ConcurrentConfig) -> Result<RunReport> {
         .unwrap_or_default();
     let mut report = RunReport {
         produce_elapsed,
+        unmet_goals,
         requests_sent: 0,
         records_sent: 0,
         acked: Vec::new(),
         produce_errors: BTreeMap::new(),
         produce_timeouts: 0,
         ack_latencies_us: Vec::new(),
+        lost_wakeups: 0,
+        sent_within_backoff: 0,
         consumed: Vec::new(),
         consumer_errors: BTreeMap::new(),
         crashes: Vec::new(),
@@ -544,6 +629,7 @@ pub fn run(root: &Path, config: ConcurrentConfig) -> Result<RunReport> {
             *report.produce_errors.entry(e).or_default() += n;
         }
         report.produce_timeouts += p.timeouts;
+        report.sent_within_backoff += p.sent_within_backoff;
         report.ack_latencies_us.extend(p.latencies_us);
     }
     report.ack_latencies_us.sort_unstable();
@@ -637,6 +723,7 @@ pub fn run(root: &Path, config: ConcurrentConfig) -> Result<RunReport> {
             .unwrap_or_else(|e| e.into_inner())
             .drain(..),
     );
+    report.lost_wakeups = shared.lost_wakeups.load(Ordering::SeqCst);
     report.crashes = shared
         .crashes
         .lock()
@@ -647,4 +734,73 @@ pub fn run(root: &Path, config: ConcurrentConfig) -> Result<RunReport> {
         report.errors.push(format!("trace file: {e}"));
     }
     Ok(report)
+}
+
+/// Waits until the fault schedule's first round (`scheduled`: there is a
+/// schedule; `first_round` says when it is done) and each of
+/// `config.until`'s goals are met, or `config.goal_timeout` passes; returns
+/// the goals not met, each with how far it got.
+fn wait_for_goals(
+    config: &ConcurrentConfig,
+    shared: &Shared,
+    scheduled: bool,
+    first_round: &Receiver<()>,
+) -> Vec<String> {
+    let deadline = Instant::now() + config.goal_timeout;
+    let mut round_done = !scheduled;
+    loop {
+        round_done = round_done || first_round.try_recv().is_ok();
+        let u = &config.until;
+        let acknowledged = if config.acks == Acks::None {
+            let m = shared.metadata();
+            m.leader
+                .and_then(|l| shared.reader(l))
+                .map_or(0, |r| r.log_end_offset())
+        } else {
+            shared.records_acked.load(Ordering::SeqCst)
+        };
+        let goals = [
+            ("records acknowledged", u.acknowledged, acknowledged),
+            (
+                "records sent",
+                u.sent,
+                shared.records_sent.load(Ordering::SeqCst),
+            ),
+            (
+                "records consumed",
+                u.consumed,
+                shared.records_consumed.load(Ordering::SeqCst),
+            ),
+            (
+                "nemesis faults",
+                u.nemesis_faults,
+                shared.nemesis_injected.load(Ordering::SeqCst),
+            ),
+            (
+                "HW checkpoints failed",
+                u.checkpoint_failures,
+                shared.checkpoint_failures.load(Ordering::SeqCst),
+            ),
+        ];
+        let mut unmet: Vec<String> = goals
+            .iter()
+            .filter_map(|&(what, goal, got)| {
+                goal.filter(|&g| got < g)
+                    .map(|g| format!("{what}: {got} of {g}"))
+            })
+            .collect();
+        if !round_done {
+            unmet.push("the fault schedule's first round".into());
+        }
+        if unmet.is_empty() {
+            return unmet;
+        }
+        if Instant::now() >= deadline {
+            return unmet
+                .into_iter()
+                .map(|u| format!("{u} within the goal timeout of {:?}", config.goal_timeout))
+                .collect();
+        }
+        thread::sleep(Duration::from_millis(2));
+    }
 }

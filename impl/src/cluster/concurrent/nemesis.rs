@@ -260,6 +260,7 @@ pub(super) fn run_nemesis(
         };
         if done.is_some() {
             *injected.entry(format!("{fault:?}")).or_default() += 1;
+            shared.nemesis_injected.fetch_add(1, Ordering::SeqCst);
         }
     }
     // Everything back, for the settle phase.

@@ -698,6 +698,12 @@ impl ReplicaNode {
                 .partition(|(_, q, since, _)| {
                     (woken && leo > q.fetch_offset) || now >= since + wait
                 });
+            // A fetch still held with records to return: a lost wake-up.
+            if held.iter().any(|(_, q, _, _)| leo > q.fetch_offset) {
+                self.shared
+                    .lost_wakeups
+                    .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            }
             self.parked = held;
             for (from, req, _, incarnation) in ready {
                 if incarnation != self.shared.incarnation(from) {
@@ -824,7 +830,13 @@ impl ReplicaNode {
     /// after an unclean crash (the controller removes it from the ISR, its
     /// peers see it go), and comes back only by a restart.
     fn failed(&mut self, e: Error, errors: &mut Vec<String>) {
-        errors.push(format!("replica {}: {e}", self.id));
+        let e_text = e.to_string();
+        if e_text.contains(super::disk::CHECKPOINT_FAILURE) {
+            self.shared
+                .checkpoint_failures
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+        errors.push(format!("replica {}: {e_text}", self.id));
         if matches!(e, Error::Storage(_)) && self.partition.is_some() {
             if let Err(e) = self.crash(false) {
                 errors.push(format!("replica {}: going offline: {e}", self.id));
@@ -852,6 +864,13 @@ impl ReplicaNode {
             }
             if let Err(e) = self.drive() {
                 self.failed(e, &mut errors);
+            }
+            if let (Some(p), true) = (&self.partition, self.config.bursts.is_some()) {
+                let s = p.core().log_state();
+                let settled = s.high_watermark.min(s.recovery_point).min(s.hw_checkpoint);
+                if let Some(cell) = self.shared.settled.get(self.id as usize) {
+                    cell.store(settled, std::sync::atomic::Ordering::SeqCst);
+                }
             }
         }
         (self.partition, errors)

@@ -34,6 +34,11 @@ pub struct ConsumedRecord {
 pub struct RunReport {
     /// How long producers ran.
     pub produce_elapsed: Duration,
+    /// Goals of `ConcurrentConfig::until` (and the fault schedule's first
+    /// round) not met when the goal timeout passed: the run stopped at its
+    /// hang guard, and what it was to show did not happen.
+    #[serde(default)]
+    pub unmet_goals: Vec<String>,
     pub requests_sent: u64,
     pub records_sent: u64,
     /// Records acknowledged (acks=1 or all), with where and in which epoch.
@@ -42,6 +47,15 @@ pub struct RunReport {
     pub produce_errors: BTreeMap<String, u64>,
     /// Produce requests never answered within the produce timeout.
     pub produce_timeouts: u64,
+    /// Requests a producer sent sooner than its retry backoff after an
+    /// error answer (0 unless producers spin on errors).
+    #[serde(default)]
+    pub sent_within_backoff: u64,
+    /// Passes of a leader's thread that ended with a fetch still held
+    /// although records for it had arrived: a lost wake-up (0 unless the
+    /// driver loses them).
+    #[serde(default)]
+    pub lost_wakeups: u64,
     /// Acknowledgement latency of every acknowledged request, in
     /// microseconds, sorted.
     pub ack_latencies_us: Vec<u64>,

@@ -91,9 +91,11 @@ pub fn soak_config(rules: RuleSet, seed: u64, duration: Duration) -> ConcurrentC
 
 /// Paces a soak so that trace validation can follow it past its faults
 /// (`highwater-soak --paced`): producers send bursts of at most 4 records
-/// (the model's) and pause 60 ms after each, while every broker flushes
-/// and checkpoints its HW every 10 ms; between bursts the partition can
-/// settle, and validation resumes there. The nemesis is unchanged.
+/// (the model's) and pause 60 ms after each, once every broker up has
+/// flushed and checkpointed the burst (however slow the machine), while
+/// every broker flushes and checkpoints its HW every 10 ms; between bursts
+/// the partition can settle, and validation resumes there. The nemesis is
+/// unchanged.
 pub fn pace_for_validation(c: &mut ConcurrentConfig) {
     c.max_in_flight = c.max_in_flight.min(4);
     c.records_per_request = 1;
