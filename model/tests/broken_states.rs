@@ -5,24 +5,11 @@
 //! ended the run in a panic (exit 101) after the verdict table said
 //! COUNTEREXAMPLE. The `hw-past-leo` mutation makes such states.
 
+mod bin;
+
+use bin::{highwater, text};
 use highwater_model::itf;
 use highwater_model::properties::HW_WITHIN_LOG;
-use std::process::{Command, Output};
-
-fn highwater(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_highwater"))
-        .args(args)
-        .output()
-        .expect("run highwater")
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
 
 /// Small bounds: the HW passes the LEO four steps in.
 const PAST_LEO: [&str; 16] = [

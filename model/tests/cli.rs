@@ -1,22 +1,10 @@
 //! The `highwater check` command line: verdicts and exit statuses for
 //! custom runs, limits, Ctrl-C, bad input, and the JSON report's shape.
 
-use std::process::{Command, Output, Stdio};
+mod bin;
 
-fn highwater(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_highwater"))
-        .args(args)
-        .output()
-        .expect("run highwater")
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
+use bin::{highwater, text};
+use std::process::{Command, Stdio};
 
 #[test]
 fn an_overridden_run_gets_a_verdict_from_expect() {

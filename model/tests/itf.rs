@@ -2,28 +2,16 @@
 //! back equal, replayed by `highwater replay --trace`, and refused when
 //! they are not behaviours of the model.
 
+mod bin;
+
+use bin::{highwater, text};
 use highwater_model::itf;
 use highwater_model::presets::{Expect, PRESETS};
 use highwater_model::shortest::shortest_counterexamples;
 use highwater_model::{Config, PartitionModel, Truncation};
 use stateright::Model;
 use std::path::Path;
-use std::process::{Command, Output};
-
-fn highwater(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_highwater"))
-        .args(args)
-        .output()
-        .expect("run highwater")
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
+use std::process::Output;
 
 #[test]
 fn every_historical_counterexample_reads_back_as_written() {

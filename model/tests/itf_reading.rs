@@ -4,6 +4,9 @@
 //! previous schema still read, and a lasso's loop is held against the model
 //! when it is replayed.
 
+mod bin;
+
+use bin::{highwater, text};
 use highwater_model::itf;
 use highwater_model::presets::{Expect, PRESETS};
 use highwater_model::shortest::shortest_counterexamples;
@@ -11,22 +14,6 @@ use highwater_model::PartitionModel;
 use serde_json::{json, Value};
 use stateright::Model;
 use std::path::Path;
-use std::process::{Command, Output};
-
-fn highwater(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_highwater"))
-        .args(args)
-        .output()
-        .expect("run highwater")
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
 
 /// The ITF document of a preset's shortest counterexample to the property
 /// it breaks.

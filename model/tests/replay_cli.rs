@@ -3,6 +3,9 @@
 //! kind); `--under` re-runs a trace's actions under another rule and agrees
 //! with `rerun::rerun`, which the preset tests use to show each fix holds.
 
+mod bin;
+
+use bin::{highwater, text};
 use highwater_model::itf;
 use highwater_model::presets::{Expect, Preset, PRESETS};
 use highwater_model::rerun;
@@ -11,22 +14,7 @@ use highwater_model::{Action, PartitionModel};
 use serde_json::{json, Value};
 use stateright::Model;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn highwater(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_highwater"))
-        .args(args)
-        .output()
-        .expect("run highwater")
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
+use std::process::Output;
 
 /// A historical preset's shortest counterexample: its property and path.
 fn counterexample(p: &Preset) -> (&'static str, Trace) {
