@@ -126,7 +126,7 @@ pub const PRESETS: &[Preset] = &[
     },
     Preset {
         name: "safe-min-isr-3",
-        summary: "safe with min.insync.replicas=3, every replica, and one record: the HW, acks=all writes and the ELR at the edge of min.insync.replicas; nothing is lost",
+        summary: "safe with min.insync.replicas=3, every replica, and one record: the HW moves, and acks=all writes are taken, with exactly min.insync.replicas in the ISR; nothing is lost",
         config: Config {
             records: 1,
             min_isr: 3,
