@@ -50,7 +50,8 @@ pub const SEGMENT_BYTES: u32 = 200;
 /// `fenced-still-acceptable` is one of the model's controller, noticed by
 /// trace validation of the unclean rule set; `no-restart` removes a model
 /// action, for the progress check; `never-acknowledge` is one of the
-/// model's leader, for its sometimes-properties.)
+/// model's leader, for its sometimes-properties; `hw-past-leo` breaks "HW
+/// <= LEO" in the model only, for the checker's reports and traces.)
 pub fn isr_join(m: Option<Mutation>) -> imp::IsrJoinRule {
     match m {
         Some(Mutation::ExpandOnLeaderHw) => imp::IsrJoinRule::LeaderHwReachedEpochStart,
@@ -62,7 +63,8 @@ pub fn isr_join(m: Option<Mutation>) -> imp::IsrJoinRule {
             | Mutation::NoLastFetchedEpoch
             | Mutation::FencedStillAcceptable
             | Mutation::NoRestart
-            | Mutation::NeverAcknowledge,
+            | Mutation::NeverAcknowledge
+            | Mutation::HwPastLeo,
         )
         | None => imp::IsrJoinRule::FollowerReachedEpochStart,
     }

@@ -504,7 +504,8 @@ fn indexes_after_a_clean_reopen_match_a_rebuild() {
                 highwater::storage::IndexCheck::Valid { entries, .. } => entries,
                 _ => 0,
             },
-            matches_rebuilt: true
+            matches_rebuilt: true,
+            preallocated: 0,
         }
     );
 }

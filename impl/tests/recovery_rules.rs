@@ -422,6 +422,49 @@ fn unreadable_broker_checkpoints_are_reset() {
     }
 }
 
+/// Issue 24, item 3: a broker checkpoint that cannot be read at all (here
+/// a directory where the file should be: "Is a directory") refused the
+/// whole log directory, while a garbled one was repaired. Kafka's
+/// `LogManager.loadLogs` catches any exception of the read and starts from
+/// the defaults; so do we, with the same note. (Permission denied is the
+/// same path, an I/O error of the read, but cannot be staged as root.)
+#[test]
+fn unreadable_broker_checkpoint_files_are_reset_with_a_note() {
+    let (tmp, tp, expected, leo) = stopped_uncleanly_with_40_batches();
+    for name in BROKER_CHECKPOINTS {
+        let root = tmp.path().join(format!("dir-{name}"));
+        copy_log_dir(tmp.path(), &root);
+        fs::remove_file(root.join(name)).unwrap();
+        fs::create_dir(root.join(name)).unwrap();
+        let ld = LogDir::open(&root).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert!(
+            ld.repairs()
+                .iter()
+                .any(|r| r.contains(name) && r.contains("ignoring the file")),
+            "{name}: {:?}",
+            ld.repairs()
+        );
+        let (log, report) = ld.open_log(&tp, small_config()).unwrap();
+        assert!(
+            report.repairs.iter().any(|r| r.contains(name)),
+            "{name}: {report}"
+        );
+        assert_eq!(read_all(&log, 0), expected, "{name}");
+        assert_eq!(log.log_end_offset(), leo, "{name}");
+        match name {
+            "recovery-point-offset-checkpoint" => {
+                assert!(report.segments_recovered.contains(&0), "{report}");
+                assert_eq!(log.high_watermark(), leo);
+            }
+            "replication-offset-checkpoint" => assert_eq!(log.high_watermark(), 0),
+            _ => {
+                assert_eq!(log.log_start_offset(), 0);
+                assert_eq!(log.high_watermark(), leo);
+            }
+        }
+    }
+}
+
 #[test]
 fn recovery_of_a_log_with_no_epochs_needs_no_checkpoint() {
     // A batch without an epoch (-1) is kept and leaves the cache alone.

@@ -617,3 +617,64 @@ fn an_isr_older_than_the_one_the_leader_holds_is_ignored() {
     take(&mut a, LAG + 13, update(4, &[0, 1]));
     assert_eq!(a.core().isr(), vec![0, 1], "a newer one is");
 }
+
+/// Issue 24, item 7: `replication-offset-checkpoint` has no checksum, and a
+/// bit flip can raise a replica's HW above the true one (347 -> 351 was
+/// seen). On open the HW is clamped to the log end offset (as Kafka's
+/// `UnifiedLog.updateHighWatermark` bounds it by the log end), and a
+/// follower's is brought down to its leader's by its first fetch (as
+/// Kafka's `ReplicaFetcherThread` sets the follower's HW from the leader's,
+/// bounded by its own log end, lowering it if need be). Every single-bit
+/// flip of the follower's checkpointed HW is tried.
+#[test]
+fn a_raised_hw_checkpoint_is_clamped_on_open_and_by_the_first_fetch() {
+    use highwater::replication::DiskLog;
+    let mut raised = 0;
+    for bit in 0..8 {
+        let tmp = tempfile::tempdir().unwrap();
+        let (mut l, mut f) = pair(
+            disk(tmp.path(), 0),
+            disk(tmp.path(), 1),
+            TruncationMode::OnFetch,
+        );
+        for id in 0..8 {
+            produce(&mut l, id, Acks::Leader).unwrap();
+        }
+        fetch(&mut f, &mut l, 1);
+        fetch(&mut f, &mut l, 1);
+        take(&mut l, 1, Input::Tick(Tick::AdvanceHw));
+        fetch(&mut f, &mut l, 2);
+        for id in 8..12 {
+            produce(&mut l, id, Acks::Leader).unwrap();
+        }
+        fetch(&mut f, &mut l, 3);
+        let true_hw = l.log().state().high_watermark;
+        let f_leo = leo(&f);
+        assert_eq!((true_hw, f_leo, f.log().state().high_watermark), (8, 12, 8));
+        let stopped = f.into_log().close().unwrap();
+        let flipped = true_hw ^ (1 << bit);
+        raised += usize::from(flipped > true_hw);
+        let path = stopped.dir.join("replication-offset-checkpoint");
+        checkpoint::write_offsets(&path, &[(tp(), flipped)].into_iter().collect()).unwrap();
+
+        let (log, report) = DiskLog::restart(&stopped).unwrap();
+        let opened = log.state().high_watermark;
+        assert_eq!(opened, flipped.min(f_leo), "bit {bit}: {report}");
+        if flipped > f_leo {
+            assert!(
+                report.repairs.iter().any(|r| r.contains("clamped")),
+                "bit {bit}: {report}"
+            );
+        }
+        let mut f = replica(log, 1, TruncationMode::OnFetch);
+        take(&mut f, 4, Input::LeaderAndIsr(lai(0, Some(0))));
+        fetch(&mut f, &mut l, 5);
+        let leader_hw = l.log().state().high_watermark;
+        assert_eq!(
+            f.log().state().high_watermark,
+            leader_hw.min(leo(&f)),
+            "bit {bit}: HW {flipped} on disk, opened at {opened}"
+        );
+    }
+    assert!(raised >= 6, "{raised} flips raised the HW");
+}

@@ -675,6 +675,10 @@ pub fn advanced_hws(cfg: &Config, s: &State, leader: ReplicaId) -> [Option<Offse
             }
         }
     }
+    if cfg.mutation == Some(Mutation::HwPastLeo) {
+        over_isr = over_isr.saturating_add(1);
+        with_waiting = with_waiting.saturating_add(1);
+    }
     let lower = (with_waiting > l.hw).then_some(with_waiting);
     let upper = (over_isr > l.hw && over_isr != with_waiting).then_some(over_isr);
     [lower, upper]
@@ -690,7 +694,8 @@ fn advance_hw(cfg: &Config, s: &mut State, leader: ReplicaId, hw: Offset) {
         && cfg.mutation != Some(Mutation::NeverAcknowledge);
     let epoch = l.epoch.expect("a leader has an epoch");
     let mut answered = 0u8;
-    for e in &l.log.entries()[..hw as usize] {
+    // `take`: under the `hw-past-leo` mutation the HW may pass the LEO.
+    for e in l.log.entries().iter().take(hw as usize) {
         if l.pending_acks & (1 << e.id) != 0 {
             answered |= 1 << e.id;
             if isr_ok {
@@ -708,8 +713,9 @@ fn advance_hw(cfg: &Config, s: &mut State, leader: ReplicaId, hw: Offset) {
 fn publish_visible(s: &mut State, leader: ReplicaId) {
     let l = *s.replica(leader);
     let epoch = l.epoch.expect("a leader has an epoch");
-    for offset in 0..l.hw {
-        let e = l.log.get(offset).expect("HW is within the log");
+    // Below the HW and within the log (the `hw-past-leo` mutation lets the
+    // HW pass the LEO: "HW <= LEO" breaks, and the model goes on).
+    for e in l.log.entries().iter().take(l.hw as usize) {
         let h = &mut s.records[e.id as usize];
         h.visible = Some(h.visible.map_or(epoch, |v| v.min(epoch)));
     }

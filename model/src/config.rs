@@ -149,6 +149,12 @@ pub enum Mutation {
     /// sometimes-properties that a write is acknowledged, and outlives its
     /// leader, must notice.
     NeverAcknowledge,
+    /// The leader's HW is one past the lowest LEO it knows (the last offset
+    /// taken for the end offset): the HW passes the leader's own LEO and
+    /// "HW <= LEO" breaks. A slip no Kafka version made, kept so that the
+    /// check, its report and its trace are shown on a state whose offsets
+    /// are out of order.
+    HwPastLeo,
 }
 
 impl fmt::Display for Mutation {
@@ -163,6 +169,7 @@ impl fmt::Display for Mutation {
             Mutation::FencedStillAcceptable => "fenced-still-acceptable",
             Mutation::NoRestart => "no-restart",
             Mutation::NeverAcknowledge => "never-acknowledge",
+            Mutation::HwPastLeo => "hw-past-leo",
         })
     }
 }

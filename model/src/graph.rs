@@ -245,11 +245,7 @@ impl Graph {
     /// graph's fault-free edges): a fault-free step within the bound, or a
     /// healing step beyond it or from a recovery state.
     pub fn is_edge(&self, s: &State, a: Action, next: &State) -> bool {
-        if within(self.cfg.max_epoch, s) && within(self.cfg.max_epoch, next) {
-            !a.is_fault(s)
-        } else {
-            heals(s, a)
-        }
+        fault_free_edge(self.cfg.max_epoch, s, a, next)
     }
 
     pub fn len(&self) -> usize {
@@ -701,6 +697,16 @@ fn reaches(goals: u8) -> u8 {
         f |= flag::REACHES_ACKED_REPLICATED;
     }
     f
+}
+
+/// Whether the progress check follows `a` from `s` to `next` under an epoch
+/// bound of `bound` ([`Graph::is_edge`]; `lasso.rs` walks the same edges).
+pub fn fault_free_edge(bound: u8, s: &State, a: Action, next: &State) -> bool {
+    if within(bound, s) && within(bound, next) {
+        !a.is_fault(s)
+    } else {
+        heals(s, a)
+    }
 }
 
 /// Whether a state is within the run's epoch bound.

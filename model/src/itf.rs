@@ -1,26 +1,47 @@
 //! Traces as files, in the Informal Trace Format (ITF) that Apalache and
 //! Quint write: <https://apalache-mc.org/docs/adr/015adr-trace.html>.
 //!
-//! A trace is one JSON object: `#meta`, `vars`, and `states`, each state an
-//! object with `#meta.index` and one entry per variable. highwater's state
-//! maps to these variables (replicas and records are named by letter, as
-//! in the step tables):
+//! A trace is one JSON object: `#meta`, `vars`, `states`, and for a lasso
+//! `loop`; each state an object with `#meta.index` and one entry per
+//! variable. highwater's state maps to these variables (replicas and
+//! records are named by letter, as in the step tables):
 //!
 //! | variable | ITF value |
 //! |---|---|
-//! | `replicas` | `#map` from replica name to a record: `alive`, `unclean_down` (bool); `log` (list of `{record, epoch}`); `leo`, `hw`, `recovery_point`, `hw_checkpoint` (int); `epoch` (option of int); `leader` (variant `Unknown`, `NoLeader` or `Replica` with a name); `isr`, `stale_fetch` (`#set` of names); `follower_leo` (`#map` from name to option of int); `pending_acks` (`#set` of record names) |
+//! | `replicas` | `#map` from replica name to a record: `alive`, `unclean_down` (bool); `log` (list of `{record, epoch}`); `leo` (int, derived: the log's length); `hw`, `recovery_point`, `hw_checkpoint` (int); `epoch` (option of int); `leader` (variant `Unknown`, `NoLeader` or `Replica` with a name); `isr`, `stale_fetch` (`#set` of names); `follower_leo` (`#map` from name to option of int); `pending_acks` (`#set` of record names) |
 //! | `controller` | record: `leader`, `epoch` (options), `isr`, `elr`, `last_known_elr`, `fenced` (sets), `recovering` (bool) |
 //! | `requests` | `#map` from epoch to `{leader: option of name, isr: set}` |
-//! | `records` | list, one per record produced so far: `{record, offset, acked, visible}` (`acked`, `visible`: option of the lowest epoch) |
+//! | `records` | list, one per record produced so far (at most four): `{record, offset, acked, visible}` (`acked`, `visible`: option of the lowest epoch) |
 //! | `produced`, `clean_crashes`, `unclean_crashes`, `leader_moves` | int |
-//! | `mbt::actionTaken` | the action's kind (`init` for the first state), as Quint's model-based testing names it |
+//! | `mbt::actionTaken` | the action's kind (`init` for the first state), as Quint's model-based testing names it (derived from `action`) |
 //! | `action` | the action as a record: `kind` and its arguments (names, epochs, offsets) |
 //!
-//! Options and variants are Quint's sum types: `{"tag": "Some", "value": v}`
-//! and `{"tag": "None", "value": {"#tup": []}}`. `#meta` carries
-//! highwater's configuration (`highwater.config`, as `--json` spells it),
-//! the property the trace breaks and its kind, so a trace replays under the
-//! settings that produced it.
+//! An option is a `#set` of at most one element: `{"#set": []}` for none,
+//! `{"#set": [v]}` for `v`. A variant is `{"tag": T, "value": v}`, with the
+//! empty record `{}` as the value of a tag that carries none. Integers are
+//! plain JSON numbers (all are below 256; ITF allows them). This is what
+//! both readers we test against load (`tests/itf_readers.rs`): Quint's
+//! (`@informalsystems/quint`, which takes any shape) and itf-py (which
+//! makes a Python type of every tag and field, so refuses Quint's own
+//! `None`, a Python keyword, and a variant value such as Quint's unit
+//! `{"#tup": []}` whose key is no Python name). Schema
+//! `highwater-itf/1` wrote options as Quint's `Some`/`None` variants and
+//! unit as `{"#tup": []}`; the reader still takes both.
+//!
+//! A progress counterexample is a lasso: the path to a state that cannot
+//! heal, the way into the trap every fault-free future of it ends in, and
+//! round that trap; `loop` is the index of the state the trap's cycle
+//! starts at, and the last state's successor (by a fault-free step, or by
+//! stuttering when `loop` is the last index: a trap of one state with no
+//! fault-free step) is that state, as in Apalache's and TLC's lassos.
+//!
+//! `#meta` carries highwater's configuration (`highwater.config`, as
+//! `--json` spells it), the property the trace breaks and its kind, so a
+//! trace replays under the settings that produced it. The reader refuses a
+//! derived field that disagrees with what it is derived from (`leo`,
+//! `mbt::actionTaken`, `#meta.index`, each record's name, the number of
+//! records listed), since editing it alone changes nothing, and names the
+//! field of every value it refuses.
 
 use crate::actions::Action;
 use crate::config::Config;
@@ -28,12 +49,15 @@ use crate::controller::Election;
 use crate::graph::Trace;
 use crate::state::{
     record_name, replica_name, Entry, LeaderView, Log, RecordHistory, ReplicaId, ReplicaSet,
-    Request, State, EPOCH_SLOTS, MAX_RECORDS,
+    Request, State, EPOCH_SLOTS, MAX_RECORDS, RECOVERY_EPOCHS,
 };
 use serde_json::{json, Map, Value};
 
 /// The version of highwater's ITF mapping, in `#meta.highwater.schema`.
-pub const SCHEMA: &str = "highwater-itf/1";
+pub const SCHEMA: &str = "highwater-itf/2";
+
+/// Earlier versions the reader still takes.
+const OLDER_SCHEMAS: &[&str] = &["highwater-itf/1"];
 
 /// A trace read back from a file.
 #[derive(Clone, Debug)]
@@ -47,10 +71,33 @@ pub struct ItfTrace {
     /// when the file names one.
     pub states: Vec<State>,
     pub actions: Vec<Option<Action>>,
+    /// A lasso's `loop`: the index of the state the last state's successor
+    /// is (the last index: the last state stutters).
+    pub loop_index: Option<usize>,
 }
 
-/// The ITF document of `trace`, which breaks `property` (of `kind`).
-pub fn to_itf(cfg: &Config, property: &str, kind: &str, trace: &Trace) -> Value {
+impl ItfTrace {
+    /// The configuration its steps run under: the run's, and for a progress
+    /// trace also the leader epochs recovery may use beyond the bound (its
+    /// fault-free future may take them: `graph::recovery_config`).
+    pub fn step_config(&self) -> Config {
+        if self.kind.as_deref() == Some("progress") {
+            crate::graph::recovery_config(&self.config, RECOVERY_EPOCHS)
+        } else {
+            self.config
+        }
+    }
+}
+
+/// The ITF document of `trace`, which breaks `property` (of `kind`); with
+/// `loop_index`, a lasso whose last state's successor is that state.
+pub fn to_itf(
+    cfg: &Config,
+    property: &str,
+    kind: &str,
+    trace: &Trace,
+    loop_index: Option<usize>,
+) -> Value {
     let states: Vec<Value> = trace
         .iter()
         .enumerate()
@@ -68,12 +115,19 @@ pub fn to_itf(cfg: &Config, property: &str, kind: &str, trace: &Trace) -> Value 
             Value::Object(obj)
         })
         .collect();
-    json!({
+    let description = match loop_index {
+        Some(l) => format!(
+            "shortest path to a state where \"{property}\" fails, then a fault-free future that \
+             never heals, looping back to state {l}"
+        ),
+        None => format!("shortest counterexample to \"{property}\""),
+    };
+    let mut doc = json!({
         "#meta": {
             "format": "ITF",
             "format-description": "https://apalache-mc.org/docs/adr/015adr-trace.html",
             "source": "highwater check",
-            "description": format!("shortest counterexample to \"{property}\""),
+            "description": description,
             "highwater": {
                 "schema": SCHEMA,
                 "config": cfg,
@@ -86,19 +140,21 @@ pub fn to_itf(cfg: &Config, property: &str, kind: &str, trace: &Trace) -> Value 
             "unclean_crashes", "leader_moves", "mbt::actionTaken", "action"
         ],
         "states": states,
-    })
+    });
+    if let Some(l) = loop_index {
+        doc["loop"] = json!(l);
+    }
+    doc
 }
 
-fn some(v: Value) -> Value {
-    json!({ "tag": "Some", "value": v })
-}
-
-fn none() -> Value {
-    json!({ "tag": "None", "value": { "#tup": [] } })
-}
-
+/// An option: a set of at most one element.
 fn option<T>(x: Option<T>, f: impl Fn(T) -> Value) -> Value {
-    x.map_or_else(none, |v| some(f(v)))
+    json!({ "#set": x.map(f).into_iter().collect::<Vec<_>>() })
+}
+
+/// A variant's tag with no value.
+fn bare_tag(tag: &str) -> Value {
+    json!({ "tag": tag, "value": {} })
 }
 
 fn name(r: ReplicaId) -> Value {
@@ -115,8 +171,8 @@ fn state_vars(s: &State) -> Map<String, Value> {
         .map(|r| {
             let x = s.replica(r);
             let leader = match x.leader {
-                LeaderView::Unknown => json!({ "tag": "Unknown", "value": { "#tup": [] } }),
-                LeaderView::NoLeader => json!({ "tag": "NoLeader", "value": { "#tup": [] } }),
+                LeaderView::Unknown => bare_tag("Unknown"),
+                LeaderView::NoLeader => bare_tag("NoLeader"),
                 LeaderView::Replica(l) => json!({ "tag": "Replica", "value": name(l) }),
             };
             let follower_leo: Vec<Value> = s
@@ -160,7 +216,8 @@ fn state_vars(s: &State) -> Map<String, Value> {
             Some(json!([e, { "leader": option(r.leader, name), "isr": set(r.isr) }]))
         })
         .collect();
-    let records: Vec<Value> = s.records[..s.produced as usize]
+    let records: Vec<Value> = s
+        .produced_records()
         .iter()
         .enumerate()
         .map(|(id, h)| {
@@ -262,6 +319,9 @@ pub fn action_json(a: &Action) -> Value {
 }
 
 // --- Reading -------------------------------------------------------------------
+//
+// Every error names the value it is about by its path in the document:
+// `state 3.replicas.A.hw`, `state 3.records[0].acked`.
 
 type Result<T> = std::result::Result<T, String>;
 
@@ -274,12 +334,23 @@ fn int(v: &Value, at: &str) -> Result<u8> {
         .as_u64()
         .or_else(|| v.get("#bigint").and_then(|b| b.as_str()?.parse().ok()))
         .ok_or_else(|| format!("{at}: expected a small non-negative integer, got {v}"))?;
-    u8::try_from(n).map_err(|_| format!("{at}: {n} is out of range"))
+    u8::try_from(n).map_err(|_| format!("{at}: {n} is out of range (0 to 255)"))
 }
 
 fn boolean(v: &Value, at: &str) -> Result<bool> {
     v.as_bool()
         .ok_or_else(|| format!("{at}: expected true or false, got {v}"))
+}
+
+fn text<'a>(v: &'a Value, at: &str) -> Result<&'a str> {
+    v.as_str()
+        .ok_or_else(|| format!("{at}: expected a string, got {v}"))
+}
+
+fn list<'a>(v: &'a Value, at: &str) -> Result<&'a [Value]> {
+    v.as_array()
+        .map(Vec::as_slice)
+        .ok_or_else(|| format!("{at}: expected a list, got {v}"))
 }
 
 fn replica_of(v: &Value, n: u8, at: &str) -> Result<ReplicaId> {
@@ -307,24 +378,42 @@ fn record_of(v: &Value, at: &str) -> Result<u8> {
     }
 }
 
-fn opt<T>(v: &Value, at: &str, f: impl Fn(&Value) -> Result<T>) -> Result<Option<T>> {
+/// A set's elements.
+fn set_items<'a>(v: &'a Value, at: &str) -> Result<&'a [Value]> {
+    v.get("#set")
+        .and_then(|s| s.as_array())
+        .map(Vec::as_slice)
+        .ok_or_else(|| format!("{at}: expected a #set, got {v}"))
+}
+
+/// An option: a set of at most one element, or (schema 1) Quint's
+/// `Some`/`None` variant.
+fn opt<T>(v: &Value, at: &str, f: impl Fn(&Value, &str) -> Result<T>) -> Result<Option<T>> {
+    if let Some(items) = v.get("#set").and_then(|s| s.as_array()) {
+        return match items.as_slice() {
+            [] => Ok(None),
+            [x] => f(x, at).map(Some),
+            _ => Err(format!(
+                "{at}: an option is a #set of at most one element, got {} elements",
+                items.len()
+            )),
+        };
+    }
     match v.get("tag").and_then(|t| t.as_str()) {
         Some("None") => Ok(None),
-        Some("Some") => f(field(v, "value", at)?).map(Some),
+        Some("Some") => f(field(v, "value", at)?, at).map(Some),
         _ => Err(format!(
-            "{at}: expected an option (tag Some or None), got {v}"
+            "{at}: expected an option (a #set of at most one element), got {v}"
         )),
     }
 }
 
 fn set_of(v: &Value, n: u8, at: &str) -> Result<ReplicaSet> {
-    let items = v
-        .get("#set")
-        .and_then(|s| s.as_array())
-        .ok_or_else(|| format!("{at}: expected a #set, got {v}"))?;
-    items.iter().try_fold(ReplicaSet::EMPTY, |acc, x| {
-        Ok(acc.with(replica_of(x, n, at)?))
-    })
+    set_items(v, at)?
+        .iter()
+        .try_fold(ReplicaSet::EMPTY, |acc, x| {
+            Ok(acc.with(replica_of(x, n, at)?))
+        })
 }
 
 fn map_entries<'a>(v: &'a Value, at: &str) -> Result<Vec<(&'a Value, &'a Value)>> {
@@ -343,147 +432,239 @@ fn map_entries<'a>(v: &'a Value, at: &str) -> Result<Vec<(&'a Value, &'a Value)>
         .collect()
 }
 
+/// A record (JSON object) and its path: field access that names the field
+/// in every error.
+struct Rec<'a> {
+    v: &'a Value,
+    at: String,
+}
+
+impl<'a> Rec<'a> {
+    fn of(v: &'a Value, at: String) -> Result<Rec<'a>> {
+        if v.is_object() {
+            Ok(Rec { v, at })
+        } else {
+            Err(format!("{at}: expected a record, got {v}"))
+        }
+    }
+    fn path(&self, key: &str) -> String {
+        format!("{}.{key}", self.at)
+    }
+    fn get(&self, key: &str) -> Result<&'a Value> {
+        field(self.v, key, &self.at)
+    }
+    fn int(&self, key: &str) -> Result<u8> {
+        int(self.get(key)?, &self.path(key))
+    }
+    fn boolean(&self, key: &str) -> Result<bool> {
+        boolean(self.get(key)?, &self.path(key))
+    }
+    fn set(&self, key: &str, n: u8) -> Result<ReplicaSet> {
+        set_of(self.get(key)?, n, &self.path(key))
+    }
+    fn opt_int(&self, key: &str) -> Result<Option<u8>> {
+        opt(self.get(key)?, &self.path(key), int)
+    }
+    fn opt_replica(&self, key: &str, n: u8) -> Result<Option<ReplicaId>> {
+        opt(self.get(key)?, &self.path(key), |v, at| {
+            replica_of(v, n, at)
+        })
+    }
+    fn record(&self, key: &str) -> Result<Rec<'a>> {
+        Rec::of(self.get(key)?, self.path(key))
+    }
+}
+
+/// The value of a variant tag that carries none: the empty record, or
+/// (schema 1) Quint's unit, the empty tuple.
+fn unit(v: &Value, at: &str) -> Result<()> {
+    let empty_record = v.as_object().is_some_and(|o| o.is_empty());
+    let empty_tuple = v
+        .get("#tup")
+        .and_then(|t| t.as_array())
+        .is_some_and(|t| t.is_empty());
+    if empty_record || empty_tuple {
+        Ok(())
+    } else {
+        Err(format!(
+            "{at}: expected {{}} (this tag carries no value), got {v}"
+        ))
+    }
+}
+
+fn leader_view(v: &Value, n: u8, at: &str) -> Result<LeaderView> {
+    let tag = v.get("tag").and_then(|t| t.as_str());
+    let value = || field(v, "value", at);
+    let payload = format!("{at}.value");
+    Ok(match tag {
+        Some("Unknown") => {
+            unit(value()?, &payload)?;
+            LeaderView::Unknown
+        }
+        Some("NoLeader") => {
+            unit(value()?, &payload)?;
+            LeaderView::NoLeader
+        }
+        Some("Replica") => LeaderView::Replica(replica_of(value()?, n, &payload)?),
+        _ => {
+            return Err(format!(
+                "{at}: expected a variant tagged Unknown, NoLeader or Replica, got {v}"
+            ))
+        }
+    })
+}
+
+fn replica_into(s: &mut State, r: ReplicaId, x: &Rec<'_>) -> Result<()> {
+    let n = s.n;
+    let mut log = Log::default();
+    let entries = list(x.get("log")?, &x.path("log"))?;
+    if entries.len() > MAX_RECORDS {
+        return Err(format!(
+            "{}: {} entries, more than the {MAX_RECORDS} records a log can hold",
+            x.path("log"),
+            entries.len()
+        ));
+    }
+    for (i, e) in entries.iter().enumerate() {
+        let e = Rec::of(e, format!("{}[{i}]", x.path("log")))?;
+        log.append(Entry {
+            id: record_of(e.get("record")?, &e.path("record"))?,
+            epoch: e.int("epoch")?,
+        });
+    }
+    // Derived: written for readers, never read; an edit would change nothing.
+    if let Some(leo) = x.v.get("leo") {
+        let leo = int(leo, &x.path("leo"))?;
+        if leo != log.leo() {
+            return Err(format!(
+                "{}: {leo}, but the log holds {} entries (the LEO is the log's length: edit \
+                 the log)",
+                x.path("leo"),
+                log.leo()
+            ));
+        }
+    }
+    let rep = s.replica_mut(r);
+    rep.log = log;
+    rep.alive = x.boolean("alive")?;
+    rep.unclean_down = x.boolean("unclean_down")?;
+    rep.hw = x.int("hw")?;
+    rep.recovery_point = x.int("recovery_point")?;
+    rep.hw_checkpoint = x.int("hw_checkpoint")?;
+    rep.epoch = x.opt_int("epoch")?;
+    rep.leader = leader_view(x.get("leader")?, n, &x.path("leader"))?;
+    rep.isr = x.set("isr", n)?;
+    rep.stale_fetch = x.set("stale_fetch", n)?;
+    let at = x.path("follower_leo");
+    for (f, leo) in map_entries(x.get("follower_leo")?, &at)? {
+        let f = replica_of(f, n, &at)?;
+        let at = format!("{at}.{}", replica_name(f));
+        rep.follower_leo[f as usize] = opt(leo, &at, int)?;
+    }
+    let at = x.path("pending_acks");
+    for p in set_items(x.get("pending_acks")?, &at)? {
+        rep.pending_acks |= 1 << record_of(p, &at)?;
+    }
+    Ok(())
+}
+
 fn state_of(v: &Value, n: u8, at: &str) -> Result<State> {
     let mut s = State {
         n,
         ..State::default()
     };
-    let replicas = map_entries(field(v, "replicas", at)?, &format!("{at}.replicas"))?;
+    let v = Rec::of(v, at.to_string())?;
+    let replicas = map_entries(v.get("replicas")?, &v.path("replicas"))?;
     if replicas.len() != n as usize {
         return Err(format!(
-            "{at}: {} replicas, the configuration has {n}",
+            "{}: {} replicas, the configuration has {n}",
+            v.path("replicas"),
             replicas.len()
         ));
     }
     for (k, x) in replicas {
-        let r = replica_of(k, n, at)?;
-        let at = format!("{at}.replicas.{}", replica_name(r));
-        let at = at.as_str();
-        let mut log = Log::default();
-        let entries = field(x, "log", at)?
-            .as_array()
-            .ok_or_else(|| format!("{at}.log: expected a list"))?;
-        if entries.len() > MAX_RECORDS {
-            return Err(format!("{at}.log: more than {MAX_RECORDS} entries"));
-        }
-        for e in entries {
-            log.append(Entry {
-                id: record_of(field(e, "record", at)?, at)?,
-                epoch: int(field(e, "epoch", at)?, at)?,
-            });
-        }
-        let rep = s.replica_mut(r);
-        rep.log = log;
-        rep.alive = boolean(field(x, "alive", at)?, at)?;
-        rep.unclean_down = boolean(field(x, "unclean_down", at)?, at)?;
-        rep.hw = int(field(x, "hw", at)?, at)?;
-        rep.recovery_point = int(field(x, "recovery_point", at)?, at)?;
-        rep.hw_checkpoint = int(field(x, "hw_checkpoint", at)?, at)?;
-        rep.epoch = opt(field(x, "epoch", at)?, at, |e| int(e, at))?;
-        let leader = field(x, "leader", at)?;
-        rep.leader = match leader.get("tag").and_then(|t| t.as_str()) {
-            Some("Unknown") => LeaderView::Unknown,
-            Some("NoLeader") => LeaderView::NoLeader,
-            Some("Replica") => LeaderView::Replica(replica_of(field(leader, "value", at)?, n, at)?),
-            _ => {
-                return Err(format!(
-                    "{at}.leader: expected Unknown, NoLeader or Replica"
-                ))
-            }
-        };
-        rep.isr = set_of(field(x, "isr", at)?, n, at)?;
-        rep.stale_fetch = set_of(field(x, "stale_fetch", at)?, n, at)?;
-        for (f, leo) in map_entries(field(x, "follower_leo", at)?, at)? {
-            let f = replica_of(f, n, at)?;
-            rep.follower_leo[f as usize] = opt(leo, at, |o| int(o, at))?;
-        }
-        let pending = field(x, "pending_acks", at)?
-            .get("#set")
-            .and_then(|p| p.as_array())
-            .ok_or_else(|| format!("{at}.pending_acks: expected a #set"))?;
-        for p in pending {
-            rep.pending_acks |= 1 << record_of(p, at)?;
-        }
+        let r = replica_of(k, n, &v.path("replicas"))?;
+        let x = Rec::of(x, format!("{}.{}", v.path("replicas"), replica_name(r)))?;
+        replica_into(&mut s, r, &x)?;
     }
-    let c = field(v, "controller", at)?;
-    let cat = format!("{at}.controller");
-    s.controller.leader = opt(field(c, "leader", &cat)?, &cat, |l| replica_of(l, n, &cat))?;
-    s.controller.epoch = opt(field(c, "epoch", &cat)?, &cat, |e| int(e, &cat))?;
-    s.controller.isr = set_of(field(c, "isr", &cat)?, n, &cat)?;
-    s.controller.elr = set_of(field(c, "elr", &cat)?, n, &cat)?;
-    s.controller.lke = set_of(field(c, "last_known_elr", &cat)?, n, &cat)?;
-    s.controller.recovering = boolean(field(c, "recovering", &cat)?, &cat)?;
-    s.controller.fenced = set_of(field(c, "fenced", &cat)?, n, &cat)?;
-    for (e, r) in map_entries(field(v, "requests", at)?, at)? {
-        let epoch = int(e, at)? as usize;
+    let c = v.record("controller")?;
+    s.controller.leader = c.opt_replica("leader", n)?;
+    s.controller.epoch = c.opt_int("epoch")?;
+    s.controller.isr = c.set("isr", n)?;
+    s.controller.elr = c.set("elr", n)?;
+    s.controller.lke = c.set("last_known_elr", n)?;
+    s.controller.recovering = c.boolean("recovering")?;
+    s.controller.fenced = c.set("fenced", n)?;
+    let at = v.path("requests");
+    for (e, r) in map_entries(v.get("requests")?, &at)? {
+        let epoch = int(e, &at)? as usize;
         if epoch >= EPOCH_SLOTS {
             return Err(format!(
-                "{at}.requests: epoch {epoch} is beyond the model's epochs"
+                "{at}: epoch {epoch} is beyond the model's epochs (0 to {})",
+                EPOCH_SLOTS - 1
             ));
         }
+        let r = Rec::of(r, format!("{at}.{epoch}"))?;
         s.requests[epoch] = Some(Request {
-            leader: opt(field(r, "leader", at)?, at, |l| replica_of(l, n, at))?,
-            isr: set_of(field(r, "isr", at)?, n, at)?,
+            leader: r.opt_replica("leader", n)?,
+            isr: r.set("isr", n)?,
         });
     }
-    let records = field(v, "records", at)?
-        .as_array()
-        .ok_or_else(|| format!("{at}.records: expected a list"))?;
-    if records.len() > MAX_RECORDS {
-        return Err(format!("{at}.records: more than {MAX_RECORDS}"));
-    }
-    for (i, h) in records.iter().enumerate() {
-        if record_of(field(h, "record", at)?, at)? as usize != i {
-            return Err(format!("{at}.records: record {i} is out of order"));
-        }
-        s.records[i] = RecordHistory {
-            offset: int(field(h, "offset", at)?, at)?,
-            acked: opt(field(h, "acked", at)?, at, |e| int(e, at))?,
-            visible: opt(field(h, "visible", at)?, at, |e| int(e, at))?,
-        };
-    }
-    s.produced = int(field(v, "produced", at)?, at)?;
-    if s.produced as usize != records.len() {
+    s.produced = v.int("produced")?;
+    // Derived from `produced`: one history per record produced, as far as
+    // the state keeps them.
+    let records = list(v.get("records")?, &v.path("records"))?;
+    let kept = (s.produced as usize).min(MAX_RECORDS);
+    if records.len() != kept {
         return Err(format!(
-            "{at}: produced is {} but {} records are listed",
-            s.produced,
-            records.len()
+            "{}: {} listed, but produced is {} (one per record produced, at most \
+             {MAX_RECORDS})",
+            v.path("records"),
+            records.len(),
+            s.produced
         ));
     }
-    s.clean_crashes = int(field(v, "clean_crashes", at)?, at)?;
-    s.unclean_crashes = int(field(v, "unclean_crashes", at)?, at)?;
-    s.leader_moves = int(field(v, "leader_moves", at)?, at)?;
-    // Logs and offsets within bounds, so that no later step indexes past them.
-    for r in s.ids() {
-        let x = s.replica(r);
-        if x.hw > x.leo() || x.recovery_point > x.leo() {
+    for (i, h) in records.iter().enumerate() {
+        let h = Rec::of(h, format!("{}[{i}]", v.path("records")))?;
+        let id = record_of(h.get("record")?, &h.path("record"))?;
+        if id as usize != i {
             return Err(format!(
-                "{at}: replica {}'s HW or recovery point is past its log end",
-                replica_name(r)
+                "{}: record {} is listed at position {i} (records are listed in order: \
+                 a, b, c, d)",
+                h.path("record"),
+                record_name(id)
             ));
         }
+        s.records[i] = RecordHistory {
+            offset: h.int("offset")?,
+            acked: h.opt_int("acked")?,
+            visible: h.opt_int("visible")?,
+        };
     }
+    s.clean_crashes = v.int("clean_crashes")?;
+    s.unclean_crashes = v.int("unclean_crashes")?;
+    s.leader_moves = v.int("leader_moves")?;
     Ok(s)
 }
 
 fn action_of(v: &Value, n: u8, at: &str) -> Result<Option<Action>> {
-    let kind = field(v, "kind", at)?
-        .as_str()
-        .ok_or_else(|| format!("{at}.kind: expected a string"))?;
-    let r = |key: &str| replica_of(field(v, key, at)?, n, at);
-    let e = |key: &str| int(field(v, key, at)?, at);
+    let v = Rec::of(v, format!("{at}.action"))?;
+    let kind = text(v.get("kind")?, &v.path("kind"))?;
+    let r = |key: &str| replica_of(v.get(key)?, n, &v.path(key));
+    let e = |key: &str| v.int(key);
     Ok(Some(match kind {
         "init" => return Ok(None),
         "ControllerElectLeader" => Action::ControllerElectLeader {
             replica: r("replica")?,
-            election: match field(v, "election", at)?.as_str() {
+            election: match v.get("election")?.as_str() {
                 Some("clean") => Election::Clean,
                 Some("elr") => Election::Elr,
                 Some("unclean") => Election::Unclean,
                 Some("last-known-leader") => Election::LastKnownLeader,
                 _ => {
                     return Err(format!(
-                        "{at}.election: expected clean, elr, unclean or last-known-leader"
+                        "{}: expected clean, elr, unclean or last-known-leader",
+                        v.path("election")
                     ))
                 }
             },
@@ -504,7 +685,7 @@ fn action_of(v: &Value, n: u8, at: &str) -> Result<Option<Action>> {
         },
         "Produce" => Action::Produce {
             leader: r("leader")?,
-            record: record_of(field(v, "record", at)?, at)?,
+            record: record_of(v.get("record")?, &v.path("record"))?,
         },
         "FollowerFetch" => Action::FollowerFetch {
             follower: r("follower")?,
@@ -537,32 +718,89 @@ fn action_of(v: &Value, n: u8, at: &str) -> Result<Option<Action>> {
         },
         "Crash" => Action::Crash {
             replica: r("replica")?,
-            clean: boolean(field(v, "clean", at)?, at)?,
+            clean: v.boolean("clean")?,
         },
         "Restart" => Action::Restart {
             replica: r("replica")?,
         },
-        other => return Err(format!("{at}: unknown action kind {other:?}")),
+        other => return Err(format!("{}: unknown action kind {other:?}", v.path("kind"))),
     }))
+}
+
+/// The derived fields of state `i`, against what they are derived from:
+/// `#meta.index` (its position) and `mbt::actionTaken` (its action's kind).
+fn check_derived(v: &Value, i: usize, action: Option<&Action>, at: &str) -> Result<()> {
+    if let Some(index) = v.get("#meta").and_then(|m| m.get("index")) {
+        let path = format!("{at}.#meta.index");
+        if index.as_u64() != Some(i as u64) {
+            return Err(format!(
+                "{path}: {index}, but it is state {i} of the trace (the index is its position)"
+            ));
+        }
+    }
+    if let Some(taken) = v.get("mbt::actionTaken") {
+        let path = format!("{at}.mbt::actionTaken");
+        let taken = text(taken, &path)?;
+        let kind = match (action, v.get("action")) {
+            (Some(a), _) => action_kind(a),
+            (None, Some(_)) => "init",
+            // No action written: nothing to hold it against.
+            (None, None) => return Ok(()),
+        };
+        if taken != kind {
+            return Err(format!(
+                "{path}: {taken:?}, but the action is {kind:?} (it is derived from `action`: \
+                 edit that)"
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Reads an ITF trace written by [`to_itf`] (or by hand, or by another tool
 /// following the mapping above): its configuration, states and actions.
+/// Any value the state's types hold is taken, a broken state's too (an HW
+/// past the LEO); what they cannot hold, or a derived field at odds with
+/// its source, is refused, naming the field.
 pub fn from_itf(text: &str) -> Result<ItfTrace> {
     let doc: Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
     let meta = field(&doc, "#meta", "the trace")?;
     let hw = field(meta, "highwater", "#meta")?;
+    if let Some(schema) = hw.get("schema") {
+        let known = schema
+            .as_str()
+            .is_some_and(|s| s == SCHEMA || OLDER_SCHEMAS.contains(&s));
+        if !known {
+            return Err(format!(
+                "#meta.highwater.schema: {schema} is not one this highwater reads ({SCHEMA}, {})",
+                OLDER_SCHEMAS.join(", ")
+            ));
+        }
+    }
     let config: Config = serde_json::from_value(field(hw, "config", "#meta.highwater")?.clone())
         .map_err(|e| format!("#meta.highwater.config: {e}"))?;
     config
         .validate()
         .map_err(|e| format!("#meta.highwater.config: {e}"))?;
-    let states = field(&doc, "states", "the trace")?
-        .as_array()
-        .ok_or("\"states\" is not a list")?;
+    let states = list(field(&doc, "states", "the trace")?, "states")?;
     if states.is_empty() {
-        return Err("the trace has no states".to_string());
+        return Err("states: the trace has no states".to_string());
     }
+    let loop_index = match doc.get("loop") {
+        None | Some(Value::Null) => None,
+        Some(l) => {
+            let i = l
+                .as_u64()
+                .ok_or_else(|| format!("loop: expected the index of a state, got {l}"))?;
+            if i >= states.len() as u64 {
+                return Err(format!(
+                    "loop: {i} is not the index of a state (the trace has {})",
+                    states.len()
+                ));
+            }
+            Some(i as usize)
+        }
+    };
     let mut out = ItfTrace {
         config,
         property: hw
@@ -572,14 +810,17 @@ pub fn from_itf(text: &str) -> Result<ItfTrace> {
         kind: hw.get("kind").and_then(|p| p.as_str()).map(String::from),
         states: Vec::new(),
         actions: Vec::new(),
+        loop_index,
     };
     for (i, v) in states.iter().enumerate() {
         let at = format!("state {i}");
         out.states.push(state_of(v, config.replicas, &at)?);
-        out.actions.push(match v.get("action") {
+        let action = match v.get("action") {
             Some(a) => action_of(a, config.replicas, &at)?,
             None => None,
-        });
+        };
+        check_derived(v, i, action.as_ref(), &at)?;
+        out.actions.push(action);
     }
     Ok(out)
 }

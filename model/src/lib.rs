@@ -9,6 +9,7 @@ pub mod explorer;
 pub mod fptable;
 pub mod graph;
 pub mod itf;
+pub mod lasso;
 pub mod model;
 pub mod outdir;
 pub mod picture;

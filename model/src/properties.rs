@@ -2,7 +2,9 @@
 //! holds vacuously). Each property is a plain function of the state.
 
 use crate::model::PartitionModel;
-use crate::state::{record_name, replica_name, Log, Offset, RecordHistory, State};
+use crate::state::{
+    record_name, replica_name, Epoch, Log, Offset, RecordHistory, RecordId, ReplicaId, State,
+};
 use stateright::{Model, Property};
 
 pub const COMMITTED_RECORDS_SURVIVE: &str = "committed records survive";
@@ -147,18 +149,15 @@ pub fn safety_names() -> Vec<&'static str> {
 /// epoch) is at its offset on every later leader: every replica presuming
 /// leadership with an epoch at or above that one. Stale leaders' marks count.
 pub fn records_survive(s: &State, epoch_of: fn(&RecordHistory) -> Option<u8>) -> bool {
-    s.records[..s.produced as usize]
-        .iter()
-        .enumerate()
-        .all(|(id, h)| {
-            let Some(since) = epoch_of(h) else {
-                return true;
-            };
-            s.presumed_leaders().all(|l| {
-                let r = s.replica(l);
-                r.epoch < Some(since) || r.log.get(h.offset).is_some_and(|e| e.id as usize == id)
-            })
+    s.produced_records().iter().enumerate().all(|(id, h)| {
+        let Some(since) = epoch_of(h) else {
+            return true;
+        };
+        s.presumed_leaders().all(|l| {
+            let r = s.replica(l);
+            r.epoch < Some(since) || r.log.get(h.offset).is_some_and(|e| e.id as usize == id)
         })
+    })
 }
 
 /// Below any presumed leader's HW, every quorum ISR member holds the same
@@ -233,32 +232,58 @@ pub fn explain(name: &str, s: &State) -> Option<String> {
     }
 }
 
-/// A record `epoch_of` marks, missing on a later presumed leader.
-fn missing_record(
+/// A record that a presumed leader of its epoch or later lacks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Missing {
+    pub record: RecordId,
+    pub offset: Offset,
+    /// The presumed leader that lacks it.
+    pub leader: ReplicaId,
+    /// The epoch in which it was acknowledged (or committed).
+    pub since: Epoch,
+}
+
+/// Every record `epoch_of` marks (acknowledged: `|h| h.acked`; committed:
+/// `|h| h.visible`) that a presumed leader of that epoch or later lacks.
+pub fn missing_records(
     s: &State,
-    epoch_of: fn(&RecordHistory) -> Option<u8>,
-    what: &str,
-) -> Option<String> {
-    s.records[..s.produced as usize]
+    epoch_of: fn(&RecordHistory) -> Option<Epoch>,
+) -> impl Iterator<Item = Missing> + '_ {
+    s.produced_records()
         .iter()
         .enumerate()
-        .find_map(|(id, h)| {
-            let since = epoch_of(h)?;
-            s.presumed_leaders().find_map(|l| {
+        .filter_map(move |(id, h)| Some((id as RecordId, h.offset, epoch_of(h)?)))
+        .flat_map(move |(record, offset, since)| {
+            s.presumed_leaders().filter_map(move |l| {
                 let r = s.replica(l);
-                let held = r.log.get(h.offset).is_some_and(|e| e.id as usize == id);
-                (r.epoch >= Some(since) && !held).then(|| {
-                    format!(
-                        "{what} record {}@{} ({what} in epoch {since}) is missing on {}, leader of epoch {}: {}",
-                        record_name(id as u8),
-                        h.offset,
-                        replica_name(l),
-                        r.epoch.map_or("-".to_string(), |e| e.to_string()),
-                        holds_at(l, &r.log, h.offset)
-                    )
+                let held = r.log.get(offset).is_some_and(|e| e.id == record);
+                (r.epoch >= Some(since) && !held).then_some(Missing {
+                    record,
+                    offset,
+                    leader: l,
+                    since,
                 })
             })
         })
+}
+
+/// A record `epoch_of` marks, missing on a later presumed leader.
+fn missing_record(
+    s: &State,
+    epoch_of: fn(&RecordHistory) -> Option<Epoch>,
+    what: &str,
+) -> Option<String> {
+    let m = missing_records(s, epoch_of).next()?;
+    let r = s.replica(m.leader);
+    Some(format!(
+        "{what} record {}@{} ({what} in epoch {}) is missing on {}, leader of epoch {}: {}",
+        record_name(m.record),
+        m.offset,
+        m.since,
+        replica_name(m.leader),
+        r.epoch.map_or("-".to_string(), |e| e.to_string()),
+        holds_at(m.leader, &r.log, m.offset)
+    ))
 }
 
 fn strong_isr_breach(s: &State) -> Option<String> {

@@ -187,11 +187,17 @@ fn history_line(s: &State) -> String {
     )
 }
 
-/// Entries as record letter + epoch, with `|` where the HW is.
+/// Entries as record letter + epoch, with `|` where the HW is; `..|` after
+/// the last entry when the HW is past the log's end (a state that breaks
+/// "HW <= LEO": the HW column says by how much).
 fn log_text(s: &State, r: u8) -> String {
     let x = s.replica(r);
     let mut parts: Vec<String> = x.log.entries().iter().map(|e| format!("{e:?}")).collect();
-    parts.insert(x.hw as usize, "|".to_string());
+    if x.hw <= x.leo() {
+        parts.insert(x.hw as usize, "|".to_string());
+    } else {
+        parts.push("..|".to_string());
+    }
     parts.join(" ")
 }
 
@@ -211,7 +217,7 @@ type EpochOf = fn(&crate::state::RecordHistory) -> Option<u8>;
 
 /// The produced records that `epoch_of` marks, with offset and epoch.
 fn record_facts(s: &State, epoch_of: EpochOf) -> impl Iterator<Item = RecordFact> + '_ {
-    s.records[..s.produced as usize]
+    s.produced_records()
         .iter()
         .enumerate()
         .filter_map(move |(id, h)| {

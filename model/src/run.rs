@@ -108,6 +108,22 @@ pub enum Phase {
     ShortestPaths,
 }
 
+impl Phase {
+    /// What the run does in this phase, as the progress display says it.
+    pub fn heading(self) -> &'static str {
+        match self {
+            Phase::Search => "searching the bounded model",
+            Phase::RecoveryStates => {
+                "searching recovery states (fault-free steps beyond the epoch bound)"
+            }
+            Phase::ProgressCheck => "progress check: backward search of the state graph",
+            Phase::ShortestPaths => {
+                "shortest counterexamples: breadth-first search, symmetry-reduced"
+            }
+        }
+    }
+}
+
 /// A snapshot of a running search.
 #[derive(Clone, Copy, Debug, Default, Serialize)]
 pub struct Progress {

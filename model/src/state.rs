@@ -323,6 +323,12 @@ impl State {
     pub fn request(&self, epoch: Epoch) -> Option<Request> {
         self.requests.get(epoch as usize).copied().flatten()
     }
+    /// The histories of the records produced so far: the first `produced`,
+    /// or all [`MAX_RECORDS`] the state keeps if the count is past them (no
+    /// model step gets there; a state read or made by hand may).
+    pub fn produced_records(&self) -> &[RecordHistory] {
+        &self.records[..(self.produced as usize).min(MAX_RECORDS)]
+    }
 }
 
 // Hashing writes every field as one byte into a buffer and hashes that once:

@@ -1,15 +1,16 @@
 //! The explorer in a real browser: `highwater explore` serves a historical
 //! preset, headless Chromium opens the printed deep link, and the rendered
-//! page must show the path, the state's picture (an SVG with a lane per
-//! replica and the HW) and the broken property. A screenshot is left in
-//! the test's output directory.
+//! page must show the path (its steps numbered as the CLI's), the state's
+//! picture (an SVG with a lane per replica and the HW) and the broken
+//! property. A screenshot is left in the test's output directory. While a
+//! check runs, the page shows its progress.
 //!
 //! Chromium comes from `.ci/run` (Debian's `chromium`); outside CI the test
 //! skips, saying so, when it is missing. `HIGHWATER_CHROMIUM` names another.
 
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
 struct Server(Child);
@@ -19,6 +20,45 @@ impl Drop for Server {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
+}
+
+/// Each line `stdout` prints, read in a thread, until a line starting
+/// with `last`, within `limit` (a line that never comes fails the test
+/// instead of hanging it).
+fn lines_until(stdout: ChildStdout, last: &str, limit: Duration) -> Vec<String> {
+    let (send, lines) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if send.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let deadline = Instant::now() + limit;
+    let mut out = Vec::new();
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match lines.recv_timeout(left) {
+            Ok(line) => {
+                let end = line.starts_with(last);
+                out.push(line);
+                if end {
+                    return out;
+                }
+            }
+            Err(e) => panic!("no line starting {last:?} within {limit:?} ({e}); printed: {out:#?}"),
+        }
+    }
+}
+
+/// The address in the `explorer: http://ADDR/ ...` line.
+fn address_of(lines: &[String]) -> String {
+    lines
+        .iter()
+        .find_map(|l| l.strip_prefix("explorer: "))
+        .and_then(|rest| rest.split_whitespace().next())
+        .expect("explore printed its address")
+        .to_string()
 }
 
 fn chromium() -> Option<PathBuf> {
@@ -82,18 +122,12 @@ fn a_deep_link_shows_the_path_the_picture_and_the_broken_property() {
         .expect("start highwater explore");
     let stdout = child.stdout.take().expect("stdout");
     let _server = Server(child);
-    let mut link = None;
-    let deadline = Instant::now() + Duration::from_secs(120);
-    for line in BufReader::new(stdout).lines() {
-        let line = line.expect("read stdout");
-        if line.starts_with("counterexample (\"committed records survive\"") {
-            link = line.split_whitespace().last().map(str::to_string);
-        }
-        if line.starts_with("explorer: ") {
-            break;
-        }
-        assert!(Instant::now() < deadline, "explore took too long");
-    }
+    let lines = lines_until(stdout, "done: ", Duration::from_secs(300));
+    let link = lines
+        .iter()
+        .find(|l| l.starts_with("counterexample (\"committed records survive\""))
+        .and_then(|l| l.split_whitespace().last())
+        .map(str::to_string);
     let link = link.expect("explore printed the deep link");
 
     let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("browser");
@@ -108,12 +142,23 @@ fn a_deep_link_shows_the_path_the_picture_and_the_broken_property() {
     let page = String::from_utf8_lossy(&dom.stdout);
     std::fs::write(out.join("explorer.html"), page.as_bytes()).expect("keep the page");
 
-    // The path: every step of the counterexample, ending at the HW advance.
-    assert!(page.contains("Path of Actions"), "the path is shown");
+    // The path: every step of the counterexample, numbered as the CLI's
+    // step tables number them, ending at the HW advance.
+    // http://ADDR/#/steps/0/a1/a2...: the initial state, then each action.
+    let actions = link
+        .split_once("#/steps/")
+        .expect("a path")
+        .1
+        .split('/')
+        .count()
+        - 1;
+    assert!(page.contains("step 0: initial state"), "step 0 is shown");
     assert!(
-        page.contains("LeaderAdvanceHw(A, hw 1)"),
-        "its last step is shown"
+        page.contains(&format!("step {actions}: LeaderAdvanceHw(A, hw 1)")),
+        "its last step is shown as step {actions}"
     );
+    assert!(!page.contains(&format!("step {}:", actions + 1)));
+    assert!(!page.contains("Pre-init") && !page.contains("Init 0"));
     // The picture: our SVG, a lane per replica, the HW drawn.
     assert!(
         page.contains("class=\"highwater-state\""),
@@ -124,11 +169,11 @@ fn a_deep_link_shows_the_path_the_picture_and_the_broken_property() {
     }
     assert!(page.contains("class=\"hw\""), "the HW line");
     // The broken property: marked on the page and named in the picture.
-    let marked = page
-        .split("Counterexample found")
-        .skip(1)
-        .any(|rest| rest[..rest.len().min(400)].contains("committed records survive"));
-    assert!(marked, "the property is marked as broken");
+    assert!(
+        page.contains(r#"data-property="committed records survive" data-verdict="counterexample""#),
+        "the property is marked as broken"
+    );
+    assert!(page.contains("(this step)"), "at this step");
     assert!(page.contains("Broken: committed records survive"));
 
     let shot = out.join("explorer.png");
@@ -174,15 +219,7 @@ fn a_model_that_holds_shows_no_counterexample() {
         .expect("start highwater explore");
     let stdout = child.stdout.take().expect("stdout");
     let _server = Server(child);
-    let mut root = None;
-    for line in BufReader::new(stdout).lines() {
-        let line = line.expect("read stdout");
-        if let Some(rest) = line.strip_prefix("explorer: ") {
-            root = rest.split_whitespace().next().map(str::to_string);
-            break;
-        }
-    }
-    let root = root.expect("explore printed its address");
+    let root = address_of(&lines_until(stdout, "done: ", Duration::from_secs(300)));
     let profile = tempfile::tempdir().expect("a browser profile");
     let dom = headless(&browser, profile.path())
         .arg("--dump-dom")
@@ -190,6 +227,47 @@ fn a_model_that_holds_shows_no_counterexample() {
         .output()
         .expect("run chromium");
     let page = String::from_utf8_lossy(&dom.stdout);
-    assert!(page.contains("Safety holds"), "the verdicts are shown");
-    assert!(!page.contains("Counterexample found"));
+    assert!(
+        page.contains(r#"data-property="committed records survive" data-verdict="holds""#),
+        "the verdicts are shown"
+    );
+    assert!(!page.contains(r#"data-verdict="counterexample""#));
+    assert!(!page.contains(r#"data-verdict="checking""#));
+    assert!(page.contains("step 0: initial state"), "the initial state");
+}
+
+/// While the check runs the page shows its progress, with the estimate the
+/// preset's measured state count gives, and the verdicts as still open.
+#[test]
+fn the_page_shows_the_check_while_it_runs() {
+    let Some(browser) = chromium() else {
+        assert!(!in_ci(), "CI must install chromium (.ci/run does)");
+        eprintln!("browser test: SKIPPED: no chromium found");
+        return;
+    };
+    // `safe` takes minutes to check.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_highwater"))
+        .args(["explore", "--preset", "safe", "--addr", "127.0.0.1:0", "-q"])
+        .args(["-t", "1"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start highwater explore");
+    let stdout = child.stdout.take().expect("stdout");
+    let _server = Server(child);
+    let root = address_of(&lines_until(stdout, "explorer: ", Duration::from_secs(60)));
+    let profile = tempfile::tempdir().expect("a browser profile");
+    let dom = headless(&browser, profile.path())
+        .arg("--dump-dom")
+        .arg(&root)
+        .output()
+        .expect("run chromium");
+    let page = String::from_utf8_lossy(&dom.stdout);
+    assert!(
+        page.contains("unique states"),
+        "the check's figures: {page}"
+    );
+    assert!(page.contains("(measured)"), "the estimate: {page}");
+    assert!(page.contains(r#"data-verdict="checking""#), "open verdicts");
+    assert!(page.contains("step 0: initial state"), "browsing meanwhile");
 }

@@ -39,7 +39,7 @@ fn every_historical_counterexample_reads_back_as_written() {
             .collect();
         let (_, trace) = shortest_counterexamples(&model, &target).pop().unwrap();
         let trace = trace.unwrap();
-        let doc = itf::to_itf(&p.config, name, "always", &trace);
+        let doc = itf::to_itf(&p.config, name, "always", &trace, None);
         let back = itf::from_itf(&doc.to_string()).unwrap_or_else(|e| panic!("{}: {e}", p.name));
         assert_eq!(back.config, p.config);
         assert_eq!(back.property.as_deref(), Some(name));

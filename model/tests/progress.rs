@@ -193,8 +193,12 @@ fn healthy_means_a_known_leader_a_full_isr_and_the_hw_at_the_end() {
     assert!(progress::acked_replicated(&cfg, &done));
     let down = run(&cfg, &done, &[crash(C, true)]);
     assert!(
-        progress::healthy(&cfg, &down),
-        "a down replica is not asked"
+        !progress::healthy(&cfg, &down),
+        "a down broker must come back: a restart is no fault"
+    );
+    assert!(
+        !progress::acked_replicated(&cfg, &down),
+        "nor is a record on every replica while one is down"
     );
     let out = run(&cfg, &done, &[ctrl_shrink(C)]);
     assert!(

@@ -46,7 +46,11 @@ fn counterexample(p: &Preset) -> (&'static str, Trace) {
 /// The counterexample as an ITF document, with its property and path.
 fn doc(p: &Preset) -> (Value, &'static str, Trace) {
     let (name, trace) = counterexample(p);
-    (itf::to_itf(&p.config, name, "always", &trace), name, trace)
+    (
+        itf::to_itf(&p.config, name, "always", &trace, None),
+        name,
+        trace,
+    )
 }
 
 fn write(dir: &Path, name: &str, doc: &Value) -> PathBuf {

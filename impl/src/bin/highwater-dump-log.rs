@@ -27,7 +27,7 @@ use highwater::storage::offset_index::OffsetIndex;
 use highwater::storage::time_index::TimeIndex;
 use highwater::storage::{
     check_segment, segment_bases, BatchHeader, EpochCache, Error, IndexCheck, LoadParams, Log,
-    LogConfig, TopicPartition,
+    LogConfig, LogDir, TopicPartition,
 };
 
 /// `println!` that ends the program quietly when the reader of its output
@@ -749,8 +749,16 @@ fn verify(dir: &Path, index_interval_bytes: u32) -> Result<bool, Failure> {
                 IndexCheck::Valid {
                     entries,
                     matches_rebuilt,
+                    preallocated,
                 } => {
                     line.push_str(&format!("; {what} valid ({entries} entries"));
+                    if *preallocated > 0 {
+                        // As Kafka leaves an active segment's index: room,
+                        // trimmed when the segment rolls.
+                        line.push_str(&format!(
+                            ", then {preallocated} preallocated empty slots (as Kafka leaves an active segment's index until it rolls)"
+                        ));
+                    }
                     if !matches_rebuilt {
                         line.push_str(", differs from a rebuild");
                     }
@@ -771,7 +779,11 @@ fn verify(dir: &Path, index_interval_bytes: u32) -> Result<bool, Failure> {
     }
     // The leader-epoch-checkpoint against every batch of the log.
     let path = dir.join(highwater::storage::epoch_cache::FILE_NAME);
-    let log_start = checkpointed(dir, LOG_START_CHECKPOINT)?.unwrap_or(0);
+    let (params, notes) = broker_params(dir);
+    for n in &notes {
+        out!("note: {n}");
+    }
+    let log_start = params.log_start_offset;
     epochs.truncate_from_start(log_start);
     match checkpoint::read_epochs(&path) {
         Ok(Some(file)) if file.as_slice() == epochs.entries() => {
@@ -996,26 +1008,38 @@ fn compare(paths: &[PathBuf], partition: Option<&str>) -> Result<bool, Failure> 
     Ok(ok)
 }
 
-/// The offset recorded for `dir` in the broker checkpoint `name` beside it.
-fn checkpointed(dir: &Path, name: &str) -> Result<Option<u64>, Failure> {
-    let Some(dir_name) = dir.file_name().and_then(|n| n.to_str()) else {
-        return Ok(None);
+/// The load parameters of the partition at `dir` from the broker
+/// checkpoints beside it, read as the library reads them
+/// ([`LogDir::inspect`]: a checkpoint that does not parse or cannot be read
+/// is ignored, with a note, and its defaults taken), and those notes. A
+/// directory not named `<topic>-<partition>` has no checkpoints.
+fn broker_params(dir: &Path) -> (LoadParams, Vec<String>) {
+    let tp = dir
+        .file_name()
+        .and_then(|n| n.to_str())
+        .and_then(|n| TopicPartition::parse_dir_name(n).ok());
+    let (Some(tp), Some(parent)) = (tp, dir.parent()) else {
+        return (LoadParams::default(), Vec::new());
     };
-    let Ok(tp) = TopicPartition::parse_dir_name(dir_name) else {
-        return Ok(None);
-    };
-    let Some(parent) = dir.parent() else {
-        return Ok(None);
-    };
-    let cp = checkpoint::read_offsets(&parent.join(name))?;
-    Ok(cp.and_then(|m| m.get(&tp).copied()))
+    match LogDir::inspect(parent) {
+        Ok(ld) => {
+            let mut params = ld.load_params(&tp);
+            // The caller decides whether this counts as a clean shutdown.
+            params.clean_shutdown = false;
+            (params, ld.repairs().to_vec())
+        }
+        Err(_) => (LoadParams::default(), Vec::new()),
+    }
 }
 
 fn recover(dir: &Path, rp: Option<u64>, clean: bool, allow: bool) -> Result<bool, Failure> {
-    let recovery_point = match rp {
-        Some(rp) => rp,
-        None => checkpointed(dir, "recovery-point-offset-checkpoint")?.unwrap_or(0),
-    };
+    // The checkpoints as the library loads them: a garbled or unreadable
+    // one is reset with the same note, not a usage error.
+    let (from_files, notes) = broker_params(dir);
+    for n in &notes {
+        out!("note: {n}");
+    }
+    let recovery_point = rp.unwrap_or(from_files.recovery_point);
     let tmp = tempfile::tempdir()
         .map_err(|e| Error::io(Path::new("temporary directory"), "create", e))?;
     let copy = tmp.path().join(dir.file_name().unwrap_or_default());
@@ -1041,8 +1065,8 @@ fn recover(dir: &Path, rp: Option<u64>, clean: bool, allow: bool) -> Result<bool
     let params = LoadParams {
         recovery_point,
         clean_shutdown: clean,
-        high_watermark: checkpointed(dir, "replication-offset-checkpoint")?.unwrap_or(0),
-        log_start_offset: checkpointed(dir, "log-start-offset-checkpoint")?.unwrap_or(0),
+        high_watermark: from_files.high_watermark,
+        log_start_offset: from_files.log_start_offset,
     };
     match Log::open(&copy, config, params) {
         Ok((_, report)) => {

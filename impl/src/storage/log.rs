@@ -99,6 +99,9 @@ pub struct SegmentInfo {
     pub time_index_entries: usize,
     pub max_timestamp: i64,
     pub log_path: PathBuf,
+    /// Set when a read found an offset index entry naming the wrong batch:
+    /// the `.index` file, the entry, what it named and the fallback taken.
+    pub index_note: Option<String>,
 }
 
 /// State shared by the writer and the readers.
@@ -633,6 +636,16 @@ impl LogReader {
             .wait_until(timeout, |p| p.high_watermark() > offset)
     }
 
+    /// The offset index entries reads found naming the wrong batch, one
+    /// line per segment (reads fell back to scanning the segment and were
+    /// served correctly); empty when every index checked out.
+    pub fn index_notes(&self) -> Vec<String> {
+        read(&self.shared.segments)
+            .values()
+            .filter_map(|s| s.index_note())
+            .collect()
+    }
+
     /// A summary of every segment, oldest first.
     pub fn segments(&self) -> Vec<SegmentInfo> {
         read(&self.shared.segments)
@@ -647,6 +660,7 @@ impl LogReader {
                     time_index_entries: st.time_index.len(),
                     max_timestamp: st.max_timestamp,
                     log_path: s.log_path.clone(),
+                    index_note: s.index_note(),
                 }
             })
             .collect()
@@ -687,13 +701,29 @@ impl Shared {
             .next_back()
             .map(|(b, _)| *b)
             .unwrap_or(0);
+        let mut last_tried = None;
         for seg in segs.range(floor..).map(|(_, s)| s) {
+            last_tried = Some(seg);
             let limit = seg.size();
             let Some((pos, first)) = seg.translate(from, limit)? else {
                 continue;
             };
+            // Segments follow one another (recovery refuses a gap), so the
+            // batch found holds `from`; one that starts above it is damage.
+            if first.base_offset > from {
+                return Err(Error::BadOffsets {
+                    path: seg.log_path.clone(),
+                    position: pos,
+                    reason: format!(
+                        "no batch holds offset {from}: the next one starts at {}",
+                        first.base_offset
+                    ),
+                });
+            }
+            // The batch holding `from` ends at or past the bound (a consumer
+            // reading up to the HW in the middle of a batch): nothing yet.
             if first.last_offset() >= bound {
-                break;
+                return Ok(out);
             }
             let want = (first.size() as u64).max(max_bytes as u64).min(limit - pos);
             let mut buf = seg.read_at(pos, want as usize)?;
@@ -706,8 +736,19 @@ impl Shared {
                 if used + size > buf.len() {
                     break;
                 }
+                let at = pos + used as u64;
                 let h = check_batch(&buf[used..used + size])
-                    .map_err(|e| Error::corrupt(&seg.log_path, pos + used as u64, e))?;
+                    .map_err(|e| Error::corrupt(&seg.log_path, at, e))?;
+                if used > 0 && h.base_offset != out.next_offset {
+                    return Err(Error::BadOffsets {
+                        path: seg.log_path.clone(),
+                        position: at,
+                        reason: format!(
+                            "base offset {} where {} was expected",
+                            h.base_offset, out.next_offset
+                        ),
+                    });
+                }
                 if h.last_offset() >= bound || (used > 0 && used + size > max_bytes) {
                     break;
                 }
@@ -716,9 +757,27 @@ impl Shared {
             }
             buf.truncate(used);
             out.records = buf;
-            break;
+            if used == 0 {
+                // The first batch was found, fits the bound and was read
+                // whole: only damage can leave nothing served.
+                return Err(Error::BadOffsets {
+                    path: seg.log_path.clone(),
+                    position: pos,
+                    reason: format!("the batch holding offset {from} could not be read"),
+                });
+            }
+            return Ok(out);
         }
-        Ok(out)
+        // `from` is below the log end, yet no segment holds it: a segment's
+        // batches end before the offsets the log claims. Never return no
+        // progress without saying why.
+        let (path, position) =
+            last_tried.map_or_else(|| (self.dir.clone(), 0), |s| (s.log_path.clone(), s.size()));
+        Err(Error::BadOffsets {
+            path,
+            position,
+            reason: format!("no batch holds offset {from}, below the log end {leo}"),
+        })
     }
 
     fn lookup(&self, offset: u64) -> Result<OffsetPosition> {
@@ -762,14 +821,23 @@ impl Shared {
         else {
             return Ok(None);
         };
-        let mut position = {
-            let st = read(&seg.state);
-            let entry = st.time_index.lookup(target);
-            u64::from(st.offset_index.lookup(entry.offset.max(lso)).1)
-        };
+        let start = read(&seg.state).time_index.lookup(target).offset.max(lso);
         let limit = seg.size();
+        // The batch holding the entry's offset, found with offsets checked.
+        let Some((mut position, _)) = seg.translate(start, limit)? else {
+            return Ok(None);
+        };
+        let mut expected = None;
         while position + LOG_OVERHEAD as u64 <= limit {
             let h = seg.header_at(position, limit)?;
+            if let Some(e) = expected.filter(|&e| e != h.base_offset) {
+                return Err(Error::BadOffsets {
+                    path: seg.log_path.clone(),
+                    position,
+                    reason: format!("base offset {} where {e} was expected", h.base_offset),
+                });
+            }
+            expected = Some(h.next_offset());
             if h.base_offset >= leo {
                 break;
             }

@@ -49,33 +49,91 @@ pub struct LogDir {
 }
 
 /// Reads an offset checkpoint; a missing file is empty. A file that does
-/// not parse is empty too, with a repair noted, as Kafka's
-/// `LogManager.loadLogs` treats the recovery-point and log-start
-/// checkpoints: each partition then gets the safe value (recovery from
-/// offset 0, the log start at the first segment, the HW at the log start).
+/// not parse, or cannot be read at all (a directory where the file should
+/// be, permission denied, an I/O error), is empty too, with a repair noted,
+/// as Kafka's `LogManager.loadLogs` treats the recovery-point and log-start
+/// checkpoints (it catches any exception of the read and starts from the
+/// defaults): each partition then gets the safe value (recovery from offset
+/// 0, the log start at the first segment, the HW at the log start).
 fn read_or_reset(
     path: &Path,
     assumed: &str,
     repairs: &mut Vec<String>,
-) -> Result<BTreeMap<TopicPartition, u64>> {
+) -> BTreeMap<TopicPartition, u64> {
     match checkpoint::read_offsets(path) {
-        Ok(m) => Ok(m.unwrap_or_default()),
-        Err(e @ Error::Checkpoint { .. }) => {
+        Ok(m) => m.unwrap_or_default(),
+        Err(e) => {
             repairs.push(format!("{e}; ignoring the file: {assumed}"));
-            Ok(BTreeMap::new())
+            BTreeMap::new()
         }
-        Err(e) => Err(e),
+    }
+}
+
+/// The three broker checkpoints of a log directory, each read leniently
+/// ([`read_or_reset`]), with the repairs that reading needed.
+struct Checkpoints {
+    recovery_points: BTreeMap<TopicPartition, u64>,
+    high_watermarks: BTreeMap<TopicPartition, u64>,
+    log_starts: BTreeMap<TopicPartition, u64>,
+    repairs: Vec<String>,
+}
+
+fn read_checkpoints(path: &Path) -> Checkpoints {
+    let mut repairs = Vec::new();
+    let recovery_points = read_or_reset(
+        &path.join(RECOVERY_POINT_CHECKPOINT),
+        "every partition is recovered from offset 0",
+        &mut repairs,
+    );
+    let high_watermarks = read_or_reset(
+        &path.join(REPLICATION_CHECKPOINT),
+        "every partition's high watermark starts at its log start offset",
+        &mut repairs,
+    );
+    let log_starts = read_or_reset(
+        &path.join(LOG_START_CHECKPOINT),
+        "every partition's log start offset is its first segment's base offset",
+        &mut repairs,
+    );
+    Checkpoints {
+        recovery_points,
+        high_watermarks,
+        log_starts,
+        repairs,
     }
 }
 
 impl LogDir {
     /// Opens (creating if needed) a log directory: reads the three offset
     /// checkpoints (a missing file counts as empty; so does one that does
-    /// not parse, which is noted in [`repairs`](Self::repairs) and in every
+    /// not parse or cannot be read, which is noted in [`repairs`](Self::repairs) and in every
     /// partition's recovery report: its partitions are recovered from offset
     /// 0, which never skips recovery) and consumes the clean-shutdown marker.
     pub fn open(path: &Path) -> Result<LogDir> {
         super::fs::create_dir_all(path).map_err(|e| Error::io(path, "create log directory", e))?;
+        // The files that did not parse are rewritten at the next checkpoint
+        // (`files_stale`).
+        let dir = LogDir::inspect(path)?;
+        if dir.clean_shutdown {
+            let marker = path.join(CLEAN_SHUTDOWN_MARKER);
+            super::fs::remove(&marker).map_err(|e| Error::io(&marker, "remove marker", e))?;
+            checkpoint::sync_dir(path)?;
+        }
+        Ok(dir)
+    }
+
+    /// Reads an existing log directory as [`open`](Self::open) would,
+    /// changing nothing: the clean-shutdown marker stays, nothing is
+    /// created. For tools that must load a partition exactly as the
+    /// library would (the same repairs of the broker checkpoints).
+    pub fn inspect(path: &Path) -> Result<LogDir> {
+        if !path.is_dir() {
+            return Err(Error::io(
+                path,
+                "open log directory",
+                std::io::Error::new(std::io::ErrorKind::NotFound, "not a directory"),
+            ));
+        }
         let marker = path.join(CLEAN_SHUTDOWN_MARKER);
         let clean_shutdown = marker.exists();
         let broker_epoch = if clean_shutdown {
@@ -85,38 +143,17 @@ impl LogDir {
         } else {
             None
         };
-        let mut repairs = Vec::new();
-        let recovery_points = read_or_reset(
-            &path.join(RECOVERY_POINT_CHECKPOINT),
-            "every partition is recovered from offset 0",
-            &mut repairs,
-        )?;
-        let high_watermarks = read_or_reset(
-            &path.join(REPLICATION_CHECKPOINT),
-            "every partition's high watermark starts at its log start offset",
-            &mut repairs,
-        )?;
-        let log_starts = read_or_reset(
-            &path.join(LOG_START_CHECKPOINT),
-            "every partition's log start offset is its first segment's base offset",
-            &mut repairs,
-        )?;
-        let dir = LogDir {
+        let c = read_checkpoints(path);
+        Ok(LogDir {
             path: path.to_path_buf(),
             clean_shutdown,
             broker_epoch,
-            recovery_points,
-            high_watermarks,
-            log_starts,
-            // The files that did not parse are rewritten at the next checkpoint.
-            files_stale: !repairs.is_empty(),
-            repairs,
-        };
-        if clean_shutdown {
-            super::fs::remove(&marker).map_err(|e| Error::io(&marker, "remove marker", e))?;
-            checkpoint::sync_dir(path)?;
-        }
-        Ok(dir)
+            recovery_points: c.recovery_points,
+            high_watermarks: c.high_watermarks,
+            log_starts: c.log_starts,
+            files_stale: !c.repairs.is_empty(),
+            repairs: c.repairs,
+        })
     }
 
     pub fn path(&self) -> &Path {

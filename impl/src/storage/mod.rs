@@ -28,7 +28,9 @@
 //! The bytes on disk are Kafka's; some rules are stricter:
 //! - Index files are never preallocated: a file is exactly its entries, so
 //!   a crash cannot leave zero-filled slots that look like entries (Kafka
-//!   derives the entry count from the length, so it reads ours).
+//!   derives the entry count from the length, so it reads ours). The zero
+//!   tail Kafka leaves in its active segment's indexes is read as room, not
+//!   entries ([`offset_index::preallocated_slots`]).
 //! - Recovery refuses to cut data below the recovery point (data once
 //!   acknowledged as flushed) unless configured to
 //!   ([`LogConfig::truncate_below_recovery_point`]); Kafka cuts silently.
@@ -40,7 +42,10 @@
 //!   batch is. `spec/differences.md` lists each rule with its case.
 //! - The `leader-epoch-checkpoint` never decides what is kept: its entries
 //!   are checked against the batches and rebuilt from them if one differs.
-//! - Reads check every batch's CRC before serving it.
+//! - Reads check every batch's CRC before serving it, and that offsets
+//!   follow one another wherever they walk a segment; an offset index entry
+//!   naming the wrong batch is worked around and reported
+//!   ([`LogReader::index_notes`]).
 //! - A roll syncs the old segment before the new one gets data; truncation
 //!   deletes later segments (newest first) before it cuts, and is fsynced
 //!   before it returns, as segment deletion is: a crash never leaves a gap,

@@ -26,4 +26,9 @@ pub enum Mutation {
     /// live HW to `replication-offset-checkpoint`, so with a periodic HW
     /// checkpoint a crash finds a newer HW than the last checkpointed one.
     HwWithEveryCheckpoint,
+    /// Issue 24, item 2: recovery rebuilds each segment's time index in
+    /// memory but leaves its `.timeindex` file empty, so after the next
+    /// clean restart every trusted segment's largest timestamp is unknown
+    /// and timestamp lookups skip whole segments.
+    EmptyTimeIndexAfterRecovery,
 }

@@ -10,13 +10,45 @@
 //!
 //! The index carries no checksum. Kafka preallocates the file and trims it on
 //! roll; we never preallocate, so the file is always exactly its entries
-//! (Kafka reads such a file as it reads a trimmed one), and we validate every
-//! entry on load: a file that is not a whole number of entries, whose keys or
-//! positions do not strictly increase, or that points past the log is
-//! rejected and the caller rebuilds it from the log.
+//! (Kafka reads such a file as it reads a trimmed one), and a zero tail
+//! Kafka left is not read as entries ([`preallocated_slots`]). We validate
+//! every entry on load: a file that is not a whole number of entries, whose
+//! keys or positions do not strictly increase, or that points past the log
+//! is rejected and the caller rebuilds it from the log. An entry that names
+//! the wrong batch is found by the read that uses it (the segment's
+//! `translate`), which falls back to a scan from the segment start.
 
 /// Bytes per entry.
 pub const ENTRY_SIZE: usize = 8;
+
+/// The number of all-zero entries (of `entry_size` bytes) that end an
+/// index file: the preallocated, never written slots Kafka leaves.
+///
+/// Kafka preallocates a new index file to `segment.index.bytes` (the
+/// `AbstractIndex` constructor, `createAndAssignMmap`) and cuts it to its
+/// entries only when the segment rolls (`AbstractIndex.trimToValidSize`,
+/// from `LogSegment.onBecomeInactiveSegment`); since Kafka 4,
+/// `AbstractIndex.close` only unmaps, so a directory Kafka closed keeps its
+/// active segment's `.index` and `.timeindex` at full size, zero after the
+/// entries. Kafka itself counts every slot of an existing file as an entry
+/// (`createMappedBuffer` positions it at the file's end) and never relies on
+/// them: `LogSegment.sanityCheck` skips the index checks, and the segments
+/// above the recovery point are rebuilt by `LogSegment.recover`. A zero
+/// slot is never a real offset index entry: (0, 0) would name the first
+/// batch at position 0, which never gets an entry (an entry is added only
+/// after `index.interval.bytes` were written); so the zero tail is unused
+/// room, and is not read as entries. (The time index has its own rule:
+/// [`time_index::preallocated_slots`](super::time_index::preallocated_slots).)
+pub fn preallocated_slots(bytes: &[u8], entry_size: usize) -> usize {
+    if entry_size == 0 || !bytes.len().is_multiple_of(entry_size) {
+        return 0;
+    }
+    bytes
+        .chunks_exact(entry_size)
+        .rev()
+        .take_while(|e| e.iter().all(|&b| b == 0))
+        .count()
+}
 
 /// One entry: offset relative to the segment base, and file position.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -139,6 +171,16 @@ impl OffsetIndex {
                 (self.base_offset + u64::from(e.relative_offset), e.position)
             }
         }
+    }
+
+    /// The largest entry whose offset is <= `target`, with its slot number;
+    /// `None` when there is none (the scan then starts at the segment).
+    pub fn lookup_entry(&self, target: u64) -> Option<(usize, IndexEntry)> {
+        let rel = target.checked_sub(self.base_offset)?;
+        let n = self
+            .entries
+            .partition_point(|e| u64::from(e.relative_offset) <= rel);
+        n.checked_sub(1).map(|slot| (slot, self.entries[slot]))
     }
 
     /// Adds an entry; returns false (adding nothing) when the index is full,

@@ -18,6 +18,11 @@
 //!    invalid, and the batches after their last index entry are walked to
 //!    find where each ends. With the marker, no segment is re-read unless its
 //!    index is missing or invalid, or the tail of the last one does not check.
+//!    An index ending in zero-filled slots (Kafka preallocates its active
+//!    segment's indexes and, since Kafka 4, leaves them so at close) is
+//!    rebuilt too, the note naming the tail: zeros could also be entries
+//!    lost to damage. Entries below the last are checked by the reads that
+//!    use them (see `Segment::translate`).
 //! 3. A partial batch at the end of a segment is a torn tail; it is cut.
 //!    At the first invalid batch the segment is cut there and every later
 //!    segment is deleted.
@@ -55,9 +60,9 @@ use super::config::LogConfig;
 use super::epoch_cache::{self, EpochCache};
 use super::error::{BatchError, Error, Result};
 use super::mutation::Mutation;
-use super::offset_index::OffsetIndex;
+use super::offset_index::{self, OffsetIndex};
 use super::segment::{self, SegState, Segment};
-use super::time_index::TimeIndex;
+use super::time_index::{self, TimeIndex};
 use crate::sync::{write, Arc};
 
 /// Bytes read at a time while recovering.
@@ -559,6 +564,25 @@ fn load_trusted(
     let Some(tidx) = read_index(&seg.time_index_path)? else {
         return Ok(Err(format!("{} is missing", seg.time_index_path.display())));
     };
+    // Kafka leaves its active segment's index files preallocated, zero
+    // after the entries. The tail is room, not damage; but zeros can also
+    // be entries lost to damage, which would leave the segment's largest
+    // timestamp short. So the segment is rebuilt, as Kafka's own recovery
+    // of its active segment does, and the note says why.
+    for (path, slots) in [
+        (
+            &seg.index_path,
+            offset_index::preallocated_slots(&idx, offset_index::ENTRY_SIZE),
+        ),
+        (&seg.time_index_path, time_index::preallocated_slots(&tidx)),
+    ] {
+        if slots > 0 {
+            return Ok(Err(format!(
+                "{}: {slots} preallocated zero-filled slots after the entries, as Kafka leaves an active segment's index",
+                path.display()
+            )));
+        }
+    }
     let oi = match OffsetIndex::parse(
         &idx,
         seg.base_offset,
@@ -567,7 +591,12 @@ fn load_trusted(
         next_base,
     ) {
         Ok(i) => i,
-        Err(e) => return Ok(Err(format!("{}: {e}", seg.index_path.display()))),
+        Err(e) => {
+            return Ok(Err(format!(
+                "{}: invalid index: {e}",
+                seg.index_path.display()
+            )))
+        }
     };
     let ti = match TimeIndex::parse(
         &tidx,
@@ -576,7 +605,12 @@ fn load_trusted(
         next_base,
     ) {
         Ok(i) => i,
-        Err(e) => return Ok(Err(format!("{}: {e}", seg.time_index_path.display()))),
+        Err(e) => {
+            return Ok(Err(format!(
+                "{}: invalid index: {e}",
+                seg.time_index_path.display()
+            )))
+        }
     };
     // The last entry must name a batch that starts where it says and ends
     // at the entry's offset: catches an index written ahead of its log.
@@ -763,7 +797,7 @@ pub(crate) fn load(dir: &Path, config: &LogConfig, params: &LoadParams) -> Resul
                 Err(reason) => {
                     report
                         .repairs
-                        .push(format!("invalid index ({reason}); rebuilding it"));
+                        .push(format!("{reason}; rebuilding the segment's indexes"));
                     recover_from = Some((0, SegState::new(base, config), "index"));
                 }
             }
@@ -815,11 +849,13 @@ pub(crate) fn load(dir: &Path, config: &LogConfig, params: &LoadParams) -> Resul
                 handle_problem(&seg, &problem, next, flushed_below, config, &mut report)?;
                 report.bytes_truncated += seg.truncate_to_position(valid, next)?;
                 seg.rewrite_indexes()?;
+                mutated_time_index_file(&seg, config)?;
                 segments.insert(base, Arc::new(seg));
                 cut_at = Some(i + 1);
                 break;
             }
             seg.rewrite_indexes()?;
+            mutated_time_index_file(&seg, config)?;
         }
         prev_next = Some(seg.next_offset());
         segments.insert(base, Arc::new(seg));
@@ -923,6 +959,16 @@ fn epoch_cache_disagrees(
         }
     }
     Ok(None)
+}
+
+/// Under [`Mutation::EmptyTimeIndexAfterRecovery`] only: the rebuilt time
+/// index never reaches its file.
+fn mutated_time_index_file(seg: &Segment, config: &LogConfig) -> Result<()> {
+    if config.mutation == Some(Mutation::EmptyTimeIndexAfterRecovery) {
+        super::fs::write_file(&seg.time_index_path, &[])
+            .map_err(|e| Error::io(&seg.time_index_path, "write time index", e))?;
+    }
+    Ok(())
 }
 
 fn seg_file(seg: &Segment) -> Result<File> {
@@ -1104,6 +1150,10 @@ pub enum IndexCheck {
     Valid {
         entries: usize,
         matches_rebuilt: bool,
+        /// Zero slots after the entries: room Kafka preallocates for an
+        /// active segment's index and trims only at roll
+        /// ([`offset_index::preallocated_slots`]). Not entries, not damage.
+        preallocated: usize,
     },
 }
 
@@ -1162,24 +1212,34 @@ pub fn check_segment(
 
     let index_path = dir.join(segment::file_name(base_offset, segment::INDEX_SUFFIX));
     let rebuilt = scan.state.offset_index.encode_from(0);
-    let index = check_index_file(&index_path, &rebuilt, |bytes| {
-        let i = OffsetIndex::parse(bytes, base_offset, usize::MAX / 8, valid, Some(next))?;
-        for e in i.entries() {
-            let key = base_offset + u64::from(e.relative_offset);
-            if starts.get(&u64::from(e.position)) != Some(&key) {
-                return Err(format!(
-                    "entry ({key}, {}) does not name a batch ending at {key}",
-                    e.position
-                ));
+    let index = check_index_file(
+        &index_path,
+        &rebuilt,
+        offset_index::ENTRY_SIZE,
+        |b| offset_index::preallocated_slots(b, offset_index::ENTRY_SIZE),
+        |bytes| {
+            let i = OffsetIndex::parse(bytes, base_offset, usize::MAX / 8, valid, Some(next))?;
+            for e in i.entries() {
+                let key = base_offset + u64::from(e.relative_offset);
+                if starts.get(&u64::from(e.position)) != Some(&key) {
+                    return Err(format!(
+                        "entry ({key}, {}) does not name a batch ending at {key}",
+                        e.position
+                    ));
+                }
             }
-        }
-        Ok(i.len())
-    })?;
+            Ok(i.len())
+        },
+    )?;
     let time_path = dir.join(segment::file_name(base_offset, segment::TIME_INDEX_SUFFIX));
     let rebuilt_time = scan.state.time_index.encode_from(0);
-    let time_index = check_index_file(&time_path, &rebuilt_time, |bytes| {
-        TimeIndex::parse(bytes, base_offset, usize::MAX / 12, Some(next)).map(|t| t.len())
-    })?;
+    let time_index = check_index_file(
+        &time_path,
+        &rebuilt_time,
+        time_index::ENTRY_SIZE,
+        time_index::preallocated_slots,
+        |bytes| TimeIndex::parse(bytes, base_offset, usize::MAX / 12, Some(next)).map(|t| t.len()),
+    )?;
     Ok(SegmentCheck {
         base_offset,
         log_path,
@@ -1193,9 +1253,14 @@ pub fn check_segment(
     })
 }
 
+/// Reads and checks one index file: `zero_tail` counts its preallocated
+/// slots (of `entry_size` bytes), which are left out of the entries parsed
+/// and compared with a rebuild.
 fn check_index_file(
     path: &Path,
     rebuilt: &[u8],
+    entry_size: usize,
+    zero_tail: impl FnOnce(&[u8]) -> usize,
     parse: impl FnOnce(&[u8]) -> std::result::Result<usize, String>,
 ) -> Result<IndexCheck> {
     let bytes = match fs::read(path) {
@@ -1203,10 +1268,13 @@ fn check_index_file(
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(IndexCheck::Missing),
         Err(e) => return Err(Error::io(path, "read index", e)),
     };
-    Ok(match parse(&bytes) {
-        Ok(entries) => IndexCheck::Valid {
-            entries,
-            matches_rebuilt: bytes == rebuilt,
+    let preallocated = zero_tail(&bytes);
+    let entries = &bytes[..bytes.len() - preallocated * entry_size];
+    Ok(match parse(entries) {
+        Ok(n) => IndexCheck::Valid {
+            entries: n,
+            matches_rebuilt: entries == rebuilt,
+            preallocated,
         },
         Err(reason) => IndexCheck::Invalid(reason),
     })

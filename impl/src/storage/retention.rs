@@ -193,6 +193,7 @@ mod tests {
                 time_index_entries: 0,
                 max_timestamp: 0,
                 log_path: PathBuf::new(),
+                index_note: None,
             })
             .collect()
     }

@@ -21,7 +21,7 @@ use super::error::{Error, Result};
 use super::fs as seam;
 use super::offset_index::{self, OffsetIndex};
 use super::time_index::{self, TimeIndex};
-use crate::sync::{read, write, AtomicU64, Ordering, RwLock};
+use crate::sync::{lock, read, write, AtomicU64, Mutex, Ordering, RwLock};
 
 /// Suffix of the record batch file.
 pub const LOG_SUFFIX: &str = "log";
@@ -111,6 +111,21 @@ pub(crate) struct Segment {
     /// Bytes readers may read; stored only after those bytes are written.
     size: AtomicU64,
     pub(crate) state: RwLock<SegState>,
+    /// Set the first time a read finds an offset index entry that does not
+    /// name the batch it should (the index has no checksum): what was found
+    /// and the fallback taken. Reads of such a segment stay correct; the
+    /// note tells tools and callers that the `.index` file is damaged.
+    index_note: Mutex<Option<String>>,
+}
+
+/// Where a validated walk over a segment's batches starts.
+#[derive(Debug, Clone, Copy)]
+enum WalkStart {
+    /// The segment start: the first batch's base offset is the segment's.
+    Segment,
+    /// An offset index entry's position, whose batch was checked to end at
+    /// the entry's offset.
+    Entry(u32),
 }
 
 impl Segment {
@@ -138,6 +153,7 @@ impl Segment {
             file,
             size: AtomicU64::new(0),
             state: RwLock::new(SegState::new(base_offset, config)),
+            index_note: Mutex::new(None),
         })
     }
 
@@ -162,6 +178,7 @@ impl Segment {
             file,
             size: AtomicU64::new(len),
             state: RwLock::new(state),
+            index_note: Mutex::new(None),
         })
     }
 
@@ -228,14 +245,107 @@ impl Segment {
 
     /// The first batch whose last offset is >= `target`, searching the
     /// first `limit` bytes: index lookup, then a short forward scan.
+    ///
+    /// The scan checks that offsets follow one another (a field outside
+    /// the CRC can be damaged): the batch at an index entry must end at the
+    /// entry's offset, the batch at the segment start must begin at the
+    /// segment's base offset, and each later batch must begin where the one
+    /// before ended. A break in the log is an [`Error::BadOffsets`] naming
+    /// the file and byte position. An index entry that names the wrong
+    /// batch is the index's fault, not the log's: the scan is redone from
+    /// the segment start and, if that succeeds, the entry is recorded in
+    /// [`index_note`](Self::index_note). Kafka's `LogSegment.translateOffset`
+    /// trusts both (`OffsetIndex.lookup`, then
+    /// `FileRecords.searchForOffsetFromPosition` from the entry's position).
     pub(crate) fn translate(&self, target: u64, limit: u64) -> Result<Option<(u64, BatchHeader)>> {
-        let (_, start) = read(&self.state).offset_index.lookup(target);
-        let mut position = u64::from(start);
+        let entry = read(&self.state).offset_index.lookup_entry(target);
+        let Some((slot, e)) = entry else {
+            return self.walk(target, limit, WalkStart::Segment, None);
+        };
+        let key = self.base_offset + u64::from(e.relative_offset);
+        match self.entry_batch(e.position, key, limit) {
+            Ok(first) => self.walk(target, limit, WalkStart::Entry(e.position), Some(first)),
+            Err(found) => {
+                let r = self.walk(target, limit, WalkStart::Segment, None)?;
+                let mut note = lock(&self.index_note);
+                if note.is_none() {
+                    *note = Some(format!(
+                        "{}: entry {slot} (relative offset {}, position {}) names offset {} but {found}; \
+                         fell back to a scan of {} from its start",
+                        self.index_path.display(),
+                        e.relative_offset,
+                        e.position,
+                        key,
+                        self.log_path.display()
+                    ));
+                }
+                Ok(r)
+            }
+        }
+    }
+
+    /// What a damaged offset index entry was found to name, if any.
+    pub(crate) fn index_note(&self) -> Option<String> {
+        lock(&self.index_note).clone()
+    }
+
+    /// The header of the batch at an index entry, or why it is not the
+    /// batch the entry names.
+    fn entry_batch(
+        &self,
+        position: u32,
+        key: u64,
+        limit: u64,
+    ) -> std::result::Result<BatchHeader, String> {
+        let position = u64::from(position);
+        if position + LOG_OVERHEAD as u64 > limit {
+            return Err(format!(
+                "position {position} is past the log's {limit} bytes"
+            ));
+        }
+        match self.header_at(position, limit) {
+            Ok(h) if h.last_offset() == key => Ok(h),
+            Ok(h) => Err(format!(
+                "the batch at byte {position} holds {}..{}",
+                h.base_offset,
+                h.last_offset()
+            )),
+            Err(e) => Err(format!("no batch starts at byte {position} ({e})")),
+        }
+    }
+
+    /// The forward scan of [`translate`](Self::translate), offsets checked;
+    /// `first` is the header at an index entry, already read and checked.
+    fn walk(
+        &self,
+        target: u64,
+        limit: u64,
+        start: WalkStart,
+        mut first: Option<BatchHeader>,
+    ) -> Result<Option<(u64, BatchHeader)>> {
+        let (mut position, mut expected) = match start {
+            WalkStart::Segment => (0, Some(self.base_offset)),
+            WalkStart::Entry(position) => (u64::from(position), None),
+        };
         while position + LOG_OVERHEAD as u64 <= limit {
-            let h = self.header_at(position, limit)?;
+            let h = match first.take() {
+                Some(h) => h,
+                None => self.header_at(position, limit)?,
+            };
+            if let Some(expected) = expected.filter(|&x| x != h.base_offset) {
+                return Err(Error::BadOffsets {
+                    path: self.log_path.clone(),
+                    position,
+                    reason: format!(
+                        "base offset {} where {expected} was expected",
+                        h.base_offset
+                    ),
+                });
+            }
             if h.last_offset() >= target {
                 return Ok(Some((position, h)));
             }
+            expected = Some(h.next_offset());
             position += h.size() as u64;
         }
         Ok(None)

@@ -13,6 +13,23 @@ use super::batch::NO_TIMESTAMP;
 /// Bytes per entry.
 pub const ENTRY_SIZE: usize = 12;
 
+/// The preallocated zero slots that end a time index file (see
+/// [`offset_index::preallocated_slots`](super::offset_index::preallocated_slots)
+/// for why Kafka leaves them). A zero entry after a real one cannot be an
+/// entry (timestamps strictly increase); a file holding one zero entry and
+/// nothing else is the real entry (timestamp 0, base offset) of a segment
+/// whose records carry timestamp 0, and is kept. Kafka's
+/// `TimeIndex.sanityCheck` refuses a zero tail after real entries (the last
+/// timestamp is below the first).
+pub fn preallocated_slots(bytes: &[u8]) -> usize {
+    let n = super::offset_index::preallocated_slots(bytes, ENTRY_SIZE);
+    if n == 1 && bytes.len() == ENTRY_SIZE {
+        0
+    } else {
+        n
+    }
+}
+
 /// One entry: timestamp and absolute offset.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TimestampOffset {

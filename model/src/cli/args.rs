@@ -52,7 +52,9 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Serve stateright's web explorer, with a link to each counterexample.
+    /// Serve the web explorer at once and check meanwhile: the page shows
+    /// the check's progress, then the verdicts and a link to each
+    /// counterexample.
     Explore(ExploreArgs),
     /// Replay a trace written by `check --trace-out` (any settings): check
     /// each step on the model and that the property breaks at the end; with

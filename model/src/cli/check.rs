@@ -124,19 +124,16 @@ fn limits_text(opts: &run::RunOptions) -> String {
     }
 }
 
-/// The file a property's trace is written to in `dir`.
+/// The file a property's trace is written to in `dir`: its name in lower
+/// case, words joined by `-` ("HW <= LEO": `hw-le-leo.itf.json`).
 fn trace_path(dir: &std::path::Path, property: &str) -> std::path::PathBuf {
-    let slug: String = property
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() {
-                c.to_ascii_lowercase()
-            } else {
-                '-'
-            }
-        })
+    let words: Vec<String> = property
+        .replace("<=", " le ")
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_ascii_lowercase)
         .collect();
-    dir.join(format!("{}.itf.json", slug.trim_matches('-')))
+    dir.join(format!("{}.itf.json", words.join("-")))
 }
 
 /// Makes sure, before the search, that the traces can be written: the
@@ -175,8 +172,9 @@ fn prepare_trace_dir(dir: &std::path::Path, force: bool) -> Result<(), String> {
 }
 
 /// Writes each counterexample as an ITF trace in `dir`, one file per
-/// property (a progress property's path runs on into its trap). Existing
-/// files are overwritten only with `force`.
+/// property (a progress property's as a lasso: its path runs on into its
+/// trap and round it, `lasso.rs`). Existing files are overwritten only with
+/// `force`.
 fn write_traces(
     dir: &std::path::Path,
     report: &run::Report,
@@ -188,10 +186,13 @@ fn write_traces(
             continue;
         };
         let mut trace: Vec<_> = steps.iter().map(|s| s.raw).collect();
+        let mut loop_index = None;
         if let Some(cont) = &p.stuck_continuation {
-            trace.extend(cont.iter().skip(1).map(|s| s.raw));
+            let cont: Vec<_> = cont.iter().map(|s| s.raw).collect();
+            let (lasso, at) = highwater_model::lasso::progress_lasso(&report.config, &trace, &cont);
+            (trace, loop_index) = (lasso, Some(at));
         }
-        let doc = highwater_model::itf::to_itf(&report.config, p.name, p.kind, &trace);
+        let doc = highwater_model::itf::to_itf(&report.config, p.name, p.kind, &trace, loop_index);
         let path = trace_path(dir, p.name);
         let text = serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?;
         let mut file = std::fs::OpenOptions::new()

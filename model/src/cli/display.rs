@@ -81,16 +81,7 @@ impl Display {
                 self.write_newline();
             }
             self.phase = Some(p.phase);
-            let heading = match p.phase {
-                Phase::Search => "searching the bounded model",
-                Phase::RecoveryStates => {
-                    "searching recovery states (fault-free steps beyond the epoch bound)"
-                }
-                Phase::ProgressCheck => "progress check: backward search of the state graph",
-                Phase::ShortestPaths => {
-                    "shortest counterexamples: breadth-first search, symmetry-reduced"
-                }
-            };
+            let heading = p.phase.heading();
             self.write(heading, false);
         }
     }

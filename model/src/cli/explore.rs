@@ -1,17 +1,16 @@
-//! `highwater explore`: check the configuration as `check` does, print a
-//! link to each counterexample, and serve stateright's web explorer on the
-//! check's results (`explorer.rs`): each state drawn as a picture, each
-//! link opening on its path with the broken property marked.
+//! `highwater explore`: serve the web explorer (`explorer.rs`) at once,
+//! then check the configuration as `check` does while the page shows the
+//! check's progress; when it ends, the page shows the verdicts and a link
+//! to each counterexample, and the same links are printed. One Ctrl-C
+//! stops it all, during the check or after.
 
 use super::args::ExploreArgs;
 use super::display::Display;
-use highwater_model::explorer::ExplorerModel;
-use highwater_model::run::{self, Ended};
-use highwater_model::PartitionModel;
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use highwater_model::explorer::Explorer;
+use highwater_model::run::{self, Search};
+use std::io::Write;
+use std::net::{SocketAddr, TcpListener};
 use std::process::ExitCode;
-use std::time::{Duration, Instant};
 
 pub fn explore(args: ExploreArgs) -> Result<ExitCode, String> {
     if args.check.json || args.check.trace_out.is_some() {
@@ -25,97 +24,82 @@ pub fn explore(args: ExploreArgs) -> Result<ExitCode, String> {
     let resolved = args.check.model.resolve()?;
     let cfg = resolved.config;
     let expect = args.check.expectation(&resolved);
-    let mut opts = args.check.run_options(expect)?;
-    opts.interrupt = Some(super::check::install_interrupt());
-    // Bind first so that a busy or bad address is an error, not a panic in
-    // the explorer's server.
-    let probe = std::net::TcpListener::bind(&args.addr)
-        .map_err(|e| format!("cannot serve on {}: {e}", args.addr))?;
-    let addr = probe.local_addr().map_err(|e| e.to_string())?;
-    drop(probe);
-    println!(
-        "highwater: exploring preset {}: {cfg}",
-        resolved.preset.name
-    );
-    let mut display = Display::new(false, args.check.quiet, None);
+    let opts = args.check.run_options(expect)?;
+    let (listener, addr) = bind(&args.addr)?;
+    let describe = if resolved.changed {
+        format!("preset {} with overrides: {cfg}", resolved.preset.name)
+    } else {
+        format!("preset {}: {cfg}", resolved.preset.name)
+    };
+    // As `check`'s display: an estimate only for an unchanged preset's
+    // default search, whose state count was measured.
+    let known = (!resolved.changed)
+        .then_some(resolved.preset.measured)
+        .flatten()
+        .map(|m| m.unique_states)
+        .filter(|_| opts.search == Search::Graph);
+    let explorer = Explorer::checking(cfg, describe.clone(), known);
+    stop_on_ctrl_c();
+    explorer.clone().serve(listener)?;
+    println!("highwater: exploring {describe}");
+    println!("explorer: http://{addr}/ (Ctrl-C to stop): the page shows the check as it runs");
+    let _ = std::io::stdout().flush();
+
+    let mut display = Display::new(false, args.check.quiet, known);
     display.start();
-    let report = run::run(cfg, None, expect, &opts, |p| display.update(&p));
+    let report = run::run(cfg, None, expect, &opts, |p| {
+        display.update(&p);
+        explorer.progress(p);
+    });
     display.finish();
-    if report.ended == Ended::Interrupted {
-        println!("interrupted before the explorer started");
-        return Ok(ExitCode::from(130));
+    explorer.finish(&report);
+    let status = explorer.status();
+    let mut any = false;
+    for p in &status.properties {
+        if let (Some(what @ ("counterexample" | "a state that cannot heal")), Some(path)) =
+            (p.what, &p.path)
+        {
+            let steps = p.steps.unwrap_or(0);
+            println!(
+                "{what} (\"{}\", {steps} steps): http://{addr}/#/steps/{path}",
+                p.name
+            );
+            any = true;
+        }
     }
-    let broken: Vec<(&'static str, &'static str, usize)> = report
-        .properties
-        .iter()
-        .filter_map(|p| Some((p.name, p.kind, p.counterexample.as_ref()?.len() - 1)))
-        .collect();
-    if broken.is_empty() {
+    if !any {
         println!("no counterexamples: every property the run decided holds");
     }
-    let model = ExplorerModel::new(PartitionModel::new(cfg), &report);
-    // Once the server listens, run its (bounded) search, so that the page
-    // shows the verdicts and each link its broken property.
-    std::thread::spawn(move || {
-        let links = run_to_completion(addr);
-        // The links are the explorer's own discoveries: the check's paths.
-        for (name, kind, steps) in &broken {
-            let what = if *kind == "progress" {
-                "a state that cannot heal"
-            } else {
-                "counterexample"
-            };
-            match links.iter().find(|(n, _)| n == name) {
-                Some((_, path)) => {
-                    println!("{what} (\"{name}\", {steps} steps): http://{addr}/#/steps/{path}")
-                }
-                None => println!("{what} (\"{name}\", {steps} steps): not found by the explorer"),
-            }
-        }
-        println!("explorer: http://{addr}/ (Ctrl-C to stop)");
+    println!("done: the page at http://{addr}/ shows every verdict (Ctrl-C to stop)");
+    let _ = std::io::stdout().flush();
+    serve_until_stopped()
+}
+
+/// Binds `addr` first, so that a busy or bad address is an error before
+/// any work.
+fn bind(addr: &str) -> Result<(TcpListener, SocketAddr), String> {
+    let listener = TcpListener::bind(addr).map_err(|e| format!("cannot serve on {addr}: {e}"))?;
+    let local = listener.local_addr().map_err(|e| e.to_string())?;
+    Ok((listener, local))
+}
+
+/// One Ctrl-C ends the process, whatever it is doing: the check is of no
+/// use half done, and serving has nothing to finish. 130 is 128 + SIGINT,
+/// as shells report it.
+fn stop_on_ctrl_c() {
+    let _ = ctrlc::set_handler(|| {
+        println!();
+        println!("explorer: stopped");
         let _ = std::io::stdout().flush();
+        std::process::exit(run::exit::INTERRUPTED.into());
     });
-    use stateright::Model;
-    model.checker().threads(1).serve(addr);
-    Ok(ExitCode::SUCCESS)
 }
 
-/// Asks the explorer to search (it listens soon after this thread starts)
-/// and waits until it is done; returns each property's discovery path.
-fn run_to_completion(addr: SocketAddr) -> Vec<(String, String)> {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let mut asked = false;
-    while Instant::now() < deadline {
-        if !asked {
-            asked = request(addr, "POST", "/.runtocompletion").is_some();
-        } else if let Some(body) = request(addr, "GET", "/.status") {
-            if let Ok(status) = serde_json::from_str::<serde_json::Value>(&body) {
-                if status["done"] == true {
-                    return status["properties"]
-                        .as_array()
-                        .into_iter()
-                        .flatten()
-                        .filter_map(|p| {
-                            Some((p[1].as_str()?.to_string(), p[2].as_str()?.to_string()))
-                        })
-                        .collect();
-                }
-            }
-        }
-        std::thread::sleep(Duration::from_millis(50));
+/// The server runs in its own thread; this one waits for Ctrl-C.
+fn serve_until_stopped() -> ! {
+    loop {
+        std::thread::park();
     }
-    vec![]
-}
-
-/// One HTTP/1.0 exchange with the explorer; the body, if it answered.
-fn request(addr: SocketAddr, method: &str, path: &str) -> Option<String> {
-    let mut s = TcpStream::connect(addr).ok()?;
-    let request = format!("{method} {path} HTTP/1.0\r\nHost: {addr}\r\nContent-Length: 0\r\n\r\n");
-    s.write_all(request.as_bytes()).ok()?;
-    let mut response = String::new();
-    s.read_to_string(&mut response).ok()?;
-    let (head, body) = response.split_once("\r\n\r\n")?;
-    head.starts_with("HTTP/1.").then(|| body.to_string())
 }
 
 /// Serves a saved trace: checked step by step on the model first.
@@ -126,32 +110,24 @@ fn explore_trace(path: &std::path::Path, addr: &str) -> Result<ExitCode, String>
         highwater_model::itf::from_itf(&text).map_err(|e| format!("{}: {e}", path.display()))?;
     super::replay::check_steps(&t)
         .map_err(|e| format!("{} is not a behaviour of the model: {e}", path.display()))?;
-    let probe =
-        std::net::TcpListener::bind(addr).map_err(|e| format!("cannot serve on {addr}: {e}"))?;
-    let addr = probe.local_addr().map_err(|e| e.to_string())?;
-    drop(probe);
-    println!("highwater: exploring {} under {}", path.display(), t.config);
-    let model = ExplorerModel::of_trace(
-        PartitionModel::new(t.config),
-        t.property.as_deref(),
-        &t.states,
-    );
-    let name = t.property.clone();
-    let steps = t.states.len() - 1;
-    std::thread::spawn(move || {
-        let links = run_to_completion(addr);
-        if let Some(name) = name {
-            match links.iter().find(|(n, _)| *n == name) {
-                Some((_, p)) => {
-                    println!("the trace (\"{name}\", {steps} steps): http://{addr}/#/steps/{p}")
-                }
-                None => println!("the trace does not break \"{name}\" in the explorer"),
-            }
-        }
-        println!("explorer: http://{addr}/ (Ctrl-C to stop)");
-        let _ = std::io::stdout().flush();
-    });
-    use stateright::Model;
-    model.checker().threads(1).serve(addr);
-    Ok(ExitCode::SUCCESS)
+    let (listener, addr) = bind(addr)?;
+    let title = format!("{} under {}", path.display(), t.config);
+    let explorer = Explorer::of_trace(t.config, title.clone(), t.property.as_deref(), &t.states)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    stop_on_ctrl_c();
+    explorer.clone().serve(listener)?;
+    println!("highwater: exploring {title}");
+    println!("explorer: http://{addr}/ (Ctrl-C to stop)");
+    let steps = t.states.len().saturating_sub(1);
+    match (&t.property, explorer.status().properties.first()) {
+        (Some(name), Some(p)) => println!(
+            "the trace (\"{name}\", {steps} steps): http://{addr}/#/steps/{}",
+            p.path.as_deref().unwrap_or("0")
+        ),
+        (Some(name), None) => println!("the trace names \"{name}\", which the model does not have"),
+        (None, _) => {}
+    }
+    println!("done: the page at http://{addr}/ shows the trace (Ctrl-C to stop)");
+    let _ = std::io::stdout().flush();
+    serve_until_stopped()
 }

@@ -50,9 +50,22 @@ pub fn replay(args: ReplayArgs) -> Result<ExitCode, String> {
             return Ok(ExitCode::from(1));
         }
     };
+    if let Err(e) = highwater_model::lasso::check_loop(&trace) {
+        println!("NOT a behaviour of the model: {e}");
+        return Ok(ExitCode::from(1));
+    }
     let style = Style { diff: args.diff };
     if under.is_none() {
         print!("{}", render::steps_table(&steps, 0, style));
+        match trace.loop_index {
+            Some(l) if l + 1 == trace.states.len() => {
+                println!("a lasso: the last state repeats forever (no fault-free step leaves it)")
+            }
+            Some(l) => {
+                println!("a lasso: the last state's successor is state {l}, and so on forever")
+            }
+            None => {}
+        }
     } else {
         println!("every step is the model's under the trace's own settings");
     }
@@ -88,7 +101,8 @@ pub fn replay(args: ReplayArgs) -> Result<ExitCode, String> {
 /// Checks that the trace starts in the model's initial state and that each
 /// step is enabled and leads to the next state; returns the steps.
 pub fn check_steps(t: &itf::ItfTrace) -> Result<Steps, Mismatch> {
-    rerun::check_trace(&t.config, &t.states, &t.actions)
+    // A progress trace may use the recovery epochs beyond the bound.
+    rerun::check_trace(&t.step_config(), &t.states, &t.actions)
 }
 
 /// Re-runs the trace's actions under `cfg` (the trace's bounds, other
