@@ -40,8 +40,9 @@ use std::fmt;
 #[serde(rename_all = "kebab-case")]
 pub enum Rule {
     // --- The controller (`PartitionChangeBuilder`, `ReplicationControlManager`)
-    /// ControllerElectLeader picks a live replica (`controller::election_kind`).
-    /// Knocked out: a down broker the controller still counts as acceptable
+    /// ControllerElectLeader picks a live replica (`controller::election_kind`;
+    /// Kafka: `PartitionChangeBuilder.isAcceptableLeader`, which is
+    /// `ClusterControlManager.isActive`). Knocked out: a down broker the controller still counts as acceptable
     /// (in the ISR, death unnoticed) may be elected, as Kafka may before its
     /// session times out.
     ElectLiveReplica,
@@ -56,7 +57,8 @@ pub enum Rule {
     /// `electPreferredLeader`: "the current leader meets all the constraints").
     /// Knocked out: a change that elects no one else leaves the partition leaderless.
     KeepValidLeader,
-    /// While the ISR is empty the controller elects from the ELR (KIP-966).
+    /// While the ISR is empty the controller elects from the ELR (KIP-966,
+    /// `PartitionChangeBuilder.electAnyLeader` through `isValidNewLeader`).
     /// Knocked out by `--mutation no-elr-election`.
     ElrElection,
     /// A leader elected from the ELR becomes the ISR alone and leaves the ELR
@@ -124,8 +126,10 @@ pub enum Rule {
     /// Knocked out: it takes it.
     AlterPartitionRefusesFenced,
     /// A broker whose death the controller has not noticed (the leader it
-    /// names, an ISR member) still counts as acceptable (`controller::unfenced`,
-    /// Kafka's session timeout). Knocked out: a down broker never counts.
+    /// names, an ISR member) still counts as acceptable (`controller::unfenced`;
+    /// Kafka fences it only when its session times out,
+    /// `ReplicationControlManager.maybeFenceOneStaleBroker`, `handleBrokerFenced`).
+    /// Knocked out: a down broker never counts.
     DeathNoticedByRemovalOnly,
 
     // --- LeaderAndIsr ---------------------------------------------------------
@@ -133,8 +137,9 @@ pub enum Rule {
     /// (`Partition.makeLeader`/`makeFollower`, `ReplicaManager.becomeLeaderOrFollower`).
     /// Knocked out: also of an older one.
     TakesOnlyNewerEpoch,
-    /// A restarted replica takes the current epoch's LeaderAndIsr again
-    /// (it has no state for the partition yet).
+    /// A restarted replica takes the current epoch's LeaderAndIsr again: it
+    /// has no state for the partition yet (a new `Partition` starts at leader
+    /// epoch -1, so `Partition.makeFollower`/`makeLeader` see a newer epoch).
     /// Knocked out: it waits for a newer epoch.
     RestartedTakesCurrentEpoch,
     /// A new leader forgets its followers' states from any earlier leadership
@@ -181,7 +186,8 @@ pub enum Rule {
     /// Knocked out: the fetch copies as if the logs agreed.
     UnknownEpochOutOfRange,
     /// A follower ahead of its leader truncates to the leader's LEO
-    /// (OffsetOutOfRange). Knocked out: it copies nothing and keeps its log.
+    /// (OffsetOutOfRange, `AbstractFetcherThread.fetchOffsetAndTruncate`).
+    /// Knocked out: it copies nothing and keeps its log.
     AheadOfLeaderTruncates,
     /// The leader learns the follower's LEO from the fetch offset, before the
     /// response's records are appended (`Partition.updateFollowerFetchState`).
