@@ -145,6 +145,7 @@ fn model_answer(c: &Case, settles: bool) -> String {
         last_known_leader: c.last_known_leader,
         unclean_election: c.unclean,
         elr_election_settles: settles,
+        knock_out: None,
     };
     let mut ctl = Controller {
         leader: c.leader,

@@ -4,11 +4,12 @@
 
 use crate::config::{Acks, Config, HwCheckpoint, Mutation, Truncation};
 use crate::controller::{self, Election};
+use crate::rules::Rule;
 use crate::state::{
     record_name, replica_name, Entry, Epoch, LeaderView, Offset, RecordId, Replica, ReplicaId,
     ReplicaSet, Request, State,
 };
-use crate::truncation::{fetch_divergence, truncation_offset, FetchCheck};
+use crate::truncation::{fetch_divergence_with, truncation_offset, FetchCheck};
 use std::fmt;
 
 /// Debug prints as Display does (replica letters): the explorer shows paths
@@ -234,7 +235,7 @@ pub fn enabled(cfg: &Config, s: &State, out: &mut Vec<Action>) {
     for replica in ids.clone() {
         for epoch in 0..=cfg.max_epoch {
             match s.request(epoch) {
-                Some(req) if accepts_request(s, replica, epoch) => {
+                Some(req) if takes_request(cfg, s, replica, epoch) => {
                     if req.leader == Some(replica) {
                         out.push(Action::BecomeLeader { replica, epoch });
                     } else if follow_enabled(cfg, s, epoch, req.leader) {
@@ -274,7 +275,7 @@ pub fn enabled(cfg: &Config, s: &State, out: &mut Vec<Action>) {
                 out.push(Action::LeaderExpandIsr { leader, follower });
             }
         }
-        if may_learn_isr(s, leader) {
+        if may_learn_isr(s, leader) && !cfg.drops(Rule::LeaderLearnsIsr) {
             out.push(Action::LeaderLearnsIsr { leader });
         }
     }
@@ -307,8 +308,7 @@ pub fn enabled(cfg: &Config, s: &State, out: &mut Vec<Action>) {
                     clean: false,
                 });
             }
-        } else if s.controller.leader != Some(replica) && cfg.mutation != Some(Mutation::NoRestart)
-        {
+        } else if may_restart(cfg, s, replica) {
             out.push(Action::Restart { replica });
         }
     }
@@ -337,7 +337,7 @@ pub fn successor(cfg: &Config, s: &State, action: Action) -> State {
             controller::shrink_isr_on_failure(cfg, n, replica)
         }
         Action::ControllerUnfence { replica } => controller::unfence(n, replica),
-        Action::BecomeLeader { replica, epoch } => become_leader(n, replica, epoch),
+        Action::BecomeLeader { replica, epoch } => become_leader(cfg, n, replica, epoch),
         Action::BecomeFollower { replica, epoch } => become_follower(cfg, n, replica, epoch),
         Action::Produce { leader, .. } => produce(cfg, n, leader),
         Action::FollowerFetch { follower, leader } => {
@@ -348,11 +348,11 @@ pub fn successor(cfg: &Config, s: &State, action: Action) -> State {
         }
         Action::LeaderAdvanceHw { leader, hw } => advance_hw(cfg, n, leader, hw),
         Action::LeaderShrinkIsr { leader, follower } => {
-            let isr = n.controller.isr.without(follower);
+            let isr = alter_from(cfg, n, leader).without(follower);
             leader_alters_isr(cfg, n, leader, isr)
         }
         Action::LeaderExpandIsr { leader, follower } => {
-            let isr = n.controller.isr.with(follower);
+            let isr = alter_from(cfg, n, leader).with(follower);
             leader_alters_isr(cfg, n, leader, isr)
         }
         Action::LeaderLearnsIsr { leader } => {
@@ -429,6 +429,20 @@ pub fn accepts_request(s: &State, replica: ReplicaId, epoch: Epoch) -> bool {
         }
 }
 
+/// [`accepts_request`], unless a test knocks out one of its rules.
+fn takes_request(cfg: &Config, s: &State, replica: ReplicaId, epoch: Epoch) -> bool {
+    let takes = accepts_request(s, replica, epoch);
+    let r = s.replica(replica);
+    match cfg.knock_out {
+        None => takes,
+        Some(Rule::TakesOnlyNewerEpoch) => takes || (r.alive && r.epoch.is_some_and(|e| epoch < e)),
+        Some(Rule::RestartedTakesCurrentEpoch) => {
+            takes && !(r.leader == LeaderView::Unknown && r.epoch == Some(epoch))
+        }
+        Some(_) => takes,
+    }
+}
+
 /// A follower that must consult its leader (`epoch`, `epoch-iterative`)
 /// waits until the leader is alive and leads; with fencing, until it leads
 /// in that epoch. Under `hw` and `on-fetch` it follows at once.
@@ -443,12 +457,16 @@ fn follow_enabled(cfg: &Config, s: &State, epoch: Epoch, leader: Option<ReplicaI
     l.presumes_leadership(leader) && (!cfg.fencing || l.epoch == Some(epoch))
 }
 
-fn become_leader(s: &mut State, replica: ReplicaId, epoch: Epoch) {
+fn become_leader(cfg: &Config, s: &mut State, replica: ReplicaId, epoch: Epoch) {
     let req = s.request(epoch).expect("enabled only for a sent request");
     let r = s.replica_mut(replica);
     r.epoch = Some(epoch);
     r.leader = LeaderView::Replica(replica);
+    let known = (r.follower_leo, r.stale_fetch);
     r.clear_leader_state();
+    if cfg.drops(Rule::NewLeaderForgetsFollowers) {
+        (r.follower_leo, r.stale_fetch) = known;
+    }
     r.isr = req.isr;
     publish_visible(s, replica);
 }
@@ -466,14 +484,21 @@ fn become_follower(cfg: &Config, s: &mut State, replica: ReplicaId, epoch: Epoch
     }
     r.epoch = Some(epoch);
     r.leader = req.leader.map_or(LeaderView::NoLeader, LeaderView::Replica);
-    r.clear_leader_state();
+    if !cfg.drops(Rule::FollowerForgetsLeadership) {
+        r.clear_leader_state();
+    }
 }
 
 // --- Producer ---------------------------------------------------------------
 
 pub fn produce_enabled(cfg: &Config, s: &State, leader: ReplicaId) -> bool {
-    let isr_ok = cfg.acks != Acks::All || s.replica(leader).isr.len() >= cfg.min_isr;
-    s.produced < cfg.records && isr_ok
+    let n = s.replica(leader).isr.len();
+    let enough = if cfg.drops(Rule::ProduceAtExactlyMinIsr) {
+        n > cfg.min_isr
+    } else {
+        n >= cfg.min_isr || cfg.drops(Rule::ProduceNeedsMinIsr)
+    };
+    s.produced < cfg.records && (cfg.acks != Acks::All || enough)
 }
 
 fn produce(cfg: &Config, s: &mut State, leader: ReplicaId) {
@@ -501,8 +526,9 @@ fn fetch_leader(cfg: &Config, s: &State, follower: ReplicaId) -> Option<ReplicaI
         return None;
     };
     let l = s.replica(leader);
-    let fenced_ok = !cfg.fencing || l.epoch == f.epoch;
-    let may_fetch = f.alive && leader != follower && l.presumes_leadership(leader) && fenced_ok;
+    let fenced_ok = !cfg.fencing || l.epoch == f.epoch || cfg.drops(Rule::FetchFromLeaderEpoch);
+    let leads = l.presumes_leadership(leader) || (l.alive && cfg.drops(Rule::FetchFromLeader));
+    let may_fetch = f.alive && leader != follower && leads && fenced_ok;
     let changes = match fetch_outcome(cfg, f, l) {
         FetchOutcome::Truncate(offset) => offset < f.leo(),
         FetchOutcome::Copy => fetch_changes_something(s, follower, leader),
@@ -524,18 +550,19 @@ enum FetchOutcome {
 
 fn fetch_outcome(cfg: &Config, f: &Replica, l: &Replica) -> FetchOutcome {
     if cfg.truncation == Truncation::OnFetch && cfg.mutation != Some(Mutation::NoLastFetchedEpoch) {
-        match fetch_divergence(f, l) {
+        match fetch_divergence_with(cfg.knock_out, f, l) {
             FetchCheck::Agrees => {}
             FetchCheck::Diverging { truncate_to, .. } => {
                 return FetchOutcome::Truncate(truncate_to)
             }
+            FetchCheck::Undefined if cfg.drops(Rule::UnknownEpochOutOfRange) => {}
             // OffsetOutOfRange (`AbstractFetcherThread.handleOutOfRangeError`):
             // a follower ahead of the leader cuts back to the leader's LEO;
             // one that is not gets the same answer again.
             FetchCheck::Undefined => return FetchOutcome::Truncate(l.leo().min(f.leo())),
         }
     }
-    if f.leo() > l.leo() {
+    if f.leo() > l.leo() && !cfg.drops(Rule::AheadOfLeaderTruncates) {
         // OffsetOutOfRange: the follower is ahead of its leader and cuts back
         // to the leader's LEO.
         return FetchOutcome::Truncate(l.leo());
@@ -577,10 +604,21 @@ fn follower_fetch(
         f.log
             .append(l.log.get(offset).expect("below the leader's LEO"));
     }
-    f.hw = l.hw.min(f.leo());
+    f.hw = if cfg.drops(Rule::FollowerHwWithinLog) {
+        l.hw
+    } else {
+        l.hw.min(f.leo())
+    };
+    let learnt = if cfg.drops(Rule::LeaderLearnsFetchOffset) {
+        f.leo()
+    } else {
+        fetch_offset
+    };
     let l = s.replica_mut(leader);
-    l.follower_leo[follower as usize] = Some(fetch_offset);
-    l.stale_fetch = l.stale_fetch.without(follower);
+    l.follower_leo[follower as usize] = Some(learnt);
+    if !cfg.drops(Rule::FetchClearsStale) {
+        l.stale_fetch = l.stale_fetch.without(follower);
+    }
 }
 
 // --- High watermark ---------------------------------------------------------
@@ -603,21 +641,36 @@ fn follower_fetch(
 /// holds the HW lower; the `hw-over-isr-only` mutation never counts one.
 pub fn advanced_hws(cfg: &Config, s: &State, leader: ReplicaId) -> [Option<Offset>; 2] {
     let l = s.replica(leader);
-    if cfg.elr && l.isr.len() < cfg.min_isr {
+    let n = l.isr.len();
+    let under_min = if cfg.drops(Rule::HwAtExactlyMinIsr) {
+        n <= cfg.min_isr
+    } else {
+        n < cfg.min_isr && !cfg.drops(Rule::HwWaitsForMinIsr)
+    };
+    if cfg.elr && under_min {
         return [None, None];
     }
     let mut over_isr = l.leo();
-    for f in l.isr.iter().filter(|&f| f != leader) {
+    let isr = if cfg.drops(Rule::HwOverIsr) {
+        ReplicaSet::EMPTY
+    } else {
+        l.isr
+    };
+    for f in isr.iter().filter(|&f| f != leader) {
         match l.follower_leo[f as usize] {
             Some(leo) => over_isr = over_isr.min(leo),
+            None if cfg.drops(Rule::HwWaitsForUnknownMember) => {}
             None => return [None, None],
         }
     }
     let mut with_waiting = over_isr;
     if cfg.mutation != Some(Mutation::HwOverIsrOnly) {
+        let counts_stale = cfg.drops(Rule::HwSkipsStaleFollower);
         for f in s.ids().filter(|&f| f != leader && !l.isr.contains(f)) {
             match l.follower_leo[f as usize] {
-                Some(leo) if !l.stale_fetch.contains(f) => with_waiting = with_waiting.min(leo),
+                Some(leo) if counts_stale || !l.stale_fetch.contains(f) => {
+                    with_waiting = with_waiting.min(leo)
+                }
                 _ => {}
             }
         }
@@ -637,7 +690,8 @@ fn advance_hw(cfg: &Config, s: &mut State, leader: ReplicaId, hw: Offset) {
     // Waiting acks=all producers are answered: written when the ISR still
     // has min.insync.replicas, else NotEnoughReplicasAfterAppend.
     let l = *l;
-    let isr_ok = l.isr.len() >= cfg.min_isr && cfg.mutation != Some(Mutation::NeverAcknowledge);
+    let isr_ok = (l.isr.len() >= cfg.min_isr || cfg.drops(Rule::AckNeedsMinIsr))
+        && cfg.mutation != Some(Mutation::NeverAcknowledge);
     let epoch = l.epoch.expect("a leader has an epoch");
     let mut answered = 0u8;
     // `take`: under the `hw-past-leo` mutation the HW may pass the LEO.
@@ -682,28 +736,50 @@ fn is_true_leader(s: &State, leader: ReplicaId) -> bool {
 /// (the model lets that time pass at any moment). A follower whose LEO
 /// equals the leader's is never removed for lag, even if it stopped
 /// fetching; a broker that died leaves through the controller.
-fn may_leader_shrink(_cfg: &Config, s: &State, leader: ReplicaId, follower: ReplicaId) -> bool {
+fn may_leader_shrink(cfg: &Config, s: &State, leader: ReplicaId, follower: ReplicaId) -> bool {
     let l = s.replica(leader);
-    if follower == leader || !l.isr.contains(follower) || !is_true_leader(s, leader) {
+    if follower == leader || !l.isr.contains(follower) || !may_alter_isr(cfg, s, leader) {
         return false;
     }
-    l.follower_leo[follower as usize] != Some(l.leo())
+    l.follower_leo[follower as usize] != Some(l.leo()) || cfg.drops(Rule::ShrinkOnlyLagging)
+}
+
+/// Whether `leader` may send AlterPartition: [`is_true_leader`], unless a
+/// test knocks that rule out.
+fn may_alter_isr(cfg: &Config, s: &State, leader: ReplicaId) -> bool {
+    is_true_leader(s, leader) || cfg.drops(Rule::IsrChangeByTrueLeader)
+}
+
+/// The ISR an AlterPartition starts from: the controller's (the partition
+/// epoch fences any other), or the leader's copy with that rule knocked out.
+fn alter_from(cfg: &Config, s: &State, leader: ReplicaId) -> ReplicaSet {
+    if cfg.drops(Rule::AlterPartitionFromControllerIsr) {
+        s.replica(leader).isr
+    } else {
+        s.controller.isr
+    }
 }
 
 fn may_leader_expand(cfg: &Config, s: &State, leader: ReplicaId, follower: ReplicaId) -> bool {
     let l = s.replica(leader);
     // Against the controller's ISR: the leader's copy misses removals the
     // controller made on its own, and the update is checked against it.
-    if follower == leader || s.controller.isr.contains(follower) || !is_true_leader(s, leader) {
+    let from = alter_from(cfg, s, leader);
+    if follower == leader || from.contains(follower) || !may_alter_isr(cfg, s, leader) {
         return false;
     }
-    let Some(follower_leo) = l.follower_leo[follower as usize] else {
+    let fetched = match cfg.knock_out {
+        Some(Rule::ExpandNeedsFetch) => l.follower_leo[follower as usize].or(Some(0)),
+        _ => l.follower_leo[follower as usize],
+    };
+    let Some(follower_leo) = fetched else {
         return false;
     };
     // KIP-841: the controller refuses a fenced follower; the leader's
     // ISR stays as it was.
-    let accepted = controller::may_alter_isr(cfg, s, s.controller.isr.with(follower));
-    accepted && !l.stale_fetch.contains(follower) && follower_in_sync(cfg, l, follower_leo)
+    let accepted = controller::may_alter_isr(cfg, s, from.with(follower));
+    let current = !l.stale_fetch.contains(follower) || cfg.drops(Rule::ExpandNotStale);
+    accepted && current && follower_in_sync(cfg, l, follower_leo)
 }
 
 /// Kafka's `Partition.isFollowerInSync`: the follower's LEO has reached the
@@ -713,7 +789,12 @@ fn may_leader_expand(cfg: &Config, s: &State, leader: ReplicaId, follower: Repli
 /// to reach its epoch start instead, a rule about the leader that can stall
 /// the partition for good.
 fn follower_in_sync(cfg: &Config, l: &Replica, follower_leo: Offset) -> bool {
-    if follower_leo < l.hw {
+    let at_hw = match cfg.knock_out {
+        Some(Rule::ExpandAtLeaderHw) => true,
+        Some(Rule::ExpandAtExactlyLeaderHw) => follower_leo > l.hw,
+        _ => follower_leo >= l.hw,
+    };
+    if !at_hw {
         return false;
     }
     if !cfg.fencing {
@@ -721,9 +802,11 @@ fn follower_in_sync(cfg: &Config, l: &Replica, follower_leo: Offset) -> bool {
     }
     let epoch = l.epoch.expect("a leader has an epoch");
     let epoch_start = l.leader_epoch_start(epoch);
-    match cfg.mutation {
-        Some(Mutation::ExpandOnLeaderHw) => l.hw >= epoch_start,
-        Some(Mutation::ExpandAtHw) => true,
+    match (cfg.mutation, cfg.knock_out) {
+        (Some(Mutation::ExpandOnLeaderHw), _) => l.hw >= epoch_start,
+        (Some(Mutation::ExpandAtHw), _) => true,
+        (_, Some(Rule::ExpandAtExactlyEpochStart)) => follower_leo > epoch_start,
+        (_, Some(Rule::ExpandNotShortOfEpochStart)) => follower_leo + 1 >= epoch_start,
         _ => follower_leo >= epoch_start,
     }
 }
@@ -782,6 +865,18 @@ fn crash(cfg: &Config, s: &mut State, replica: ReplicaId, clean: bool) {
     } else {
         s.unclean_crashes += 1;
     }
+}
+
+/// A down broker may restart once the controller no longer names it leader
+/// (re-registration fences the old incarnation). With that rule knocked
+/// out, at any time while an epoch is left for its removal as leader.
+fn may_restart(cfg: &Config, s: &State, replica: ReplicaId) -> bool {
+    if cfg.mutation == Some(Mutation::NoRestart) {
+        return false;
+    }
+    let c = &s.controller;
+    c.leader != Some(replica)
+        || (cfg.drops(Rule::RestartWaitsForNewLeader) && c.next_epoch() <= cfg.max_epoch)
 }
 
 fn restart(cfg: &Config, s: &mut State, replica: ReplicaId) {

@@ -1,5 +1,6 @@
 //! The bounds and protocol switches of one model run.
 
+use crate::rules::Rule;
 use crate::state::{MAX_EPOCH, MAX_RECORDS, MAX_REPLICAS};
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -209,6 +210,10 @@ pub struct Config {
     pub leader_moves: u8,
     /// A deliberately broken rule (None: the rules as named above).
     pub mutation: Option<Mutation>,
+    /// One of today's rules knocked out, for a test (`rules.rs`); absent
+    /// from JSON when None.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub knock_out: Option<Rule>,
 }
 
 /// An impossible configuration, explained.
@@ -224,6 +229,13 @@ impl fmt::Display for ConfigError {
 impl std::error::Error for ConfigError {}
 
 impl Config {
+    /// Whether `rule` is knocked out: a byte compared, as the checker asks
+    /// it in its hottest paths.
+    #[inline]
+    pub fn drops(&self, rule: Rule) -> bool {
+        self.knock_out == Some(rule)
+    }
+
     pub fn validate(&self) -> Result<(), ConfigError> {
         let err = |m: String| Err(ConfigError(m));
         if !(2..=MAX_REPLICAS as u8).contains(&self.replicas) {
@@ -248,6 +260,12 @@ impl Config {
             return err(format!(
                 "--min-isr {} is impossible with {} replicas: min.insync.replicas must be between 1 and the replica count",
                 self.min_isr, self.replicas
+            ));
+        }
+        if let Some(m) = self.knock_out.and_then(Rule::mutation) {
+            return err(format!(
+                "--knock-out {} is the mutation {m}: use --mutation {m}",
+                self.knock_out.expect("some")
             ));
         }
         Ok(())
@@ -276,6 +294,9 @@ impl fmt::Display for Config {
         )?;
         if let Some(m) = self.mutation {
             write!(f, " mutation={m}")?;
+        }
+        if let Some(r) = self.knock_out {
+            write!(f, " knock-out={r}")?;
         }
         Ok(())
     }

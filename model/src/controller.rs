@@ -24,6 +24,7 @@
 //! replicas have no order).
 
 use crate::config::{Config, Mutation};
+use crate::rules::Rule;
 use crate::state::{Controller, ReplicaId, ReplicaSet, Request, State};
 
 /// How a leader was chosen.
@@ -71,6 +72,8 @@ pub struct Rules {
     /// followed Kafka): an ELR election also empties the rest of the ELR when
     /// the new ISR is at min.insync.replicas.
     pub elr_election_settles: bool,
+    /// A rule knocked out for a test (`rules.rs`).
+    pub knock_out: Option<Rule>,
 }
 
 impl Rules {
@@ -81,7 +84,14 @@ impl Rules {
             last_known_leader: cfg.last_known_leader,
             unclean_election: cfg.unclean_election,
             elr_election_settles: cfg.mutation == Some(Mutation::ElrElectionSettles),
+            knock_out: cfg.knock_out,
         }
+    }
+
+    /// Whether `rule` is knocked out.
+    #[inline]
+    pub fn drops(&self, rule: Rule) -> bool {
+        self.knock_out == Some(rule)
     }
 
     /// The election type of a change the controller makes on its own
@@ -173,7 +183,7 @@ pub fn partition_change(
     let (node, unclean) = elect_leader(rules, c, change, target_isr, target_elr, choose);
     if node.map(|(r, _)| r) != c.leader {
         if let Some((r, _)) = node {
-            if target_elr.contains(r) {
+            if target_elr.contains(r) && !rules.drops(Rule::ElrLeaderBecomesIsr) {
                 target_isr = ReplicaSet::single(r);
                 target_elr = target_elr.without(r);
                 if rules.elr_election_settles && target_isr.len() >= rules.min_isr {
@@ -181,8 +191,12 @@ pub fn partition_change(
                 }
             }
             if unclean {
-                record_isr = Some(ReplicaSet::single(r));
-                if !c.recovering {
+                record_isr = Some(if rules.drops(Rule::UncleanLeaderBecomesIsr) {
+                    target_isr
+                } else {
+                    ReplicaSet::single(r)
+                });
+                if !c.recovering && !rules.drops(Rule::UncleanElectionRecovering) {
                     record_recovering = Some(true);
                 }
             }
@@ -193,7 +207,8 @@ pub fn partition_change(
 
     // maybeUpdateRecordElr
     let clean_election = record_isr.is_none();
-    if !clean_election || !rules.elr {
+    let unclean_empties = !clean_election && !rules.drops(Rule::UncleanElectionEmptiesElr);
+    if unclean_empties || !rules.elr {
         target_elr = ReplicaSet::EMPTY;
         target_lke = ReplicaSet::EMPTY;
     }
@@ -218,8 +233,13 @@ pub fn partition_change(
     // partition first becomes leaderless, and forgotten at the next election.
     if rules.last_known_leader && rules.elr {
         if record_leader == Some(None) && c.lke.is_empty() {
-            record_lke = c.leader.map(ReplicaSet::single);
-        } else if matches!(record_leader, Some(Some(_))) && !c.lke.is_empty() {
+            if !rules.drops(Rule::LastLeaderRemembered) {
+                record_lke = c.leader.map(ReplicaSet::single);
+            }
+        } else if matches!(record_leader, Some(Some(_)))
+            && !c.lke.is_empty()
+            && !rules.drops(Rule::LastLeaderForgotten)
+        {
             record_lke = Some(ReplicaSet::EMPTY);
         }
     }
@@ -257,10 +277,23 @@ fn populate_target_elr(rules: &Rules, c: &Controller, change: &Change) -> (Repli
         return (c.elr, c.lke);
     }
     let target_isr = change.target_isr;
-    if target_isr.len() >= rules.min_isr {
+    let at_min = if rules.drops(Rule::ElrEmptiesAtExactlyMinIsr) {
+        target_isr.len() > rules.min_isr
+    } else {
+        target_isr.len() >= rules.min_isr
+    };
+    if at_min {
+        if rules.drops(Rule::ElrEmptiesAtMinIsr) {
+            return (ReplicaSet(c.elr.0 & !target_isr.0), c.lke);
+        }
         return (ReplicaSet::EMPTY, ReplicaSet::EMPTY);
     }
-    let candidates = ReplicaSet(c.elr.0 | c.isr.0);
+    let entering = if rules.drops(Rule::LeavingIsrEntersElr) {
+        0
+    } else {
+        c.isr.0
+    };
+    let candidates = ReplicaSet(c.elr.0 | entering);
     let mut elr = ReplicaSet(candidates.0 & !target_isr.0);
     if let Some(r) = change.unclean_shutdown {
         elr = elr.without(r);
@@ -281,22 +314,22 @@ fn elect_leader(
 ) -> (Option<(ReplicaId, Election)>, bool) {
     // isValidNewLeader: in the ISR, or in the ELR while the ISR is empty;
     // and acceptable.
-    let valid_set = ReplicaSet(
-        (target_isr.0
-            | if target_isr.is_empty() {
-                target_elr.0
-            } else {
-                0
-            })
-            & change.acceptable.0,
-    );
+    let elr_valid = target_isr.is_empty() || rules.drops(Rule::ElrLeaderOnlyWithEmptyIsr);
+    let mut valid_set =
+        ReplicaSet((target_isr.0 | if elr_valid { target_elr.0 } else { 0 }) & change.acceptable.0);
+    if rules.drops(Rule::CleanLeaderFromIsr) {
+        valid_set = change.acceptable;
+    }
     let valid = |r: ReplicaId| valid_set.contains(r);
     let kind = if target_isr.is_empty() {
         Election::Elr
     } else {
         Election::Clean
     };
-    let keep = c.leader.filter(|&l| valid(l)).map(|l| (l, kind));
+    let keep = c
+        .leader
+        .filter(|&l| valid(l) && !rules.drops(Rule::KeepValidLeader))
+        .map(|l| (l, kind));
     let pick = |choose: Choose, k: Election, set: ReplicaSet| {
         if set.is_empty() {
             None
@@ -307,10 +340,11 @@ fn elect_leader(
     let last_known = |choose: Choose| {
         let can = rules.elr
             && rules.last_known_leader
-            && target_elr.is_empty()
+            && !rules.drops(Rule::LastKnownLeaderElection)
+            && (target_elr.is_empty() || rules.drops(Rule::LastKnownLeaderWaitsForElr))
             && target_isr.is_empty()
             && c.lke.len() == 1
-            && change.acceptable.0 & c.lke.0 != 0;
+            && (change.acceptable.0 & c.lke.0 != 0 || rules.drops(Rule::LastKnownLeaderAcceptable));
         if can {
             pick(choose, Election::LastKnownLeader, c.lke)
         } else {
@@ -508,10 +542,11 @@ fn unfenced(cfg: &Config, s: &State) -> ReplicaSet {
         .ids()
         .filter(|&r| s.replica(r).alive && !(counts_fence && c.fenced.contains(r)))
         .fold(ReplicaSet::EMPTY, ReplicaSet::with);
-    if let Some(l) = c.leader {
+    let unnoticed = !cfg.drops(Rule::DeathNoticedByRemovalOnly);
+    if let Some(l) = c.leader.filter(|_| unnoticed) {
         set = set.with(l);
     }
-    if cfg.elr || c.leader.is_some() {
+    if (cfg.elr || c.leader.is_some()) && unnoticed {
         set = ReplicaSet(set.0 | c.isr.0);
     }
     set
@@ -542,7 +577,8 @@ fn election_change(cfg: &Config, s: &State, r: ReplicaId) -> Option<Outcome> {
 /// Which election, if any, may make `r` the leader now.
 pub fn election_kind(cfg: &Config, s: &State, r: ReplicaId) -> Option<Election> {
     let c = &s.controller;
-    if c.leader == Some(r) || c.next_epoch() > cfg.max_epoch || !s.replica(r).alive {
+    let alive_ok = s.replica(r).alive || cfg.drops(Rule::ElectLiveReplica);
+    if c.leader == Some(r) || c.next_epoch() > cfg.max_epoch || !alive_ok {
         return None;
     }
     if c.leader.is_some() && s.leader_moves >= cfg.leader_moves {
@@ -655,7 +691,7 @@ pub fn unfence(s: &mut State, r: ReplicaId) {
 /// member must be an acceptable broker (KIP-841: a fenced or shutting-down
 /// replica cannot join).
 pub fn may_alter_isr(cfg: &Config, s: &State, isr: ReplicaSet) -> bool {
-    isr.0 & !unfenced(cfg, s).0 == 0
+    isr.0 & !unfenced(cfg, s).0 == 0 || cfg.drops(Rule::AlterPartitionRefusesFenced)
 }
 
 /// The quorum ISR after the leader changed it (AlterPartition), with the
@@ -675,7 +711,10 @@ pub fn leader_sets_isr(cfg: &Config, s: &mut State, isr: ReplicaSet) {
     if let Some(outcome) =
         partition_change(&Rules::of(cfg), &s.controller, &change, &mut |_, _| None)
     {
-        debug_assert!(!outcome.epoch_bump, "the leader keeps leading");
+        debug_assert!(
+            !outcome.epoch_bump || cfg.knock_out.is_some(),
+            "the leader keeps leading"
+        );
         apply(s, &outcome);
     }
 }
@@ -686,13 +725,16 @@ pub fn leader_sets_isr(cfg: &Config, s: &mut State, isr: ReplicaSet) {
 /// The election, if one is due, is left to ControllerElectLeader.
 pub fn broker_registered(cfg: &Config, s: &mut State, r: ReplicaId, unclean: bool) {
     let c = &s.controller;
+    let unclean = unclean && !cfg.drops(Rule::UncleanShutdownLeavesElr);
     let unclean_shutdown = (unclean && cfg.elr).then_some(r);
-    let involved = c.isr.contains(r) || (unclean_shutdown.is_some() && c.elr.contains(r));
+    let leaves_isr = !cfg.drops(Rule::RestartLeavesIsr);
+    let involved =
+        (leaves_isr && c.isr.contains(r)) || (unclean_shutdown.is_some() && c.elr.contains(r));
     if !involved {
         return;
     }
     let change = Change {
-        target_isr: c.isr.without(r),
+        target_isr: if leaves_isr { c.isr.without(r) } else { c.isr },
         acceptable: unfenced(cfg, s).without(r),
         unclean_shutdown,
         election: Rules::of(cfg).election(),

@@ -18,6 +18,7 @@ pub mod progress;
 pub mod properties;
 pub mod render;
 pub mod rerun;
+pub mod rules;
 pub mod run;
 pub mod shortest;
 pub mod sigpipe;

@@ -81,6 +81,7 @@ pub const SAFE: Config = Config {
     unclean_crashes: 1,
     leader_moves: 2,
     mutation: None,
+    knock_out: None,
 };
 
 pub const PRESETS: &[Preset] = &[
@@ -122,6 +123,24 @@ pub const PRESETS: &[Preset] = &[
         fixed_by: None,
         tlc: None,
         measured: None,
+    },
+    Preset {
+        name: "safe-min-isr-3",
+        summary: "safe with min.insync.replicas=3, every replica, and one record: the HW moves, and acks=all writes are taken, with exactly min.insync.replicas in the ISR; nothing is lost",
+        config: Config {
+            records: 1,
+            min_isr: 3,
+            ..SAFE
+        },
+        expect: Expect::Holds { unreachable: &[] },
+        fixed_by: None,
+        tlc: None,
+        measured: Some(Measured {
+            unique_states: SAFE_MIN_ISR_3_UNIQUE_STATES,
+            // `highwater check` on 2026-12-02, 2 threads on 2 cores, the
+            // machine loaded by other work (load average 6; 17 s at 8).
+            seconds: 9.0,
+        }),
     },
     Preset {
         name: "acks-1",
@@ -262,6 +281,7 @@ pub const PRESETS: &[Preset] = &[
             unclean_crashes: 0,
             leader_moves: 2,
             mutation: None,
+            knock_out: None,
         },
         // The module has no crashes and no acknowledgements (acks=0).
         expect: Expect::Holds {
@@ -323,6 +343,10 @@ impl Expect {
 /// `safe`'s unique state count, as measured by `highwater check` (a test
 /// keeps it true).
 pub const SAFE_UNIQUE_STATES: u64 = 16_342_401;
+
+/// `safe-min-isr-3`'s unique state count, as measured by `highwater check
+/// --preset safe-min-isr-3` (a test keeps it true).
+pub const SAFE_MIN_ISR_3_UNIQUE_STATES: u64 = 1_151_877;
 
 /// `tla-kip320`'s unique state count under symmetry reduction, as measured by
 /// `highwater check --preset tla-kip320` (a test keeps it true).

@@ -366,6 +366,7 @@ pub fn with_rules(bounds: &Config, rules: &Config) -> Config {
         unclean_election: rules.unclean_election,
         hw_checkpoint: rules.hw_checkpoint,
         mutation: rules.mutation,
+        knock_out: rules.knock_out,
     }
 }
 
@@ -385,7 +386,7 @@ impl fmt::Display for Change {
 
 type Setting = (&'static str, fn(&Config) -> String);
 
-const RULES: [Setting; 9] = [
+const RULES: [Setting; 10] = [
     ("acks", |c| c.acks.to_string()),
     ("min-isr", |c| c.min_isr.to_string()),
     ("truncation", |c| c.truncation.to_string()),
@@ -400,6 +401,9 @@ const RULES: [Setting; 9] = [
     ("hw-checkpoint", |c| c.hw_checkpoint.to_string()),
     ("mutation", |c| {
         c.mutation.map_or("none".to_string(), |m| m.to_string())
+    }),
+    ("knock-out", |c| {
+        c.knock_out.map_or("none".to_string(), |r| r.to_string())
     }),
 ];
 

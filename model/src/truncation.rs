@@ -11,6 +11,7 @@
 //! caches, not the logs, decide.
 
 use crate::config::Truncation;
+use crate::rules::Rule;
 use crate::state::{Epoch, Log, Offset, Replica};
 
 /// The offset `follower` truncates to on becoming a follower of `leader`
@@ -55,11 +56,24 @@ pub enum FetchCheck {
 /// `getOffsetTruncationState`) and fetches again, with its new latest epoch:
 /// the iteration of KIP-279, one fetch per round.
 pub fn fetch_divergence(follower: &Replica, leader: &Replica) -> FetchCheck {
+    fetch_divergence_with(None, follower, leader)
+}
+
+/// [`fetch_divergence`] with one of its rules knocked out (`rules.rs`):
+/// [`Rule::LeaderCachesOwnEpoch`] or [`Rule::DivergenceTruncatesToOwnEnd`].
+pub fn fetch_divergence_with(
+    knock_out: Option<Rule>,
+    follower: &Replica,
+    leader: &Replica,
+) -> FetchCheck {
     let leo = follower.leo();
     let Some(last_fetched) = follower.log.last().map(|e| e.epoch) else {
         return FetchCheck::Agrees;
     };
-    let Some((epoch, end_offset)) = leader_answer(Truncation::OnFetch, leader, last_fetched) else {
+    let own_epoch = knock_out != Some(Rule::LeaderCachesOwnEpoch);
+    let Some((epoch, end_offset)) =
+        leader_answer(Truncation::OnFetch, leader, last_fetched, own_epoch)
+    else {
         return FetchCheck::Undefined;
     };
     if epoch == last_fetched && end_offset >= leo {
@@ -67,6 +81,7 @@ pub fn fetch_divergence(follower: &Replica, leader: &Replica) -> FetchCheck {
     }
     let own = cache_of(&follower.log, leo);
     let truncate_to = match end_offset_for(&own, epoch, leo) {
+        _ if knock_out == Some(Rule::DivergenceTruncatesToOwnEnd) => end_offset,
         // Not tracking epochs that old: the leader's offset decides.
         None => end_offset,
         // It lacks the leader's epoch: the end of its largest epoch below.
@@ -126,10 +141,16 @@ pub fn end_offset_for(
 
 /// The leader's answer to OffsetsForLeaderEpoch for `requested`. KIP-101's
 /// leader answers from its records' epochs; from KIP-279 on the leader has
-/// also recorded its own epoch where it began leading.
-fn leader_answer(mode: Truncation, leader: &Replica, requested: Epoch) -> Option<(Epoch, Offset)> {
+/// also recorded its own epoch where it began leading (`own_epoch` false:
+/// that rule knocked out).
+fn leader_answer(
+    mode: Truncation,
+    leader: &Replica,
+    requested: Epoch,
+    own_epoch: bool,
+) -> Option<(Epoch, Offset)> {
     let mut cache = cache_of(&leader.log, leader.leo());
-    if mode != Truncation::Epoch {
+    if mode != Truncation::Epoch && own_epoch {
         if let Some(epoch) = leader.epoch {
             assign(&mut cache, epoch, leader.leader_epoch_start(epoch));
         }
@@ -149,7 +170,7 @@ fn exchange(mode: Truncation, follower: &Replica, leader: &Replica) -> Offset {
             return leo;
         };
         let fallback = follower.hw.min(leo);
-        let Some((epoch, end)) = leader_answer(mode, leader, latest) else {
+        let Some((epoch, end)) = leader_answer(mode, leader, latest, true) else {
             return fallback;
         };
         if mode == Truncation::Epoch {

@@ -102,3 +102,20 @@ fn every_mutation_is_in_the_schema() {
         assert_valid(&v, &with, &format!("mutation {m}"));
     }
 }
+
+/// A report with each rule knocked out matches the schema, and one with
+/// none has no `knock_out` at all.
+#[test]
+fn every_knock_out_is_in_the_schema() {
+    let v = schema();
+    let r = report(&["--preset", "acks-1"]);
+    assert!(r["config"].get("knock_out").is_none());
+    for &rule in highwater_model::rules::Rule::all() {
+        if rule.mutation().is_some() {
+            continue;
+        }
+        let mut with = r.clone();
+        with["config"]["knock_out"] = serde_json::to_value(rule).expect("a rule is JSON");
+        assert_valid(&v, &with, &format!("knock-out {rule}"));
+    }
+}

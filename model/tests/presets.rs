@@ -99,6 +99,21 @@ fn safe_hw_checkpoint_holds_with_one_record() {
     );
 }
 
+/// min.insync.replicas at the replica count, where the rules' bounds meet
+/// (`model/tests/rules.rs`: the HW and acks=all writes at exactly
+/// min.insync.replicas).
+#[test]
+fn safe_min_isr_3_holds_and_its_state_count_is_measured() {
+    let p = preset("safe-min-isr-3");
+    let report = exhaustive(p.config, p.expect);
+    assert!(report.mismatches.is_empty(), "{:?}", report.mismatches);
+    assert_eq!(
+        Some(report.progress.unique_states),
+        p.measured.map(|m| m.unique_states),
+        "update SAFE_MIN_ISR_3_UNIQUE_STATES to the new count"
+    );
+}
+
 #[test]
 fn tla_kip320_holds_and_its_state_count_is_the_one_published() {
     let p = preset("tla-kip320");

@@ -243,6 +243,7 @@ pub fn model_config(c: &ConcurrentConfig) -> Config {
         unclean_crashes: u8::MAX,
         leader_moves: u8::MAX,
         mutation: None,
+        knock_out: None,
     }
 }
 

@@ -6,6 +6,7 @@ use highwater_model::config::{Acks, Config, HwCheckpoint, Mutation, Truncation};
 use highwater_model::presets::{Expect, Preset, PRESETS};
 use highwater_model::progress;
 use highwater_model::properties;
+use highwater_model::rules::Rule;
 use highwater_model::run::{RunOptions, Search, StopAt};
 use std::time::Duration;
 
@@ -283,6 +284,11 @@ pub struct ModelArgs {
     /// preset's sometimes-properties notice, see --expect preset).
     #[arg(long)]
     pub mutation: Option<Mutation>,
+    /// One of today's rules knocked out (dropped, or a bound of it moved by
+    /// one), to see which property needs it: the rules and their knock-outs
+    /// are listed in model/src/rules.rs.
+    #[arg(long, value_name = "RULE", hide_possible_values = true)]
+    pub knock_out: Option<Rule>,
 }
 
 #[derive(Args)]
@@ -476,6 +482,10 @@ impl ModelArgs {
         if let Some(m) = self.mutation {
             changed |= c.mutation != Some(m);
             c.mutation = Some(m);
+        }
+        if let Some(r) = self.knock_out {
+            changed |= c.knock_out != Some(r);
+            c.knock_out = Some(r);
         }
         c.validate().map_err(|e| e.to_string())?;
         Ok(Resolved {

@@ -33,6 +33,7 @@ pub fn base() -> Config {
         // Elections fill a leaderless partition only, unless a test adds moves.
         leader_moves: 0,
         mutation: None,
+        knock_out: None,
     }
 }
 
