@@ -13,6 +13,8 @@
 //! presets run with `HIGHWATER_LONG_TESTS=1`.
 
 mod common;
+#[path = "../../testkit/long_tier.rs"]
+mod long_tier;
 
 use common::*;
 use highwater_model::controller::Election;
@@ -261,10 +263,6 @@ const NOT_NEEDED: &[(Rule, Why)] = &[
     (Rule::LeaderLearnsIsr, Why::Redundant),
 ];
 
-fn long_tests() -> bool {
-    std::env::var("HIGHWATER_LONG_TESTS").is_ok_and(|v| v == "1")
-}
-
 fn preset(name: &str) -> &'static Preset {
     Preset::find(name).unwrap_or_else(|| panic!("no preset {name}"))
 }
@@ -362,8 +360,7 @@ fn each_rule_knocked_out_breaks_what_it_guards_quick() {
 /// The knock-outs that search all of `safe` for a progress verdict.
 #[test]
 fn each_rule_knocked_out_breaks_what_it_guards_long() {
-    if !long_tests() {
-        eprintln!("skipped: two knock-outs that search all of safe (minutes each); set HIGHWATER_LONG_TESTS=1 to run it");
+    if !long_tier::enabled("two knock-outs that search all of safe, minutes each") {
         return;
     }
     check_needed(false);
@@ -424,11 +421,10 @@ fn documented_counts(differences: &str, rule: Rule) -> Vec<Option<u64>> {
 /// needed, it would move to [`NEEDED`].
 #[test]
 fn the_rules_not_needed_break_nothing() {
-    if !long_tests() {
-        eprintln!(
-            "skipped: {} knock-outs at two bounds (minutes); set HIGHWATER_LONG_TESTS=1 to run it",
-            NOT_NEEDED.len()
-        );
+    if !long_tier::enabled(&format!(
+        "{} knock-outs at two bounds, minutes",
+        NOT_NEEDED.len()
+    )) {
         return;
     }
     let safe = preset("safe");
@@ -497,8 +493,9 @@ fn verdicts(report: &Report) -> Vec<(&'static str, Verdict)> {
 /// breaks); a leader remembered past an election changes no verdict.
 #[test]
 fn the_last_known_leader_election_is_needed_where_it_loses_a_record() {
-    if !long_tests() {
-        eprintln!("skipped: safe with one record and two unclean crashes, searched whole five times (minutes); set HIGHWATER_LONG_TESTS=1 to run it");
+    if !long_tier::enabled(
+        "safe with one record and two unclean crashes, searched whole five times, minutes",
+    ) {
         return;
     }
     let cfg = two_unclean_crashes();
