@@ -579,8 +579,11 @@ fn faults_wait_for_a_broker_slow_to_start() {
 /// slow broker is fenced before it registered, and its start does not
 /// fit the model. Whether a run shows it depends on where the fences fall
 /// against the slow broker's start: 5 of 11 runs did at a load of 4 (a
-/// run takes 0.5-3 s), so up to 16 runs (all 16 missing it: ~1 in 10^4).
+/// run takes 0.5-3 s), but none of 16 on an idle machine: the regression
+/// needs a busy one, so this runs by hand (`-- --ignored`) until a fault
+/// schedule aimed at the slow broker makes it deterministic.
 #[test]
+#[ignore = "shows only on a busy machine (5 of 11 runs at a load of 4, 0 of 16 idle)"]
 fn faults_before_a_broker_started_are_caught() {
     caught_in(
         16,
