@@ -461,21 +461,5 @@ fn kind_of(e: &stateright::Expectation) -> &'static str {
 /// The action indices (`0/3/1`) of a sequence of states, each the next
 /// state of one enabled action of the one before.
 fn path_of(model: &PartitionModel, states: &[State]) -> Result<String, String> {
-    let first = states.first().ok_or("an empty trace")?;
-    let init = model
-        .init_states()
-        .iter()
-        .position(|s| s == first)
-        .ok_or("the trace does not start in the model's initial state")?;
-    let mut path = init.to_string();
-    for (k, pair) in states.windows(2).enumerate() {
-        let mut enabled = Vec::new();
-        model.actions(&pair[0], &mut enabled);
-        let i = enabled
-            .iter()
-            .position(|&a| model.next_state(&pair[0], a) == Some(pair[1]))
-            .ok_or_else(|| format!("step {} of the trace is no action of the model", k + 1))?;
-        path.push_str(&format!("/{i}"));
-    }
-    Ok(path)
+    crate::stateright_explorer::path_of_states(model, states)
 }

@@ -229,6 +229,12 @@ fn trail_of_steps(steps: &[run::Step]) -> Option<Trail> {
     })
 }
 
+/// The action indices (`0/3/1`) of a sequence of states, as both
+/// explorers address a path.
+pub(crate) fn path_of_states(model: &PartitionModel, states: &[State]) -> Result<String, String> {
+    trail_of_states(model, states).map(|t| t.fragment)
+}
+
 /// A sequence of states, each the next state of an enabled action of the
 /// one before (the first such action, as `explorer.rs` numbers it).
 fn trail_of_states(model: &PartitionModel, states: &[State]) -> Result<Trail, String> {
