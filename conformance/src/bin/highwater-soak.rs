@@ -50,6 +50,12 @@ struct Cli {
     /// records unflushed on every replica are lost under any rule).
     #[arg(long)]
     overlap_unclean: bool,
+    /// The nemesis only strands: it holds the followers until the leader
+    /// acknowledges a record none of them has, then crashes the leader,
+    /// aimed at the loss each rule set allows (see `RuleSet::strand`). A
+    /// historical rule set then loses in every run, not by chance.
+    #[arg(long)]
+    strand: bool,
     /// Stop producing after this many records (4 or fewer: the records fit
     /// the model's state, and a trace is validated to its end unless its
     /// leader epochs go beyond the model's); a run then lasts until all of
@@ -179,6 +185,9 @@ fn config_of(cli: &Cli, rules: RuleSet, seed: u64) -> ConcurrentConfig {
     let mut config = soak_config(rules, seed, Duration::from_secs_f64(cli.seconds));
     if let Some(n) = config.nemesis.as_mut() {
         n.one_unclean_at_a_time = !cli.overlap_unclean;
+        if cli.strand {
+            n.faults = vec![rules.strand()];
+        }
     }
     config.inject = cli.inject_fault.map(Injected::fault);
     if cli.max_records.is_some() {

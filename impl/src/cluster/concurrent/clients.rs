@@ -47,6 +47,7 @@ fn record_answer(
             shared
                 .records_acked
                 .fetch_add(ids.len() as u64, Ordering::SeqCst);
+            shared.stranded.acknowledged(base + ids.len() as u64);
             for (i, id) in ids.into_iter().enumerate() {
                 out.acked.push(AckedRecord {
                     id,
@@ -189,7 +190,7 @@ pub(super) fn run_producer(
 
 /// Every replica that is up has flushed and checkpointed its HW at the
 /// leader's log end (`Shared::settled`).
-fn burst_settled(shared: &Shared) -> bool {
+pub(super) fn burst_settled(shared: &Shared) -> bool {
     let Some(leo) = shared
         .metadata()
         .leader

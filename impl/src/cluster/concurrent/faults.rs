@@ -42,7 +42,7 @@ pub struct FaultSchedule {
 
 /// Waits until `replica` has handled every message sent to it before;
 /// returns at once if its thread is gone.
-fn handled(replica: &Sender<Msg>) {
+pub(super) fn handled(replica: &Sender<Msg>) {
     let (reply, answer) = mpsc::channel();
     if replica.send(Msg::Barrier(reply)).is_ok() {
         let _ = answer.recv();

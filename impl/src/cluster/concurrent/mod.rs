@@ -330,6 +330,12 @@ pub(super) enum Msg {
     Restart,
     /// The broker stops handling messages this long (a pause).
     Pause(Duration),
+    /// The broker says on `held` that it stopped handling messages, and
+    /// handles none until `release` is dropped (the nemesis's strand).
+    Hold {
+        held: Sender<()>,
+        release: Receiver<()>,
+    },
     /// Answered once the broker has handled every message sent before it
     /// (the fault schedule waits for its crash or restart to take effect).
     Barrier(Sender<()>),
@@ -392,6 +398,9 @@ pub(super) struct Shared {
     pub(super) disk_full: Vec<Arc<std::sync::atomic::AtomicBool>>,
     /// Each replica's incarnation: how many times it crashed.
     pub(super) incarnations: Vec<std::sync::atomic::AtomicU64>,
+    /// Acknowledgements of records no follower holds (the nemesis's
+    /// strand watches for them).
+    pub(super) stranded: nemesis::StrandWatch,
 }
 
 impl Shared {
@@ -478,6 +487,7 @@ pub fn run(root: &Path, config: ConcurrentConfig) -> Result<RunReport> {
             .iter()
             .map(|_| Arc::new(AtomicBool::new(false)))
             .collect(),
+        stranded: nemesis::StrandWatch::default(),
         incarnations: ids
             .iter()
             .map(|_| std::sync::atomic::AtomicU64::new(0))
@@ -568,7 +578,8 @@ pub fn run(root: &Path, config: ConcurrentConfig) -> Result<RunReport> {
 
     let nemesis_thread = config.nemesis.clone().map(|n| {
         let (sh, rt, ct) = (shared.clone(), replica_tx.clone(), ctl_tx.clone());
-        thread::spawn(move || run_nemesis(n, sh, rt, ct))
+        let paced = config.bursts.is_some();
+        thread::spawn(move || run_nemesis(n, sh, rt, ct, paced))
     });
 
     let started = Instant::now();

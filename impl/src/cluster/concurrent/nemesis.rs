@@ -9,7 +9,7 @@
 //! also chosen by seed; all do when the run stops.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, Sender};
 use std::sync::Arc;
 use std::thread;
@@ -17,6 +17,8 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
+use super::clients::burst_settled;
+use super::faults::handled;
 use super::{CtlMsg, Msg, Shared};
 use crate::replication::ReplicaId;
 
@@ -39,6 +41,58 @@ pub enum NemesisFault {
     /// restarts once the disk has room again. Its unflushed records are
     /// lost as in an unclean crash.
     FullDisk,
+    /// The followers are held (they handle nothing) until the leader
+    /// acknowledges a record none of them has, after the ISR shrank to the
+    /// leader alone if `shrink`; then the leader crashes and they go on.
+    /// This is the schedule each historical loss needs (acks=1: the acked
+    /// record was on the leader only; min.insync.replicas=1 and unclean
+    /// election: the leader alone committed it), aimed rather than waited
+    /// for. Only while every replica is up and in the ISR; the wait for
+    /// the shrink and for the acknowledgement is bounded (`STRAND_WAIT`:
+    /// today's rules never acknowledge while the followers are held).
+    Strand { shrink: bool, clean: bool },
+}
+
+/// How long a strand waits for the ISR to shrink and then for a stranded
+/// acknowledgement, before it crashes the leader anyway.
+const STRAND_WAIT: Duration = Duration::from_secs(5);
+
+/// Watches, during a strand, for acknowledgements of records at or above
+/// every follower's log end (records on the leader alone).
+#[derive(Debug)]
+pub(crate) struct StrandWatch {
+    /// The followers' greatest log end while they are held; `u64::MAX`
+    /// when no strand is under way.
+    above: AtomicU64,
+    acks: AtomicU64,
+}
+
+impl Default for StrandWatch {
+    fn default() -> Self {
+        StrandWatch {
+            above: AtomicU64::new(u64::MAX),
+            acks: AtomicU64::new(0),
+        }
+    }
+}
+
+impl StrandWatch {
+    fn watch(&self, followers_end: u64) {
+        self.acks.store(0, Ordering::SeqCst);
+        self.above.store(followers_end, Ordering::SeqCst);
+    }
+    fn stop(&self) {
+        self.above.store(u64::MAX, Ordering::SeqCst);
+    }
+    fn acks(&self) -> u64 {
+        self.acks.load(Ordering::SeqCst)
+    }
+    /// A producer was answered for records ending at `end` (exclusive).
+    pub(crate) fn acknowledged(&self, end: u64) {
+        if end > self.above.load(Ordering::SeqCst) {
+            self.acks.fetch_add(1, Ordering::SeqCst);
+        }
+    }
 }
 
 /// How the nemesis chooses.
@@ -125,13 +179,72 @@ fn owes_registration(down: &[bool], restarts: &[u64], r: ReplicaId, at_fence: u6
     !down[r as usize] && restarts[r as usize] == at_fence
 }
 
+/// A strand (`NemesisFault::Strand`) with `leader` leading and every
+/// replica up and in the ISR: holds every follower, waits (at most
+/// `STRAND_WAIT` each) for the ISR to shrink to the leader if `shrink`
+/// and for an acknowledgement of a record no follower has, crashes the
+/// leader, and lets the followers go on. The broker crashed, unless a
+/// follower could not be held (its thread is gone).
+fn strand(
+    leader: ReplicaId,
+    shrink: bool,
+    clean: bool,
+    shared: &Shared,
+    replicas: &[Sender<Msg>],
+) -> Option<ReplicaId> {
+    let followers: Vec<ReplicaId> = (0..replicas.len() as ReplicaId)
+        .filter(|&r| r != leader)
+        .collect();
+    // Dropped on return: the followers go on.
+    let mut releases = Vec::new();
+    for &f in &followers {
+        let (held, is_held) = mpsc::channel();
+        let (release, released) = mpsc::channel::<()>();
+        replicas[f as usize]
+            .send(Msg::Hold {
+                held,
+                release: released,
+            })
+            .ok()?;
+        releases.push(release);
+        is_held.recv().ok()?;
+    }
+    let followers_end = followers
+        .iter()
+        .filter_map(|&f| shared.reader(f))
+        .map(|r| r.log_end_offset())
+        .max()
+        .unwrap_or(0);
+    shared.stranded.watch(followers_end);
+    let wait_for = |done: &dyn Fn() -> bool| {
+        let deadline = Instant::now() + STRAND_WAIT;
+        while !done() && Instant::now() < deadline {
+            thread::sleep(Duration::from_millis(1));
+        }
+    };
+    if shrink {
+        wait_for(&|| shared.metadata().isr == [leader]);
+    }
+    wait_for(&|| shared.stranded.acks() > 0);
+    shared.stranded.stop();
+    let _ = replicas[leader as usize].send(Msg::Crash { clean });
+    // Down before the followers go on: none of them fetches the record.
+    handled(&replicas[leader as usize]);
+    drop(releases);
+    Some(leader)
+}
+
 /// Runs the nemesis until the clients stop; returns the faults injected,
-/// by kind.
+/// by kind. With `paced` producers (`ConcurrentConfig::bursts`) a strand
+/// begins only between bursts, once every replica has the last one
+/// settled: the records it strands are then within the model's bounds
+/// above a settled prefix, where trace validation can follow them.
 pub(super) fn run_nemesis(
     nemesis: Nemesis,
     shared: Arc<Shared>,
     replicas: Vec<Sender<Msg>>,
     controller: Sender<CtlMsg>,
+    paced: bool,
 ) -> BTreeMap<String, u64> {
     let n = replicas.len() as ReplicaId;
     let mut rng = Rng(nemesis.seed ^ 0x5851_f42d_4c95_7f2d);
@@ -194,9 +307,12 @@ pub(super) fn run_nemesis(
             *u &= !back;
         }
         let unclean_now = unclean.iter().any(|&u| u);
+        // The brokers this fault crashed, and whether cleanly.
+        let mut crashes = Vec::new();
         let done = match fault {
             NemesisFault::Crash { clean: false }
             | NemesisFault::CrashLeader { clean: false }
+            | NemesisFault::Strand { clean: false, .. }
             | NemesisFault::FullDisk
                 if nemesis.one_unclean_at_a_time && unclean_now =>
             {
@@ -208,16 +324,19 @@ pub(super) fn run_nemesis(
                     _ => leader.filter(|l| !down[*l as usize]),
                 };
                 victim.map(|v| {
-                    down[v as usize] = true;
-                    unclean[v as usize] |= !clean;
                     let _ = replicas[v as usize].send(Msg::Crash { clean });
-                    shared
-                        .crashes
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .push((v, clean));
-                    pending.push((until, Undo::Restart(v)));
+                    crashes.push((v, clean));
                 })
+            }
+            NemesisFault::Strand { shrink, clean } => {
+                let whole = up.len() == n as usize
+                    && !fenced.iter().any(|&f| f)
+                    && isr.len() == n as usize
+                    && (!paced || burst_settled(&shared));
+                leader
+                    .filter(|_| whole)
+                    .and_then(|l| strand(l, shrink, clean, &shared, &replicas))
+                    .map(|v| crashes.push((v, clean)))
             }
             NemesisFault::Fence | NemesisFault::LeaderMove => {
                 let victim = match fault {
@@ -258,6 +377,19 @@ pub(super) fn run_nemesis(
                 })
             }
         };
+        for (v, clean) in crashes {
+            down[v as usize] = true;
+            unclean[v as usize] |= !clean;
+            shared
+                .crashes
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push((v, clean));
+            // A strand may have waited past `until`: the broker is down a
+            // while at least.
+            let back = until.max(Instant::now() + nemesis.max_down / 10);
+            pending.push((back, Undo::Restart(v)));
+        }
         if done.is_some() {
             *injected.entry(format!("{fault:?}")).or_default() += 1;
             shared.nemesis_injected.fetch_add(1, Ordering::SeqCst);

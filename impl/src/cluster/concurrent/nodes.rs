@@ -314,6 +314,10 @@ impl ReplicaNode {
                 }
             }
             Msg::Pause(d) => std::thread::sleep(d),
+            Msg::Hold { held, release } => {
+                let _ = held.send(());
+                let _ = release.recv();
+            }
             Msg::Barrier(reply) => {
                 let _ = reply.send(());
             }
@@ -500,6 +504,7 @@ impl ReplicaNode {
             | Msg::CrashOnFullDisk
             | Msg::Restart
             | Msg::Pause(_)
+            | Msg::Hold { .. }
             | Msg::Barrier(_)
             | Msg::Produce { .. }
             | Msg::Peer { .. } => {

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use super::{ConcurrentConfig, Nemesis, RunReport};
+use super::{ConcurrentConfig, Nemesis, NemesisFault, RunReport};
 use crate::replication::{Acks, TruncationMode};
 
 /// The rules a soak runs under.
@@ -42,6 +42,25 @@ impl RuleSet {
         RuleSet::HwTruncation,
         RuleSet::Unfenced,
     ];
+
+    /// The strand aimed at the loss these rules allow: acks=1 loses a
+    /// record only the leader had (no shrink needed, any crash);
+    /// min.insync.replicas=1 without the ELR, one the leader alone
+    /// committed and lost in an unclean crash; unclean election, one the
+    /// leader alone committed before an out-of-sync follower took over.
+    /// Today's rules (and the truncation rule sets, whose losses need
+    /// leader changes a strand does not aim at) get the unclean strand
+    /// after a shrink, which the ELR must survive.
+    pub fn strand(self) -> NemesisFault {
+        let (shrink, clean) = match self {
+            RuleSet::Acks1 => (false, true),
+            RuleSet::Unclean => (true, true),
+            RuleSet::MinIsr1 | RuleSet::Today | RuleSet::HwTruncation | RuleSet::Unfenced => {
+                (true, false)
+            }
+        };
+        NemesisFault::Strand { shrink, clean }
+    }
 }
 
 /// A run of `seconds` under `rules` with every nemesis fault, chosen by
