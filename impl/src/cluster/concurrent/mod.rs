@@ -143,9 +143,10 @@ pub struct ConcurrentConfig {
     /// Fault injection: every other read of every consumer fails, as a
     /// failing read does. Off in real runs.
     pub consumer_reads_fail: bool,
-    /// Fault injection: this broker starts this much later than the
-    /// others, as a thread of a busy machine may. `None` in real runs.
-    pub slow_start: Option<(ReplicaId, Duration)>,
+    /// Fault injection: these brokers start this much later than the
+    /// run, each by its delay, as threads of a busy machine may. Empty in
+    /// real runs.
+    pub slow_start: Vec<(ReplicaId, Duration)>,
 }
 
 /// Goals a run's producers run until (each `None`: not waited for).
@@ -281,7 +282,7 @@ impl ConcurrentConfig {
             isr_updates_lost: false,
             disk_full_at_stop: None,
             consumer_reads_fail: false,
-            slow_start: None,
+            slow_start: Vec::new(),
         }
     }
 }
@@ -523,7 +524,11 @@ pub fn run(root: &Path, config: ConcurrentConfig) -> Result<RunReport> {
             producer_tx.clone(),
             shared.clone(),
         );
-        let late = config.slow_start.filter(|&(r, _)| r == id).map(|(_, d)| d);
+        let late = config
+            .slow_start
+            .iter()
+            .find(|&&(r, _)| r == id)
+            .map(|&(_, d)| d);
         replica_threads.push(thread::spawn(move || {
             if let Some(d) = late {
                 thread::sleep(d);
