@@ -12,12 +12,7 @@ use std::io::Write;
 /// and what running it costs (`cost`), past the test harness's capture:
 /// `if !long_tier::enabled("a minute of search") { return; }`.
 pub fn enabled(cost: &str) -> bool {
-    let on = switched_on("HIGHWATER_LONG_TESTS");
-    // CI that forgot the switch would pass without the long tier.
-    assert!(
-        on || !switched_on("CI"),
-        "CI runs the long tier: set HIGHWATER_LONG_TESTS=1 (.ci/run does)"
-    );
+    let on = running();
     if !on {
         // The test harness names each test's thread after the test.
         let current = std::thread::current();
@@ -27,6 +22,19 @@ pub fn enabled(cost: &str) -> bool {
             "skipped (long tier: {cost}): {test}; HIGHWATER_LONG_TESTS=1 runs it"
         );
     }
+    on
+}
+
+/// Whether the long tier runs, for a test that runs in both tiers at
+/// different sizes (it says its size itself).
+#[allow(dead_code)]
+pub fn running() -> bool {
+    let on = switched_on("HIGHWATER_LONG_TESTS");
+    // CI that forgot the switch would pass without the long tier.
+    assert!(
+        on || !switched_on("CI"),
+        "CI runs the long tier: set HIGHWATER_LONG_TESTS=1 (.ci/run does)"
+    );
     on
 }
 
