@@ -678,3 +678,26 @@ fn a_raised_hw_checkpoint_is_clamped_on_open_and_by_the_first_fetch() {
     }
     assert!(raised >= 6, "{raised} flips raised the HW");
 }
+
+/// An ISR change in flight is never replaced, however late its answer
+/// (Kafka's `Partition` proposes nothing while `isInflight`): the leader
+/// once proposed a new change after `request_timeout`, and the answer to
+/// the first, which the controller had applied, was then ignored.
+#[test]
+fn an_isr_change_in_flight_is_never_replaced() {
+    let (mut l, _f) = memory_pair(TruncationMode::EpochIterative);
+    produce(&mut l, 0, Acks::Leader).unwrap();
+    let out = l
+        .handle(LAG + 1, Input::Tick(Tick::ShrinkIsr(1)))
+        .expect("a lagging follower is dropped");
+    assert!(
+        out.iter().any(|o| matches!(o, Output::AlterPartition(_))),
+        "{out:?}"
+    );
+    let in_flight = l.clone();
+    let much_later = LAG + 1 + 10 * 30_000;
+    assert!(l
+        .handle(much_later, Input::Tick(Tick::ShrinkIsr(1)))
+        .is_err());
+    assert_eq!(l, in_flight);
+}

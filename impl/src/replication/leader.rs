@@ -296,7 +296,7 @@ impl Partition {
             return None;
         }
         let mut members: BTreeSet<ReplicaId> = l.isr.clone();
-        if let Some((IsrChange::Add(r), _)) = l.pending_isr {
+        if let Some(IsrChange::Add(r)) = l.pending_isr {
             members.insert(r);
         }
         let mut hw = self.log.log_end_offset;
@@ -416,31 +416,31 @@ impl Partition {
     /// The leader asks to drop an out-of-sync follower (the leader's half of
     /// the model's LeaderShrinkIsr): an AlterPartition to send.
     pub(super) fn shrink_isr(&mut self, follower: ReplicaId, now: u64) -> Result<Ready> {
-        self.check_isr_change(follower, now, true)?;
+        self.check_isr_change(follower, true)?;
         if !self.is_out_of_sync(follower, now) {
             return Err(Error::not_enabled(format!(
                 "follower {follower} is in sync with leader {}",
                 self.id
             )));
         }
-        Ok(self.start_isr_change(IsrChange::Remove(follower), now))
+        Ok(self.start_isr_change(IsrChange::Remove(follower)))
     }
 
     /// The leader asks to take a caught-up follower back (the leader's half
     /// of the model's LeaderExpandIsr); the controller refuses a follower
     /// already in its ISR.
-    pub(super) fn expand_isr(&mut self, follower: ReplicaId, now: u64) -> Result<Ready> {
-        self.check_isr_change(follower, now, false)?;
+    pub(super) fn expand_isr(&mut self, follower: ReplicaId) -> Result<Ready> {
+        self.check_isr_change(follower, false)?;
         if !self.is_caught_up_for_isr(follower) {
             return Err(Error::not_enabled(format!(
                 "follower {follower} has not caught up with leader {} for the ISR",
                 self.id
             )));
         }
-        Ok(self.start_isr_change(IsrChange::Add(follower), now))
+        Ok(self.start_isr_change(IsrChange::Add(follower)))
     }
 
-    fn check_isr_change(&self, follower: ReplicaId, now: u64, remove: bool) -> Result<()> {
+    fn check_isr_change(&self, follower: ReplicaId, remove: bool) -> Result<()> {
         let RoleState::Leader(l) = &self.role else {
             return Err(Error::not_enabled(format!(
                 "replica {} does not lead",
@@ -458,17 +458,19 @@ impl Partition {
                 "follower {follower} is not in the ISR"
             )));
         }
-        if let Some((_, sent)) = l.pending_isr {
-            if now.saturating_sub(sent) < self.request_timeout_ms {
-                return Err(Error::not_enabled("an ISR change is in flight"));
-            }
+        // Kafka's `Partition.maybeShrinkIsr` and `maybeExpandIsr` propose
+        // nothing while `partitionState.isInflight`: the change in flight
+        // is answered by the controller, however late (the driver's
+        // controller answers every request), never replaced.
+        if l.pending_isr.is_some() {
+            return Err(Error::not_enabled("an ISR change is in flight"));
         }
         Ok(())
     }
 
-    fn start_isr_change(&mut self, change: IsrChange, now: u64) -> Ready {
+    fn start_isr_change(&mut self, change: IsrChange) -> Ready {
         if let RoleState::Leader(l) = &mut self.role {
-            l.pending_isr = Some((change, now));
+            l.pending_isr = Some(change);
         }
         Ready::Send(vec![Output::AlterPartition(AlterPartitionRequest {
             leader: self.id,
@@ -487,7 +489,7 @@ impl Partition {
         let RoleState::Leader(l) = &mut self.role else {
             return;
         };
-        if epoch != Some(resp.leader_epoch) || l.pending_isr.map(|(c, _)| c) != Some(resp.change) {
+        if epoch != Some(resp.leader_epoch) || l.pending_isr != Some(resp.change) {
             return;
         }
         l.pending_isr = None;

@@ -115,8 +115,12 @@ pub(super) struct LeaderState {
     pub(super) epoch_start_offset: u64,
     pub(super) followers: BTreeMap<ReplicaId, FollowerView>,
     pub(super) waiters: Vec<Waiter>,
-    /// An AlterPartition in flight and when it was sent.
-    pub(super) pending_isr: Option<(IsrChange, u64)>,
+    /// The AlterPartition in flight: one at a time, never replaced, until
+    /// the controller answers it (Kafka's `Partition` holds a
+    /// `PendingShrinkIsr` or `PendingExpandIsr` state until
+    /// `handleAlterPartitionUpdate` or its error handler clears it, and
+    /// proposes no other change meanwhile).
+    pub(super) pending_isr: Option<IsrChange>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -435,7 +439,7 @@ impl Partition {
                 l.followers.clone(),
                 l.waiters.iter().map(|w| w.request_id).collect(),
                 Some(l.epoch_start_offset),
-                l.pending_isr.map(|(c, _)| c),
+                l.pending_isr,
             ),
             RoleState::Follower(f) => (
                 Role::Follower {
@@ -527,7 +531,7 @@ impl Partition {
             Tick::SendRequest => self.send_request(now),
             Tick::AdvanceHw => self.advance_hw(now),
             Tick::ShrinkIsr(f) => self.shrink_isr(f, now),
-            Tick::ExpandIsr(f) => self.expand_isr(f, now),
+            Tick::ExpandIsr(f) => self.expand_isr(f),
             Tick::Flush => Ok(if self.log.recovery_point < self.log.log_end_offset {
                 self.persist(StorageOp::Flush, Pending::Flush)
             } else {
