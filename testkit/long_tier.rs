@@ -10,7 +10,9 @@ use std::io::Write;
 
 /// Whether the long tier runs. If not, says that the calling test skipped
 /// and what running it costs (`cost`), past the test harness's capture:
-/// `if !long_tier::enabled("a minute of search") { return; }`.
+/// `if !long_tier::enabled("a minute of search") { return; }`. (Each
+/// including file uses one of these two functions or both.)
+#[allow(dead_code)]
 pub fn enabled(cost: &str) -> bool {
     let on = running();
     if !on {
