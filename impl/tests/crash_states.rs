@@ -166,14 +166,7 @@ fn every_crash_state_recovers() {
     };
     let mut total = 0;
     let mut lines = Vec::new();
-    for (segment_bytes, flush_every) in [
-        (1200, 2),
-        (1200, 4),
-        (1200, 6),
-        (4000, 8),
-        (8000, 10),
-        LARGE,
-    ] {
+    for (segment_bytes, flush_every) in WORKLOADS {
         if total >= budget {
             break;
         }
@@ -203,6 +196,16 @@ fn every_crash_state_recovers() {
 
 /// The large workload: segment bytes, appends between flushes.
 const LARGE: (u32, u64) = (12000, 12);
+
+/// Every workload enumerated, smallest first.
+const WORKLOADS: [(u32, u64); 6] = [
+    (1200, 2),
+    (1200, 4),
+    (1200, 6),
+    (4000, 8),
+    (8000, 10),
+    LARGE,
+];
 
 /// Every crash state of the large workload.
 #[test]
@@ -260,14 +263,7 @@ fn the_old_truncation_order_is_caught() {
 #[test]
 #[ignore = "prints the size of each workload's crash-state space"]
 fn state_counts() {
-    for (b, f) in [
-        (1200, 2),
-        (1200, 4),
-        (1200, 6),
-        (4000, 8),
-        (8000, 10),
-        LARGE,
-    ] {
+    for (b, f) in WORKLOADS {
         let (_rec, w) = recorded(b, f);
         eprintln!(
             "crash_states: {b}-byte segments, flush every {f}: {} ops, {} states",
