@@ -1,15 +1,17 @@
 //! The abstraction function: a snapshot of the implementation's cluster as
-//! the model's `State`. Every number must fit the model's small types; a
-//! value that does not (an offset gap, a record with no id, an epoch beyond
-//! the model's bound) is reported, not wrapped.
+//! the model's `State`, in either of its shapes (`model/src/shape.rs`): the
+//! checker's compact one for lockstep, the unbounded one for trace
+//! validation. Every number must fit the shape's types; a value that does
+//! not (an offset gap, a record with no id, an epoch beyond the compact
+//! shape's bound) is reported, not wrapped.
 
 use highwater::cluster::{ClusterSnapshot, ReplicaSnapshot};
 use highwater::replication::{LeaderView as ImplLeaderView, LogEntry};
 use highwater_model::actions::{accepts_request, forget_what_no_longer_matters};
 use highwater_model::controller::fence_changes_partition;
 use highwater_model::state::{
-    Controller, Entry, Epoch, LeaderView, Log, RecordHistory, Replica, ReplicaSet, Request,
-    MAX_RECORDS, MAX_REPLICAS,
+    Compact, Controller, Entry, IdSet, LeaderView, LogStore, Num, RecordHistory, Replica,
+    ReplicaSet, Request, Shape, Table, MAX_REPLICAS,
 };
 use highwater_model::{Config, HwCheckpoint, State};
 use std::fmt::Display;
@@ -17,9 +19,9 @@ use std::fmt::Display;
 /// `snap` as a model state, forgetting what the model forgets (see
 /// `forget_what_no_longer_matters`) so that equal behaviour means equal
 /// states; compare it through [`comparable`].
-pub fn abstract_state(cfg: &Config, snap: &ClusterSnapshot) -> Result<State, String> {
-    let mut s = State {
-        n: small(snap.replicas.len(), "replica count")?,
+pub fn abstract_state<S: Shape>(cfg: &Config, snap: &ClusterSnapshot) -> Result<State<S>, String> {
+    let mut s = State::<S> {
+        n: fit(snap.replicas.len(), "replica count")?,
         ..State::default()
     };
     if usize::from(s.n) > MAX_REPLICAS {
@@ -33,12 +35,12 @@ pub fn abstract_state(cfg: &Config, snap: &ClusterSnapshot) -> Result<State, Str
             return Err(format!("replica {i} is between truncation steps"));
         }
         let periodic = cfg.hw_checkpoint == HwCheckpoint::Periodic;
-        s.replicas[i] = replica(r, periodic).map_err(|e| format!("replica {i}: {e}"))?;
+        s.replicas[i] = replica::<S>(r, periodic).map_err(|e| format!("replica {i}: {e}"))?;
     }
     let c = &snap.controller;
     s.controller = Controller {
-        leader: c.leader.map(|l| small(l, "leader")).transpose()?,
-        epoch: c.leader_epoch.map(|e| small(e, "epoch")).transpose()?,
+        leader: c.leader.map(|l| fit(l, "leader")).transpose()?,
+        epoch: c.leader_epoch.map(|e| fit(e, "epoch")).transpose()?,
         isr: set(&c.isr)?,
         elr: set(&c.elr)?,
         lke: set(&c.last_known_elr)?,
@@ -46,36 +48,41 @@ pub fn abstract_state(cfg: &Config, snap: &ClusterSnapshot) -> Result<State, Str
         fenced: ReplicaSet::EMPTY,
     };
     s.controller.fenced = fenced(cfg, &s, &set(&c.alive)?);
+    let mut requests = Vec::new();
     for (&epoch, req) in &snap.requests {
-        let slot = usize::try_from(epoch)
-            .ok()
-            .filter(|&e| e < s.requests.len())
-            .ok_or_else(|| format!("a request for epoch {epoch}, beyond the model's bound"))?;
-        s.requests[slot] = Some(Request {
-            leader: req.leader.map(|l| small(l, "leader")).transpose()?,
+        let slot = usize::try_from(epoch).map_err(|_| format!("a request for epoch {epoch}"))?;
+        if slot >= requests.len() {
+            requests.resize(slot + 1, None);
+        }
+        requests[slot] = Some(Request {
+            leader: req.leader.map(|l| fit(l, "leader")).transpose()?,
             isr: set(&req.isr)?,
         });
     }
-    if snap.records.len() > MAX_RECORDS {
-        return Err(format!(
-            "{} records; the model holds {MAX_RECORDS}",
-            snap.records.len()
-        ));
-    }
+    let epochs = requests.len();
+    s.requests = S::Requests::from_vec(requests).ok_or_else(|| {
+        format!(
+            "requests up to epoch {}, beyond the model's bound",
+            epochs - 1
+        )
+    })?;
+    let mut records = Vec::new();
     for (expected, (&id, h)) in snap.records.iter().enumerate() {
         if id != expected as u64 {
             return Err(format!("record {id} where {expected} was expected"));
         }
-        s.records[expected] = RecordHistory {
-            offset: small(h.offset, "record offset")?,
-            acked: h.acked.map(|e| small(e, "ack epoch")).transpose()?,
-            visible: h.visible.map(|e| small(e, "visible epoch")).transpose()?,
-        };
+        records.push(RecordHistory {
+            offset: fit(h.offset, "record offset")?,
+            acked: h.acked.map(|e| fit(e, "ack epoch")).transpose()?,
+            visible: h.visible.map(|e| fit(e, "visible epoch")).transpose()?,
+        });
     }
-    s.produced = small(snap.records.len(), "records produced")?;
-    s.clean_crashes = small(snap.clean_crashes, "clean crashes")?;
-    s.unclean_crashes = small(snap.unclean_crashes, "unclean crashes")?;
-    s.leader_moves = small(snap.leader_moves, "leader moves")?;
+    s.records = S::Records::from_vec(records)
+        .ok_or_else(|| format!("{} records; the model holds fewer", snap.records.len()))?;
+    s.produced = fit(snap.records.len(), "records produced")?;
+    s.clean_crashes = fit(snap.clean_crashes, "clean crashes")?;
+    s.unclean_crashes = fit(snap.unclean_crashes, "unclean crashes")?;
+    s.leader_moves = fit(snap.leader_moves, "leader moves")?;
     forget_what_no_longer_matters(cfg, &mut s);
     Ok(s)
 }
@@ -86,7 +93,7 @@ pub fn abstract_state(cfg: &Config, snap: &ClusterSnapshot) -> Result<State, Str
 /// not yet removed it from the ISR, or taken its leadership away: the
 /// concurrent driver traces the two apart) is not fenced yet: the model's
 /// ControllerShrinkIsr does both at once.
-fn fenced(cfg: &Config, s: &State, unfenced: &ReplicaSet) -> ReplicaSet {
+fn fenced<S: Shape>(cfg: &Config, s: &State<S>, unfenced: &ReplicaSet) -> ReplicaSet {
     s.ids()
         .filter(|&r| s.replica(r).alive && !unfenced.contains(r))
         .filter(|&r| !fence_changes_partition(cfg, s, r))
@@ -97,24 +104,28 @@ fn fenced(cfg: &Config, s: &State, unfenced: &ReplicaSet) -> ReplicaSet {
 /// whose leader can no longer take it (the model keeps part of the current
 /// one for a sometimes-property, as an intersection over the epoch's past
 /// ISRs, which no snapshot holds).
-pub fn comparable(s: &State) -> State {
-    let mut out = *s;
-    for (epoch, slot) in out.requests.iter_mut().enumerate() {
-        if let Some(req) = slot {
-            let takeable = req
-                .leader
-                .is_some_and(|l| accepts_request(s, l, epoch as Epoch));
+pub fn comparable<S: Shape>(s: &State<S>) -> State<S> {
+    let mut out = s.clone();
+    for epoch in s.request_epochs() {
+        if let Some(req) = s.request(epoch) {
+            let takeable = req.leader.is_some_and(|l| accepts_request(s, l, epoch));
             if !takeable {
-                req.isr = ReplicaSet::EMPTY;
+                out.set_request(
+                    epoch,
+                    Request {
+                        isr: ReplicaSet::EMPTY,
+                        ..req
+                    },
+                );
             }
         }
     }
     out
 }
 
-fn replica(r: &ReplicaSnapshot, periodic: bool) -> Result<Replica, String> {
-    let log = log(&r.log)?;
-    if u64::from(log.leo()) != r.log_end_offset {
+fn replica<S: Shape>(r: &ReplicaSnapshot, periodic: bool) -> Result<Replica<S>, String> {
+    let log = log::<S>(&r.log)?;
+    if log.leo().idx() as u64 != r.log_end_offset {
         return Err(format!(
             "LEO {} but {} entries from offset 0",
             r.log_end_offset,
@@ -126,33 +137,34 @@ fn replica(r: &ReplicaSnapshot, periodic: bool) -> Result<Replica, String> {
         let slot = follower_leo
             .get_mut(f as usize)
             .ok_or_else(|| format!("a follower {f} beyond the model's replicas"))?;
-        *slot = leo.map(|o| small(o, "follower LEO")).transpose()?;
+        *slot = leo.map(|o| fit(o, "follower LEO")).transpose()?;
     }
-    let mut pending_acks = 0u8;
+    let mut pending_acks = S::Pending::default();
     for &id in &r.pending_acks {
-        let id: u8 = small(id, "waiting record")?;
-        if usize::from(id) >= MAX_RECORDS {
+        let id: S::RecordId = fit(id, "waiting record")?;
+        // The compact shape's set is a byte of bits.
+        if S::BOUNDED && id.idx() >= MAX_WAITING {
             return Err(format!("waiting record {id} beyond the model's records"));
         }
-        pending_acks |= 1 << id;
+        pending_acks.insert(id);
     }
     Ok(Replica {
         alive: r.alive,
         log,
-        hw: small(r.high_watermark, "HW")?,
-        recovery_point: small(r.recovery_point, "recovery point")?,
+        hw: fit(r.high_watermark, "HW")?,
+        recovery_point: fit(r.recovery_point, "recovery point")?,
         // Kept at 0 by the model unless the HW is checkpointed periodically
         // (with every change, the file is the HW).
         hw_checkpoint: if periodic {
-            small(r.hw_checkpoint, "HW checkpoint")?
+            fit(r.hw_checkpoint, "HW checkpoint")?
         } else {
-            0
+            S::Offset::ZERO
         },
-        epoch: r.leader_epoch.map(|e| small(e, "epoch")).transpose()?,
+        epoch: r.leader_epoch.map(|e| fit(e, "epoch")).transpose()?,
         leader: match r.leader {
             ImplLeaderView::Unknown => LeaderView::Unknown,
             ImplLeaderView::NoLeader => LeaderView::NoLeader,
-            ImplLeaderView::Replica(l) => LeaderView::Replica(small(l, "leader")?),
+            ImplLeaderView::Replica(l) => LeaderView::Replica(fit(l, "leader")?),
         },
         isr: set(&r.isr)?,
         follower_leo,
@@ -164,31 +176,30 @@ fn replica(r: &ReplicaSnapshot, periodic: bool) -> Result<Replica, String> {
 
 /// A log as the model's: contiguous from offset 0 (the model has no
 /// retention), each entry a record id written in an epoch.
-fn log(entries: &[LogEntry]) -> Result<Log, String> {
-    if entries.len() > MAX_RECORDS {
-        return Err(format!(
-            "{} entries; the model holds {MAX_RECORDS}",
-            entries.len()
-        ));
-    }
-    let mut log = Log::default();
+fn log<S: Shape>(entries: &[LogEntry]) -> Result<S::Log, String> {
+    let mut model = Vec::with_capacity(entries.len());
     for (expected, e) in entries.iter().enumerate() {
         if e.offset != expected as u64 {
             return Err(format!("offset {} where {expected} was expected", e.offset));
         }
-        log.append(model_entry(e)?);
+        model.push(entry_of::<S>(e)?);
     }
-    Ok(log)
+    S::Log::from_entries(model)
+        .ok_or_else(|| format!("{} entries; the model holds fewer", entries.len()))
 }
 
 /// One record as the model's log entry: its record id, written in an epoch.
 pub fn model_entry(e: &LogEntry) -> Result<Entry, String> {
+    entry_of::<Compact>(e)
+}
+
+fn entry_of<S: Shape>(e: &LogEntry) -> Result<Entry<S>, String> {
     let id = e
         .record_id
         .ok_or_else(|| format!("the record at offset {} has no record id", e.offset))?;
     Ok(Entry {
-        id: small(id, "record id")?,
-        epoch: small(e.epoch, "entry epoch")?,
+        id: fit(id, "record id")?,
+        epoch: fit(e.epoch, "entry epoch")?,
     })
 }
 
@@ -202,8 +213,13 @@ fn set(ids: &[u32]) -> Result<ReplicaSet, String> {
     })
 }
 
-/// `v` as one of the model's one-byte numbers.
-fn small<T: Copy + Display + TryInto<u8>>(v: T, what: &str) -> Result<u8, String> {
+/// Record ids the compact shape's set of waiting producers can hold.
+const MAX_WAITING: usize = 8;
+
+/// `v` as one of the shape's numbers.
+fn fit<N: Num, T: Copy + Display + TryInto<usize>>(v: T, what: &str) -> Result<N, String> {
     v.try_into()
-        .map_err(|_| format!("{what} {v} does not fit the model"))
+        .ok()
+        .and_then(N::try_at)
+        .ok_or_else(|| format!("{what} {v} does not fit the model"))
 }

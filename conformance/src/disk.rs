@@ -22,7 +22,7 @@ use highwater::storage::checkpoint::{self, EpochEntry};
 use highwater::storage::fs::{unsynced, FsOp};
 use highwater::storage::image::copy_log_dir;
 use highwater::storage::{epoch_cache, TopicPartition};
-use highwater_model::state::{replica_name, Entry, Log, Replica, ReplicaId};
+use highwater_model::state::{replica_name, Compact, Entry, Log, Replica, ReplicaId};
 use highwater_model::truncation::cache_of;
 use std::fs::{self, File, OpenOptions};
 use std::os::unix::fs::FileExt;
@@ -31,7 +31,7 @@ use std::path::{Path, PathBuf};
 /// The leader epoch cache the model's `log` implies (the model keeps none:
 /// it computes `cache_of` the log), as storage entries.
 pub fn model_cache(log: &Log) -> Vec<EpochEntry> {
-    cache_of(log, log.leo())
+    cache_of::<Compact>(log, log.leo())
         .into_iter()
         .map(|(epoch, start)| EpochEntry {
             epoch: i32::from(epoch),

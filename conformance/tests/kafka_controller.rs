@@ -147,7 +147,7 @@ fn model_answer(c: &Case, settles: bool) -> String {
         elr_election_settles: settles,
         knock_out: None,
     };
-    let mut ctl = Controller {
+    let mut ctl: Controller = Controller {
         leader: c.leader,
         epoch: Some(START_EPOCH),
         isr: ReplicaSet(c.isr),

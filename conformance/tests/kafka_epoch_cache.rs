@@ -32,7 +32,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use highwater::storage::EpochCache;
-use highwater_model::state::{Entry, Log};
+use highwater_model::state::{Compact, Entry, Log};
 use highwater_model::truncation::{assign, cache_of, end_offset_for, EpochCache as ModelCache};
 use kafka::{announce, kafka};
 
@@ -148,7 +148,7 @@ fn run(test: &str, sequences: u32, perturb: Perturb) -> Option<Report> {
     let mut buf = Vec::new();
     let mut current = u64::MAX;
     let mut ours = EpochCache::new(&our_dir, Vec::new());
-    let mut model = ModelCache::new();
+    let mut model: ModelCache = Vec::new();
     let mut log = Log::default();
     while lines.next_line(&mut buf) {
         let line = std::str::from_utf8(&buf).expect("ASCII");
@@ -251,7 +251,7 @@ fn run(test: &str, sequences: u32, perturb: Perturb) -> Option<Report> {
                 b'E' => log.truncate(op.a.min(255) as u8),
                 _ => {}
             }
-            let of_log = cache_of(&log, log.leo());
+            let of_log = cache_of::<Compact>(&log, log.leo());
             let text = entries_text(of_log.iter().map(|&(e, s)| (i64::from(e), i64::from(s))));
             if text != op.entries {
                 found.push(format!("model's cache_of(log) is {text}"));

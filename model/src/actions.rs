@@ -5,9 +5,10 @@
 use crate::config::{Acks, Config, HwCheckpoint, Mutation, Truncation};
 use crate::controller::{self, Election};
 use crate::rules::Rule;
+use crate::shape::{epoch_within, within};
 use crate::state::{
-    record_name, replica_name, Entry, Epoch, LeaderView, Offset, RecordId, Replica, ReplicaId,
-    ReplicaSet, Request, State,
+    replica_name, Compact, Entry, IdSet, LeaderView, LogStore, Num, RecordName, Replica, ReplicaId,
+    ReplicaSet, Request, Shape, State,
 };
 use crate::truncation::{fetch_divergence_with, truncation_offset, FetchCheck};
 use std::fmt;
@@ -15,7 +16,7 @@ use std::fmt;
 /// Debug prints as Display does (replica letters): the explorer shows paths
 /// with it.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Action {
+pub enum Action<S: Shape = Compact> {
     /// The controller elects a leader for a leaderless partition.
     ControllerElectLeader {
         replica: ReplicaId,
@@ -27,11 +28,14 @@ pub enum Action {
     /// A live broker the controller fenced heartbeats again and is unfenced.
     ControllerUnfence { replica: ReplicaId },
     /// A replica named leader in a LeaderAndIsr of a newer epoch takes over.
-    BecomeLeader { replica: ReplicaId, epoch: Epoch },
+    BecomeLeader { replica: ReplicaId, epoch: S::Epoch },
     /// Any other replica in that LeaderAndIsr follows, truncating its log.
-    BecomeFollower { replica: ReplicaId, epoch: Epoch },
+    BecomeFollower { replica: ReplicaId, epoch: S::Epoch },
     /// A producer writes the next record to a replica that presumes it leads.
-    Produce { leader: ReplicaId, record: RecordId },
+    Produce {
+        leader: ReplicaId,
+        record: S::RecordId,
+    },
     /// A follower fetches from its leader and copies all it lacks.
     FollowerFetch {
         follower: ReplicaId,
@@ -46,7 +50,7 @@ pub enum Action {
     },
     /// The leader moves its HW to the lowest LEO in its ISR, or lower: to
     /// that of a caught-up follower waiting to join it.
-    LeaderAdvanceHw { leader: ReplicaId, hw: Offset },
+    LeaderAdvanceHw { leader: ReplicaId, hw: S::Offset },
     /// The leader drops a lagging follower, or one not on its epoch.
     LeaderShrinkIsr {
         leader: ReplicaId,
@@ -72,7 +76,7 @@ pub enum Action {
     Restart { replica: ReplicaId },
 }
 
-impl Action {
+impl<S: Shape> Action<S> {
     /// What this kind of action does, in one line (printed the first time it
     /// appears in a step table).
     pub fn gloss(&self) -> &'static str {
@@ -138,7 +142,7 @@ impl Action {
     /// Whether this action, taken in `s`, is a fault: a crash, the
     /// controller believing a live broker failed, or an unclean election.
     /// The progress check asks what the partition can do without them.
-    pub fn is_fault(&self, s: &State) -> bool {
+    pub fn is_fault(&self, s: &State<S>) -> bool {
         match *self {
             Action::Crash { .. } => true,
             Action::ControllerShrinkIsr { replica } => s.replica(replica).alive,
@@ -148,13 +152,13 @@ impl Action {
     }
 }
 
-impl fmt::Debug for Action {
+impl<S: Shape> fmt::Debug for Action<S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fmt::Display::fmt(self, f)
     }
 }
 
-impl fmt::Display for Action {
+impl<S: Shape> fmt::Display for Action<S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let n = replica_name;
         match *self {
@@ -180,7 +184,7 @@ impl fmt::Display for Action {
                 write!(f, "BecomeFollower({}, epoch {epoch})", n(replica))
             }
             Action::Produce { leader, record } => {
-                write!(f, "Produce({} -> {})", record_name(record), n(leader))
+                write!(f, "Produce({} -> {})", RecordName(record), n(leader))
             }
             Action::FollowerFetch { follower, leader } => {
                 write!(f, "FollowerFetch({} <- {})", n(follower), n(leader))
@@ -215,7 +219,7 @@ impl fmt::Display for Action {
 }
 
 /// Every action enabled in `s`, in a fixed order.
-pub fn enabled(cfg: &Config, s: &State, out: &mut Vec<Action>) {
+pub fn enabled<S: Shape>(cfg: &Config, s: &State<S>, out: &mut Vec<Action<S>>) {
     let ids = s.ids();
     for replica in ids.clone() {
         if let Some(election) = controller::election_kind(cfg, s, replica) {
@@ -233,7 +237,7 @@ pub fn enabled(cfg: &Config, s: &State, out: &mut Vec<Action>) {
         }
     }
     for replica in ids.clone() {
-        for epoch in 0..=cfg.max_epoch {
+        for epoch in s.request_epochs() {
             match s.request(epoch) {
                 Some(req) if takes_request(cfg, s, replica, epoch) => {
                     if req.leader == Some(replica) {
@@ -261,7 +265,7 @@ pub fn enabled(cfg: &Config, s: &State, out: &mut Vec<Action>) {
             let (f, l) = (s.replica(follower), s.replica(leader));
             // A fetch cut short is answered like the full one when the
             // answer is a truncation (a diverging epoch carries no records).
-            if f.leo() + 1 < l.leo() {
+            if f.leo() + S::Offset::ONE < l.leo() {
                 out.push(Action::FollowerFetchOne { follower, leader });
             }
         }
@@ -282,12 +286,13 @@ pub fn enabled(cfg: &Config, s: &State, out: &mut Vec<Action>) {
     for replica in ids.clone() {
         let r = s.replica(replica);
         // The recovery point matters only to an unclean crash still to come.
-        if s.unclean_crashes < cfg.unclean_crashes && r.alive && r.recovery_point < r.leo() {
+        let unclean_left = within::<S, _>(s.unclean_crashes, cfg.unclean_crashes);
+        if unclean_left && r.alive && r.recovery_point < r.leo() {
             out.push(Action::Flush { replica });
         }
         // So does the HW checkpoint.
         if cfg.hw_checkpoint == HwCheckpoint::Periodic
-            && s.unclean_crashes < cfg.unclean_crashes
+            && unclean_left
             && r.alive
             && r.hw_checkpoint != r.hw
         {
@@ -296,13 +301,13 @@ pub fn enabled(cfg: &Config, s: &State, out: &mut Vec<Action>) {
     }
     for replica in ids.clone() {
         if s.replica(replica).alive {
-            if s.clean_crashes < cfg.clean_crashes {
+            if within::<S, _>(s.clean_crashes, cfg.clean_crashes) {
                 out.push(Action::Crash {
                     replica,
                     clean: true,
                 });
             }
-            if s.unclean_crashes < cfg.unclean_crashes {
+            if within::<S, _>(s.unclean_crashes, cfg.unclean_crashes) {
                 out.push(Action::Crash {
                     replica,
                     clean: false,
@@ -315,7 +320,7 @@ pub fn enabled(cfg: &Config, s: &State, out: &mut Vec<Action>) {
 }
 
 /// Performs `action` on `s`; None when it changes nothing.
-pub fn apply(cfg: &Config, s: &State, action: Action) -> Option<State> {
+pub fn apply<S: Shape>(cfg: &Config, s: &State<S>, action: Action<S>) -> Option<State<S>> {
     let next = successor(cfg, s, action);
     (next != *s).then_some(next)
 }
@@ -326,8 +331,8 @@ pub fn apply(cfg: &Config, s: &State, action: Action) -> Option<State> {
 /// only actions that change the state (`enabled_means_changes.rs`); were
 /// one not to, the search would see a step to the same state, which adds
 /// no state and heals nothing.
-pub fn successor(cfg: &Config, s: &State, action: Action) -> State {
-    let mut next = *s;
+pub fn successor<S: Shape>(cfg: &Config, s: &State<S>, action: Action<S>) -> State<S> {
+    let mut next = s.clone();
     let n = &mut next;
     match action {
         Action::ControllerElectLeader { replica, election } => {
@@ -344,7 +349,7 @@ pub fn successor(cfg: &Config, s: &State, action: Action) -> State {
             follower_fetch(cfg, n, follower, leader, None)
         }
         Action::FollowerFetchOne { follower, leader } => {
-            follower_fetch(cfg, n, follower, leader, Some(1))
+            follower_fetch(cfg, n, follower, leader, Some(S::Offset::ONE))
         }
         Action::LeaderAdvanceHw { leader, hw } => advance_hw(cfg, n, leader, hw),
         Action::LeaderShrinkIsr { leader, follower } => {
@@ -381,20 +386,20 @@ pub fn successor(cfg: &Config, s: &State, action: Action) -> State {
 /// still in the controller's ISR are kept (a member added later is outside
 /// them), of older requests nothing; a live broker's fence is kept only
 /// where it can unblock an election (`controller::fence_matters`).
-pub fn forget_what_no_longer_matters(cfg: &Config, s: &mut State) {
+pub fn forget_what_no_longer_matters<S: Shape>(cfg: &Config, s: &mut State<S>) {
     let c = s.controller;
     let kept = c
         .fenced
         .iter()
         .filter(|&r| controller::fence_matters(cfg, &c, r));
     s.controller.fenced = kept.fold(ReplicaSet::EMPTY, ReplicaSet::with);
-    if s.unclean_crashes >= cfg.unclean_crashes {
+    if !within::<S, _>(s.unclean_crashes, cfg.unclean_crashes) {
         for r in 0..s.n {
-            s.replica_mut(r).recovery_point = 0;
-            s.replica_mut(r).hw_checkpoint = 0;
+            s.replica_mut(r).recovery_point = S::Offset::ZERO;
+            s.replica_mut(r).hw_checkpoint = S::Offset::ZERO;
         }
     }
-    for epoch in 0..=cfg.max_epoch {
+    for epoch in s.request_epochs() {
         let Some(req) = s.request(epoch) else {
             continue;
         };
@@ -409,7 +414,7 @@ pub fn forget_what_no_longer_matters(cfg: &Config, s: &mut State) {
         } else {
             ReplicaSet::EMPTY
         };
-        s.requests[epoch as usize] = Some(Request { isr, ..req });
+        s.set_request(epoch, Request { isr, ..req });
     }
 }
 
@@ -418,7 +423,7 @@ pub fn forget_what_no_longer_matters(cfg: &Config, s: &mut State) {
 /// A replica takes a LeaderAndIsr only from a newer epoch; a restarted one,
 /// which has not been told the current state yet, also from the epoch the
 /// controller had when it came back.
-pub fn accepts_request(s: &State, replica: ReplicaId, epoch: Epoch) -> bool {
+pub fn accepts_request<S: Shape>(s: &State<S>, replica: ReplicaId, epoch: S::Epoch) -> bool {
     let r = s.replica(replica);
     r.alive
         && match r.epoch {
@@ -430,7 +435,12 @@ pub fn accepts_request(s: &State, replica: ReplicaId, epoch: Epoch) -> bool {
 }
 
 /// [`accepts_request`], unless a test knocks out one of its rules.
-fn takes_request(cfg: &Config, s: &State, replica: ReplicaId, epoch: Epoch) -> bool {
+fn takes_request<S: Shape>(
+    cfg: &Config,
+    s: &State<S>,
+    replica: ReplicaId,
+    epoch: S::Epoch,
+) -> bool {
     let takes = accepts_request(s, replica, epoch);
     let r = s.replica(replica);
     match cfg.knock_out {
@@ -446,7 +456,12 @@ fn takes_request(cfg: &Config, s: &State, replica: ReplicaId, epoch: Epoch) -> b
 /// A follower that must consult its leader (`epoch`, `epoch-iterative`)
 /// waits until the leader is alive and leads; with fencing, until it leads
 /// in that epoch. Under `hw` and `on-fetch` it follows at once.
-fn follow_enabled(cfg: &Config, s: &State, epoch: Epoch, leader: Option<ReplicaId>) -> bool {
+fn follow_enabled<S: Shape>(
+    cfg: &Config,
+    s: &State<S>,
+    epoch: S::Epoch,
+    leader: Option<ReplicaId>,
+) -> bool {
     let Some(leader) = leader else {
         return true;
     };
@@ -457,7 +472,7 @@ fn follow_enabled(cfg: &Config, s: &State, epoch: Epoch, leader: Option<ReplicaI
     l.presumes_leadership(leader) && (!cfg.fencing || l.epoch == Some(epoch))
 }
 
-fn become_leader(cfg: &Config, s: &mut State, replica: ReplicaId, epoch: Epoch) {
+fn become_leader<S: Shape>(cfg: &Config, s: &mut State<S>, replica: ReplicaId, epoch: S::Epoch) {
     let req = s.request(epoch).expect("enabled only for a sent request");
     let r = s.replica_mut(replica);
     r.epoch = Some(epoch);
@@ -471,10 +486,10 @@ fn become_leader(cfg: &Config, s: &mut State, replica: ReplicaId, epoch: Epoch) 
     publish_visible(s, replica);
 }
 
-fn become_follower(cfg: &Config, s: &mut State, replica: ReplicaId, epoch: Epoch) {
+fn become_follower<S: Shape>(cfg: &Config, s: &mut State<S>, replica: ReplicaId, epoch: S::Epoch) {
     let req = s.request(epoch).expect("enabled only for a sent request");
     let leader = match req.leader {
-        Some(l) if cfg.truncation.looks_up_when_following() => Some(*s.replica(l)),
+        Some(l) if cfg.truncation.looks_up_when_following() => Some(s.replica(l).clone()),
         _ => None,
     };
     let r = s.replica_mut(replica);
@@ -491,36 +506,36 @@ fn become_follower(cfg: &Config, s: &mut State, replica: ReplicaId, epoch: Epoch
 
 // --- Producer ---------------------------------------------------------------
 
-pub fn produce_enabled(cfg: &Config, s: &State, leader: ReplicaId) -> bool {
+pub fn produce_enabled<S: Shape>(cfg: &Config, s: &State<S>, leader: ReplicaId) -> bool {
     let n = s.replica(leader).isr.len();
     let enough = if cfg.drops(Rule::ProduceAtExactlyMinIsr) {
         n > cfg.min_isr
     } else {
         n >= cfg.min_isr || cfg.drops(Rule::ProduceNeedsMinIsr)
     };
-    s.produced < cfg.records && (cfg.acks != Acks::All || enough)
+    within::<S, _>(s.produced, cfg.records) && (cfg.acks != Acks::All || enough)
 }
 
-fn produce(cfg: &Config, s: &mut State, leader: ReplicaId) {
+fn produce<S: Shape>(cfg: &Config, s: &mut State<S>, leader: ReplicaId) {
     let id = s.produced;
-    s.produced += 1;
+    s.produced += S::RecordId::ONE;
     let r = s.replica_mut(leader);
     let epoch = r.epoch.expect("a leader has an epoch");
     let offset = r.leo();
     r.log.append(Entry { id, epoch });
     match cfg.acks {
         Acks::None => {}
-        Acks::Leader => s.records[id as usize].acked = Some(epoch),
-        Acks::All => r.pending_acks |= 1 << id,
+        Acks::Leader => s.record_mut(id).acked = Some(epoch),
+        Acks::All => r.pending_acks.insert(id),
     }
-    s.records[id as usize].offset = offset;
+    s.record_mut(id).offset = offset;
 }
 
 // --- Fetch ------------------------------------------------------------------
 
 /// The leader `follower` may fetch from: alive, presuming leadership, and
 /// (with fencing) on the follower's epoch.
-fn fetch_leader(cfg: &Config, s: &State, follower: ReplicaId) -> Option<ReplicaId> {
+fn fetch_leader<S: Shape>(cfg: &Config, s: &State<S>, follower: ReplicaId) -> Option<ReplicaId> {
     let f = s.replica(follower);
     let LeaderView::Replica(leader) = f.leader else {
         return None;
@@ -538,17 +553,17 @@ fn fetch_leader(cfg: &Config, s: &State, follower: ReplicaId) -> Option<ReplicaI
 
 /// What the leader's answer to a fetch makes the follower do.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum FetchOutcome {
+enum FetchOutcome<S: Shape> {
     /// No records: the follower truncates to this offset (a diverging epoch,
     /// or OffsetOutOfRange) and the leader learns nothing from the fetch
     /// (`Partition.fetchRecords` updates the follower's state only without
     /// a diverging epoch).
-    Truncate(Offset),
+    Truncate(S::Offset),
     /// Records from the fetch offset, and the leader's HW.
     Copy,
 }
 
-fn fetch_outcome(cfg: &Config, f: &Replica, l: &Replica) -> FetchOutcome {
+fn fetch_outcome<S: Shape>(cfg: &Config, f: &Replica<S>, l: &Replica<S>) -> FetchOutcome<S> {
     if cfg.truncation == Truncation::OnFetch && cfg.mutation != Some(Mutation::NoLastFetchedEpoch) {
         match fetch_divergence_with(cfg.knock_out, f, l) {
             FetchCheck::Agrees => {}
@@ -572,7 +587,7 @@ fn fetch_outcome(cfg: &Config, f: &Replica, l: &Replica) -> FetchOutcome {
 
 /// An idle fetch (nothing to copy, nothing new to learn on either side) is
 /// not a step: it would leave the state as it was.
-fn fetch_changes_something(s: &State, follower: ReplicaId, leader: ReplicaId) -> bool {
+fn fetch_changes_something<S: Shape>(s: &State<S>, follower: ReplicaId, leader: ReplicaId) -> bool {
     let (f, l) = (s.replica(follower), s.replica(leader));
     f.leo() != l.leo()
         || f.hw != l.hw.min(f.leo())
@@ -583,14 +598,14 @@ fn fetch_changes_something(s: &State, follower: ReplicaId, leader: ReplicaId) ->
 /// A fetch: the follower copies at most `limit` records (None: all it
 /// lacks) of the leader's log from its LEO on, or truncates if the leader's
 /// answer says so.
-fn follower_fetch(
+fn follower_fetch<S: Shape>(
     cfg: &Config,
-    s: &mut State,
+    s: &mut State<S>,
     follower: ReplicaId,
     leader: ReplicaId,
-    limit: Option<Offset>,
+    limit: Option<S::Offset>,
 ) {
-    let l = *s.replica(leader);
+    let l = s.replica(leader).clone();
     let f = s.replica_mut(follower);
     if let FetchOutcome::Truncate(offset) = fetch_outcome(cfg, f, &l) {
         f.truncate_to(offset);
@@ -600,9 +615,8 @@ fn follower_fetch(
     // appended now reaches the leader with the next fetch.
     let fetch_offset = f.leo();
     let end = limit.map_or(l.leo(), |n| l.leo().min(fetch_offset + n));
-    for offset in fetch_offset..end {
-        f.log
-            .append(l.log.get(offset).expect("below the leader's LEO"));
+    for entry in &l.log.entries()[fetch_offset.idx()..end.idx()] {
+        f.log.append(*entry);
     }
     f.hw = if cfg.drops(Rule::FollowerHwWithinLog) {
         l.hw
@@ -639,7 +653,11 @@ fn follower_fetch(
 /// offered: the lowest LEO over the ISR and those followers (no time
 /// passed), and over the ISR alone (time passed). Counting a follower only
 /// holds the HW lower; the `hw-over-isr-only` mutation never counts one.
-pub fn advanced_hws(cfg: &Config, s: &State, leader: ReplicaId) -> [Option<Offset>; 2] {
+pub fn advanced_hws<S: Shape>(
+    cfg: &Config,
+    s: &State<S>,
+    leader: ReplicaId,
+) -> [Option<S::Offset>; 2] {
     let l = s.replica(leader);
     let n = l.isr.len();
     let under_min = if cfg.drops(Rule::HwAtExactlyMinIsr) {
@@ -676,47 +694,49 @@ pub fn advanced_hws(cfg: &Config, s: &State, leader: ReplicaId) -> [Option<Offse
         }
     }
     if cfg.mutation == Some(Mutation::HwPastLeo) {
-        over_isr = over_isr.saturating_add(1);
-        with_waiting = with_waiting.saturating_add(1);
+        over_isr = over_isr.saturating_succ();
+        with_waiting = with_waiting.saturating_succ();
     }
     let lower = (with_waiting > l.hw).then_some(with_waiting);
     let upper = (over_isr > l.hw && over_isr != with_waiting).then_some(over_isr);
     [lower, upper]
 }
 
-fn advance_hw(cfg: &Config, s: &mut State, leader: ReplicaId, hw: Offset) {
+fn advance_hw<S: Shape>(cfg: &Config, s: &mut State<S>, leader: ReplicaId, hw: S::Offset) {
     let l = s.replica_mut(leader);
     l.hw = hw;
     // Waiting acks=all producers are answered: written when the ISR still
     // has min.insync.replicas, else NotEnoughReplicasAfterAppend.
-    let l = *l;
+    let l = l.clone();
     let isr_ok = (l.isr.len() >= cfg.min_isr || cfg.drops(Rule::AckNeedsMinIsr))
         && cfg.mutation != Some(Mutation::NeverAcknowledge);
     let epoch = l.epoch.expect("a leader has an epoch");
-    let mut answered = 0u8;
+    let mut pending = l.pending_acks.clone();
     // `take`: under the `hw-past-leo` mutation the HW may pass the LEO.
-    for e in l.log.entries().iter().take(hw as usize) {
-        if l.pending_acks & (1 << e.id) != 0 {
-            answered |= 1 << e.id;
+    for e in l.log.entries().iter().take(hw.idx()) {
+        if pending.contains(e.id) {
+            pending.remove(e.id);
             if isr_ok {
-                let h = &mut s.records[e.id as usize];
+                let h = s.record_mut(e.id);
                 h.acked = Some(h.acked.map_or(epoch, |a| a.min(epoch)));
             }
         }
     }
-    s.replica_mut(leader).pending_acks &= !answered;
+    s.replica_mut(leader).pending_acks = pending;
     publish_visible(s, leader);
 }
 
 /// Records below a presumed leader's HW are visible to consumers: remember
 /// the lowest epoch at which each was.
-fn publish_visible(s: &mut State, leader: ReplicaId) {
-    let l = *s.replica(leader);
+fn publish_visible<S: Shape>(s: &mut State<S>, leader: ReplicaId) {
+    let l = s.replica(leader);
     let epoch = l.epoch.expect("a leader has an epoch");
     // Below the HW and within the log (the `hw-past-leo` mutation lets the
     // HW pass the LEO: "HW <= LEO" breaks, and the model goes on).
-    for e in l.log.entries().iter().take(l.hw as usize) {
-        let h = &mut s.records[e.id as usize];
+    let below = l.hw.min(l.leo()).idx();
+    for offset in 0..below {
+        let id = s.replica(leader).log.entries()[offset].id;
+        let h = s.record_mut(id);
         h.visible = Some(h.visible.map_or(epoch, |v| v.min(epoch)));
     }
 }
@@ -725,7 +745,7 @@ fn publish_visible(s: &mut State, leader: ReplicaId) {
 
 /// Only the leader the controller knows, in the controller's epoch, may
 /// change the ISR (the AlterPartition / zkVersion fence).
-fn is_true_leader(s: &State, leader: ReplicaId) -> bool {
+fn is_true_leader<S: Shape>(s: &State<S>, leader: ReplicaId) -> bool {
     let c = &s.controller;
     c.leader == Some(leader) && c.epoch == s.replica(leader).epoch
 }
@@ -736,7 +756,12 @@ fn is_true_leader(s: &State, leader: ReplicaId) -> bool {
 /// (the model lets that time pass at any moment). A follower whose LEO
 /// equals the leader's is never removed for lag, even if it stopped
 /// fetching; a broker that died leaves through the controller.
-fn may_leader_shrink(cfg: &Config, s: &State, leader: ReplicaId, follower: ReplicaId) -> bool {
+fn may_leader_shrink<S: Shape>(
+    cfg: &Config,
+    s: &State<S>,
+    leader: ReplicaId,
+    follower: ReplicaId,
+) -> bool {
     let l = s.replica(leader);
     if follower == leader || !l.isr.contains(follower) || !may_alter_isr(cfg, s, leader) {
         return false;
@@ -746,13 +771,13 @@ fn may_leader_shrink(cfg: &Config, s: &State, leader: ReplicaId, follower: Repli
 
 /// Whether `leader` may send AlterPartition: [`is_true_leader`], unless a
 /// test knocks that rule out.
-fn may_alter_isr(cfg: &Config, s: &State, leader: ReplicaId) -> bool {
+fn may_alter_isr<S: Shape>(cfg: &Config, s: &State<S>, leader: ReplicaId) -> bool {
     is_true_leader(s, leader) || cfg.drops(Rule::IsrChangeByTrueLeader)
 }
 
 /// The ISR an AlterPartition starts from: the controller's (the partition
 /// epoch fences any other), or the leader's copy with that rule knocked out.
-fn alter_from(cfg: &Config, s: &State, leader: ReplicaId) -> ReplicaSet {
+fn alter_from<S: Shape>(cfg: &Config, s: &State<S>, leader: ReplicaId) -> ReplicaSet {
     if cfg.drops(Rule::AlterPartitionFromControllerIsr) {
         s.replica(leader).isr
     } else {
@@ -760,7 +785,12 @@ fn alter_from(cfg: &Config, s: &State, leader: ReplicaId) -> ReplicaSet {
     }
 }
 
-fn may_leader_expand(cfg: &Config, s: &State, leader: ReplicaId, follower: ReplicaId) -> bool {
+fn may_leader_expand<S: Shape>(
+    cfg: &Config,
+    s: &State<S>,
+    leader: ReplicaId,
+    follower: ReplicaId,
+) -> bool {
     let l = s.replica(leader);
     // Against the controller's ISR: the leader's copy misses removals the
     // controller made on its own, and the update is checked against it.
@@ -769,7 +799,7 @@ fn may_leader_expand(cfg: &Config, s: &State, leader: ReplicaId, follower: Repli
         return false;
     }
     let fetched = match cfg.knock_out {
-        Some(Rule::ExpandNeedsFetch) => l.follower_leo[follower as usize].or(Some(0)),
+        Some(Rule::ExpandNeedsFetch) => l.follower_leo[follower as usize].or(Some(S::Offset::ZERO)),
         _ => l.follower_leo[follower as usize],
     };
     let Some(follower_leo) = fetched else {
@@ -788,7 +818,7 @@ fn may_leader_expand(cfg: &Config, s: &State, leader: ReplicaId, follower: Repli
 /// have committed. The `expand-on-leader-hw` mutation asks the leader's HW
 /// to reach its epoch start instead, a rule about the leader that can stall
 /// the partition for good.
-fn follower_in_sync(cfg: &Config, l: &Replica, follower_leo: Offset) -> bool {
+fn follower_in_sync<S: Shape>(cfg: &Config, l: &Replica<S>, follower_leo: S::Offset) -> bool {
     let at_hw = match cfg.knock_out {
         Some(Rule::ExpandAtLeaderHw) => true,
         Some(Rule::ExpandAtExactlyLeaderHw) => follower_leo > l.hw,
@@ -806,27 +836,27 @@ fn follower_in_sync(cfg: &Config, l: &Replica, follower_leo: Offset) -> bool {
         (Some(Mutation::ExpandOnLeaderHw), _) => l.hw >= epoch_start,
         (Some(Mutation::ExpandAtHw), _) => true,
         (_, Some(Rule::ExpandAtExactlyEpochStart)) => follower_leo > epoch_start,
-        (_, Some(Rule::ExpandNotShortOfEpochStart)) => follower_leo + 1 >= epoch_start,
+        (_, Some(Rule::ExpandNotShortOfEpochStart)) => follower_leo + S::Offset::ONE >= epoch_start,
         _ => follower_leo >= epoch_start,
     }
 }
 
 /// The true leader's copy of the ISR lacks the controller's own removals.
 /// (Additions go through the leader, so the copy is never smaller.)
-fn may_learn_isr(s: &State, leader: ReplicaId) -> bool {
+fn may_learn_isr<S: Shape>(s: &State<S>, leader: ReplicaId) -> bool {
     is_true_leader(s, leader)
         && s.replica(leader).isr != s.controller.isr
         && s.controller.isr.contains(leader)
 }
 
-fn leader_alters_isr(cfg: &Config, s: &mut State, leader: ReplicaId, isr: ReplicaSet) {
+fn leader_alters_isr<S: Shape>(cfg: &Config, s: &mut State<S>, leader: ReplicaId, isr: ReplicaSet) {
     controller::leader_sets_isr(cfg, s, isr);
     s.replica_mut(leader).isr = isr;
 }
 
 // --- Crash and restart --------------------------------------------------------
 
-fn crash(cfg: &Config, s: &mut State, replica: ReplicaId, clean: bool) {
+fn crash<S: Shape>(cfg: &Config, s: &mut State<S>, replica: ReplicaId, clean: bool) {
     let periodic = cfg.hw_checkpoint == HwCheckpoint::Periodic;
     let r = s.replica_mut(replica);
     r.alive = false;
@@ -861,25 +891,26 @@ fn crash(cfg: &Config, s: &mut State, replica: ReplicaId, clean: bool) {
         }
     }
     if clean {
-        s.clean_crashes += 1;
+        s.clean_crashes += S::Count::ONE;
     } else {
-        s.unclean_crashes += 1;
+        s.unclean_crashes += S::Count::ONE;
     }
 }
 
 /// A down broker may restart once the controller no longer names it leader
 /// (re-registration fences the old incarnation). With that rule knocked
 /// out, at any time while an epoch is left for its removal as leader.
-fn may_restart(cfg: &Config, s: &State, replica: ReplicaId) -> bool {
+fn may_restart<S: Shape>(cfg: &Config, s: &State<S>, replica: ReplicaId) -> bool {
     if cfg.mutation == Some(Mutation::NoRestart) {
         return false;
     }
     let c = &s.controller;
     c.leader != Some(replica)
-        || (cfg.drops(Rule::RestartWaitsForNewLeader) && c.next_epoch() <= cfg.max_epoch)
+        || (cfg.drops(Rule::RestartWaitsForNewLeader)
+            && epoch_within::<S>(c.next_epoch(), cfg.max_epoch))
 }
 
-fn restart(cfg: &Config, s: &mut State, replica: ReplicaId) {
+fn restart<S: Shape>(cfg: &Config, s: &mut State<S>, replica: ReplicaId) {
     let epoch = s.controller.epoch;
     let r = s.replica_mut(replica);
     r.alive = true;

@@ -25,7 +25,8 @@
 
 use crate::config::{Config, Mutation};
 use crate::rules::Rule;
-use crate::state::{Controller, ReplicaId, ReplicaSet, Request, State};
+use crate::shape::{epoch_within, within};
+use crate::state::{Controller, Num, ReplicaId, ReplicaSet, Request, Shape, State};
 
 /// How a leader was chosen.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -139,7 +140,7 @@ pub struct Outcome {
 
 impl Outcome {
     /// The controller after the change: a new leader field bumps the epoch.
-    pub fn apply_to(&self, c: &mut Controller) {
+    pub fn apply_to<S: Shape>(&self, c: &mut Controller<S>) {
         c.isr = self.isr;
         c.elr = self.elr;
         c.lke = self.lke;
@@ -166,9 +167,9 @@ pub fn first_in_order(_: Election, candidates: ReplicaSet) -> Option<ReplicaId> 
 /// record would be empty (`changeRecordIsNoOp`). Reassignment, directories
 /// and the ISR-shrink epoch bump of metadata versions before 3.6 have no
 /// part here.
-pub fn partition_change(
+pub fn partition_change<S: Shape>(
     rules: &Rules,
-    c: &Controller,
+    c: &Controller<S>,
     change: &Change,
     choose: Choose,
 ) -> Option<Outcome> {
@@ -272,7 +273,11 @@ pub fn partition_change(
 /// aims at. Below min.insync.replicas, every replica leaving the ISR enters
 /// the ELR, except one known to have shut down uncleanly; at or above it
 /// both empty. Without the ELR both are kept as they are.
-fn populate_target_elr(rules: &Rules, c: &Controller, change: &Change) -> (ReplicaSet, ReplicaSet) {
+fn populate_target_elr<S: Shape>(
+    rules: &Rules,
+    c: &Controller<S>,
+    change: &Change,
+) -> (ReplicaSet, ReplicaSet) {
     if !rules.elr {
         return (c.elr, c.lke);
     }
@@ -304,9 +309,9 @@ fn populate_target_elr(rules: &Rules, c: &Controller, change: &Change) -> (Repli
 
 /// Kafka's `electLeader` (`electPreferredLeader`, `electAnyLeader`): the new
 /// leader and whether the election is unclean (None: no leader).
-fn elect_leader(
+fn elect_leader<S: Shape>(
     rules: &Rules,
-    c: &Controller,
+    c: &Controller<S>,
     change: &Change,
     target_isr: ReplicaSet,
     target_elr: ReplicaSet,
@@ -438,9 +443,9 @@ pub enum EventResult {
 /// Kafka's handling of `event` for a partition in state `c`, with the
 /// brokers in `unfenced` registered, unfenced and not shutting down, and
 /// Kafka's choice of leader (the first in replica order).
-pub fn kafka_event(
+pub fn kafka_event<S: Shape>(
     rules: &Rules,
-    c: &Controller,
+    c: &Controller<S>,
     unfenced: ReplicaSet,
     event: Event,
 ) -> EventResult {
@@ -535,7 +540,7 @@ pub fn unfenced_after(event: Event, unfenced: ReplicaSet) -> ReplicaSet {
 /// removed as leader and fenced (Kafka keeps it in the ISR): there a member
 /// that is down, or alive and fenced, counts as fenced. A live broker the
 /// controller fenced stays fenced until ControllerUnfence.
-fn unfenced(cfg: &Config, s: &State) -> ReplicaSet {
+fn unfenced<S: Shape>(cfg: &Config, s: &State<S>) -> ReplicaSet {
     let c = &s.controller;
     let counts_fence = cfg.mutation != Some(Mutation::FencedStillAcceptable);
     let mut set = s
@@ -556,7 +561,7 @@ fn unfenced(cfg: &Config, s: &State) -> ReplicaSet {
 /// leadership to `r` while a leader is named, else the election Kafka runs
 /// for a leaderless partition (at an unfencing, or the periodic unclean
 /// election), with `r` chosen if Kafka's rules allow it.
-fn election_change(cfg: &Config, s: &State, r: ReplicaId) -> Option<Outcome> {
+fn election_change<S: Shape>(cfg: &Config, s: &State<S>, r: ReplicaId) -> Option<Outcome> {
     let c = &s.controller;
     let election = match c.leader {
         Some(_) => ElectionType::Preferred(r),
@@ -575,13 +580,13 @@ fn election_change(cfg: &Config, s: &State, r: ReplicaId) -> Option<Outcome> {
 }
 
 /// Which election, if any, may make `r` the leader now.
-pub fn election_kind(cfg: &Config, s: &State, r: ReplicaId) -> Option<Election> {
+pub fn election_kind<S: Shape>(cfg: &Config, s: &State<S>, r: ReplicaId) -> Option<Election> {
     let c = &s.controller;
     let alive_ok = s.replica(r).alive || cfg.drops(Rule::ElectLiveReplica);
-    if c.leader == Some(r) || c.next_epoch() > cfg.max_epoch || !alive_ok {
+    if c.leader == Some(r) || !epoch_within::<S>(c.next_epoch(), cfg.max_epoch) || !alive_ok {
         return None;
     }
-    if c.leader.is_some() && s.leader_moves >= cfg.leader_moves {
+    if c.leader.is_some() && !within::<S, _>(s.leader_moves, cfg.leader_moves) {
         return None;
     }
     let kind = election_change(cfg, s, r)?.elected?.1;
@@ -592,18 +597,18 @@ pub fn election_kind(cfg: &Config, s: &State, r: ReplicaId) -> Option<Election> 
 }
 
 /// Makes `r` the leader in a new epoch and sends the LeaderAndIsr.
-pub fn elect(cfg: &Config, s: &mut State, r: ReplicaId, kind: Election) {
+pub fn elect<S: Shape>(cfg: &Config, s: &mut State<S>, r: ReplicaId, kind: Election) {
     let outcome = election_change(cfg, s, r).expect("enabled only for a possible election");
     debug_assert_eq!(outcome.elected, Some((r, kind)));
     if s.controller.leader.is_some() {
-        s.leader_moves += 1;
+        s.leader_moves += S::Count::ONE;
     }
     apply(s, &outcome);
 }
 
 /// ControllerShrinkIsr(r): Kafka's `handleBrokerFenced` for a broker in the
 /// ISR, with the election left to ControllerElectLeader.
-fn fence_change(cfg: &Config, s: &State, r: ReplicaId) -> Option<Outcome> {
+fn fence_change<S: Shape>(cfg: &Config, s: &State<S>, r: ReplicaId) -> Option<Outcome> {
     let c = &s.controller;
     if !c.isr.contains(r) {
         return None;
@@ -621,7 +626,7 @@ fn fence_change(cfg: &Config, s: &State, r: ReplicaId) -> Option<Outcome> {
 /// Whether the fence of `r` still has to change the partition: take it out
 /// of the ISR, or take its leadership away (without the ELR the last member
 /// stays in the ISR).
-pub fn fence_changes_partition(cfg: &Config, s: &State, r: ReplicaId) -> bool {
+pub fn fence_changes_partition<S: Shape>(cfg: &Config, s: &State<S>, r: ReplicaId) -> bool {
     fence_change(cfg, s, r).is_some()
 }
 
@@ -630,9 +635,9 @@ pub fn fence_changes_partition(cfg: &Config, s: &State, r: ReplicaId) -> bool {
 /// leader needs a new epoch; or, when it changes nothing there, `r` is a
 /// live broker not yet fenced whose fence matters (`fence_matters`): it is
 /// then no acceptable leader and may not join the ISR.
-pub fn may_shrink_isr(cfg: &Config, s: &State, r: ReplicaId) -> bool {
+pub fn may_shrink_isr<S: Shape>(cfg: &Config, s: &State<S>, r: ReplicaId) -> bool {
     match fence_change(cfg, s, r) {
-        Some(o) => !o.epoch_bump || s.controller.next_epoch() <= cfg.max_epoch,
+        Some(o) => !o.epoch_bump || epoch_within::<S>(s.controller.next_epoch(), cfg.max_epoch),
         None => {
             s.replica(r).alive
                 && !s.controller.fenced.contains(r)
@@ -652,7 +657,7 @@ pub fn may_shrink_isr(cfg: &Config, s: &State, r: ReplicaId) -> bool {
 /// fence (`forget_what_no_longer_matters`), as if `r` were unfenced at once.
 /// A fenced broker cannot enter the ISR, ELR or last known leader: it is
 /// never elected and the controller refuses it in an ISR (KIP-841).
-pub fn fence_matters(cfg: &Config, c: &Controller, r: ReplicaId) -> bool {
+pub fn fence_matters<S: Shape>(cfg: &Config, c: &Controller<S>, r: ReplicaId) -> bool {
     let unclean = cfg.unclean_election && (c.isr.contains(r) || c.lke.contains(r));
     let elr = c.elr.contains(r) && (cfg.unclean_election || (cfg.elr && cfg.last_known_leader));
     unclean || elr
@@ -661,7 +666,7 @@ pub fn fence_matters(cfg: &Config, c: &Controller, r: ReplicaId) -> bool {
 /// The controller fences a broker it believes failed, and the broker leaves
 /// the quorum ISR (ControllerShrinkIsr): Kafka's `handleBrokerFenced`. A
 /// live broker stays fenced until ControllerUnfence.
-pub fn shrink_isr_on_failure(cfg: &Config, s: &mut State, r: ReplicaId) {
+pub fn shrink_isr_on_failure<S: Shape>(cfg: &Config, s: &mut State<S>, r: ReplicaId) {
     if let Some(outcome) = fence_change(cfg, s, r) {
         apply(s, &outcome);
     }
@@ -672,7 +677,7 @@ pub fn shrink_isr_on_failure(cfg: &Config, s: &mut State, r: ReplicaId) {
 
 /// Whether a live broker the controller fenced may be unfenced
 /// (ControllerUnfence).
-pub fn may_unfence(s: &State, r: ReplicaId) -> bool {
+pub fn may_unfence<S: Shape>(s: &State<S>, r: ReplicaId) -> bool {
     s.controller.fenced.contains(r)
 }
 
@@ -683,21 +688,21 @@ pub fn may_unfence(s: &State, r: ReplicaId) -> bool {
 /// leader's AlterPartition brings the broker back) and runs an election for
 /// each leaderless partition: the model leaves that election to
 /// ControllerElectLeader, with the broker now acceptable.
-pub fn unfence(s: &mut State, r: ReplicaId) {
+pub fn unfence<S: Shape>(s: &mut State<S>, r: ReplicaId) {
     s.controller.fenced = s.controller.fenced.without(r);
 }
 
 /// Whether the controller takes the leader's new ISR (AlterPartition): every
 /// member must be an acceptable broker (KIP-841: a fenced or shutting-down
 /// replica cannot join).
-pub fn may_alter_isr(cfg: &Config, s: &State, isr: ReplicaSet) -> bool {
+pub fn may_alter_isr<S: Shape>(cfg: &Config, s: &State<S>, isr: ReplicaSet) -> bool {
     isr.0 & !unfenced(cfg, s).0 == 0 || cfg.drops(Rule::AlterPartitionRefusesFenced)
 }
 
 /// The quorum ISR after the leader changed it (AlterPartition), with the
 /// leader's recovery state RECOVERED. Refused (nothing changes) under
 /// KIP-841 when it names a broker that is down.
-pub fn leader_sets_isr(cfg: &Config, s: &mut State, isr: ReplicaSet) {
+pub fn leader_sets_isr<S: Shape>(cfg: &Config, s: &mut State<S>, isr: ReplicaSet) {
     if !may_alter_isr(cfg, s, isr) {
         return;
     }
@@ -723,7 +728,7 @@ pub fn leader_sets_isr(cfg: &Config, s: &mut State, isr: ReplicaSet) {
 /// it leaves the ISR (it is fenced until it catches up); after an unclean
 /// shutdown, with the ELR on, it leaves the ELR too and may not enter it.
 /// The election, if one is due, is left to ControllerElectLeader.
-pub fn broker_registered(cfg: &Config, s: &mut State, r: ReplicaId, unclean: bool) {
+pub fn broker_registered<S: Shape>(cfg: &Config, s: &mut State<S>, r: ReplicaId, unclean: bool) {
     let c = &s.controller;
     let unclean = unclean && !cfg.drops(Rule::UncleanShutdownLeavesElr);
     let unclean_shutdown = (unclean && cfg.elr).then_some(r);
@@ -747,14 +752,15 @@ pub fn broker_registered(cfg: &Config, s: &mut State, r: ReplicaId, unclean: boo
 
 /// Applies a change; a new leader field bumps the epoch and sends the
 /// LeaderAndIsr.
-fn apply(s: &mut State, o: &Outcome) {
+fn apply<S: Shape>(s: &mut State<S>, o: &Outcome) {
     o.apply_to(&mut s.controller);
     if o.epoch_bump {
         let c = &s.controller;
         let epoch = c.epoch.expect("just set");
-        s.requests[epoch as usize] = Some(Request {
+        let request = Request {
             leader: c.leader,
             isr: c.isr,
-        });
+        };
+        s.set_request(epoch, request);
     }
 }

@@ -3,7 +3,7 @@
 
 use crate::model::PartitionModel;
 use crate::state::{
-    record_name, replica_name, Epoch, Log, Offset, RecordHistory, RecordId, ReplicaId, State,
+    replica_name, LogStore, Num, RecordHistory, RecordName, ReplicaId, Shape, State,
 };
 use stateright::{Model, Property};
 
@@ -13,6 +13,16 @@ pub const STRONG_ISR: &str = "strong ISR";
 pub const LEADER_IN_ISR: &str = "leader in ISR";
 pub const HW_WITHIN_LOG: &str = "HW <= LEO";
 pub const NO_DIVERGENCE_BELOW_HW: &str = "logs agree below the HW";
+
+/// The always-properties, in the order [`properties`] lists them.
+pub const ALWAYS: [&str; 6] = [
+    COMMITTED_RECORDS_SURVIVE,
+    ACKNOWLEDGED_RECORDS_SURVIVE,
+    STRONG_ISR,
+    LEADER_IN_ISR,
+    HW_WITHIN_LOG,
+    NO_DIVERGENCE_BELOW_HW,
+];
 
 pub const SOMETIMES_COMMIT: &str = "a record commits";
 pub const SOMETIMES_ISR_LEADER_ALONE: &str = "the ISR shrinks to the leader alone";
@@ -31,14 +41,8 @@ pub fn properties() -> Vec<Property<PartitionModel>> {
             records_survive(s, |h| h.acked)
         }),
         Property::always(STRONG_ISR, |_, s: &State| strong_isr(s)),
-        Property::always(LEADER_IN_ISR, |_, s: &State| {
-            s.controller
-                .leader
-                .is_none_or(|l| s.controller.isr.contains(l))
-        }),
-        Property::always(HW_WITHIN_LOG, |_, s: &State| {
-            s.ids().all(|r| s.replica(r).hw <= s.replica(r).leo())
-        }),
+        Property::always(LEADER_IN_ISR, |_, s: &State| leader_in_isr(s)),
+        Property::always(HW_WITHIN_LOG, |_, s: &State| hw_within_log(s)),
         Property::always(NO_DIVERGENCE_BELOW_HW, |_, s: &State| {
             logs_agree_below_hw(s)
         }),
@@ -82,19 +86,19 @@ pub fn properties() -> Vec<Property<PartitionModel>> {
 /// Some record `epoch_of` marks is held, at its offset, by a presumed
 /// leader of a later epoch than the one it was marked in: the survival
 /// properties then say something about it.
-pub fn survives_a_later_leader(s: &State, epoch_of: fn(&RecordHistory) -> Option<u8>) -> bool {
-    s.records[..s.produced as usize]
-        .iter()
-        .enumerate()
-        .any(|(id, h)| {
-            let Some(since) = epoch_of(h) else {
-                return false;
-            };
-            s.presumed_leaders().any(|l| {
-                let r = s.replica(l);
-                r.epoch > Some(since) && r.log.get(h.offset).is_some_and(|e| e.id as usize == id)
-            })
+pub fn survives_a_later_leader<S: Shape>(
+    s: &State<S>,
+    epoch_of: fn(&RecordHistory<S>) -> Option<S::Epoch>,
+) -> bool {
+    s.produced_records().iter().enumerate().any(|(id, h)| {
+        let Some(since) = epoch_of(h) else {
+            return false;
+        };
+        s.presumed_leaders().any(|l| {
+            let r = s.replica(l);
+            r.epoch > Some(since) && r.log.get(h.offset).is_some_and(|e| e.id.idx() == id)
         })
+    })
 }
 
 /// When each always-property says something, as a sometimes-property of
@@ -147,8 +151,8 @@ pub fn safety_names() -> Vec<&'static str> {
 
 /// The always-properties `s` breaks, as both explorers mark a state: each
 /// that `explain` finds broken.
-pub fn broken(s: &State) -> Vec<&'static str> {
-    safety_names()
+pub fn broken<S: Shape>(s: &State<S>) -> Vec<&'static str> {
+    ALWAYS
         .into_iter()
         .filter(|name| explain(name, s).is_some())
         .collect()
@@ -157,14 +161,17 @@ pub fn broken(s: &State) -> Vec<&'static str> {
 /// Every record that `epoch_of` marks (committed or acknowledged at some
 /// epoch) is at its offset on every later leader: every replica presuming
 /// leadership with an epoch at or above that one. Stale leaders' marks count.
-pub fn records_survive(s: &State, epoch_of: fn(&RecordHistory) -> Option<u8>) -> bool {
+pub fn records_survive<S: Shape>(
+    s: &State<S>,
+    epoch_of: fn(&RecordHistory<S>) -> Option<S::Epoch>,
+) -> bool {
     s.produced_records().iter().enumerate().all(|(id, h)| {
         let Some(since) = epoch_of(h) else {
             return true;
         };
         s.presumed_leaders().all(|l| {
             let r = s.replica(l);
-            r.epoch < Some(since) || r.log.get(h.offset).is_some_and(|e| e.id as usize == id)
+            r.epoch < Some(since) || r.log.get(h.offset).is_some_and(|e| e.id.idx() == id)
         })
     })
 }
@@ -172,7 +179,7 @@ pub fn records_survive(s: &State, epoch_of: fn(&RecordHistory) -> Option<u8>) ->
 /// Below any presumed leader's HW, every quorum ISR member holds the same
 /// records as the leader. A replica down after an unclean crash is left out
 /// until it restarts, when the controller hears of it.
-pub fn strong_isr(s: &State) -> bool {
+pub fn strong_isr<S: Shape>(s: &State<S>) -> bool {
     s.presumed_leaders().all(|l| {
         let leader = s.replica(l);
         s.controller
@@ -183,8 +190,20 @@ pub fn strong_isr(s: &State) -> bool {
     })
 }
 
+/// The controller's leader is in its ISR.
+pub fn leader_in_isr<S: Shape>(s: &State<S>) -> bool {
+    s.controller
+        .leader
+        .is_none_or(|l| s.controller.isr.contains(l))
+}
+
+/// No replica's HW is above its log end.
+pub fn hw_within_log<S: Shape>(s: &State<S>) -> bool {
+    s.ids().all(|r| s.replica(r).hw <= s.replica(r).leo())
+}
+
 /// No two replicas disagree below both of their HWs.
-pub fn logs_agree_below_hw(s: &State) -> bool {
+pub fn logs_agree_below_hw<S: Shape>(s: &State<S>) -> bool {
     s.ids().all(|a| {
         s.ids().filter(|&b| b > a).all(|b| {
             let (ra, rb) = (s.replica(a), s.replica(b));
@@ -195,7 +214,7 @@ pub fn logs_agree_below_hw(s: &State) -> bool {
 
 /// Why `s` breaks the always-property `name`, in words naming the records
 /// and replicas involved (None when it does not break it).
-pub fn explain(name: &str, s: &State) -> Option<String> {
+pub fn explain<S: Shape>(name: &str, s: &State<S>) -> Option<String> {
     match name {
         COMMITTED_RECORDS_SURVIVE => missing_record(s, |h| h.visible, "committed"),
         ACKNOWLEDGED_RECORDS_SURVIVE => missing_record(s, |h| h.acked, "acknowledged"),
@@ -225,15 +244,15 @@ pub fn explain(name: &str, s: &State) -> Option<String> {
             s.ids().filter(|&b| b > a).find_map(|b| {
                 let (ra, rb) = (s.replica(a), s.replica(b));
                 let below = ra.hw.min(rb.hw);
-                let at = first_difference(&ra.log, &rb.log, below)?;
+                let at = first_difference::<S>(&ra.log, &rb.log, below)?;
                 Some(format!(
                     "{} and {} disagree at offset {at}, below both HWs ({} and {}): {}; {}",
                     replica_name(a),
                     replica_name(b),
                     ra.hw,
                     rb.hw,
-                    holds_at(a, &ra.log, at),
-                    holds_at(b, &rb.log, at)
+                    holds_at::<S>(a, &ra.log, at),
+                    holds_at::<S>(b, &rb.log, at)
                 ))
             })
         }),
@@ -243,25 +262,25 @@ pub fn explain(name: &str, s: &State) -> Option<String> {
 
 /// A record that a presumed leader of its epoch or later lacks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Missing {
-    pub record: RecordId,
-    pub offset: Offset,
+pub struct Missing<S: Shape = crate::state::Compact> {
+    pub record: S::RecordId,
+    pub offset: S::Offset,
     /// The presumed leader that lacks it.
     pub leader: ReplicaId,
     /// The epoch in which it was acknowledged (or committed).
-    pub since: Epoch,
+    pub since: S::Epoch,
 }
 
 /// Every record `epoch_of` marks (acknowledged: `|h| h.acked`; committed:
 /// `|h| h.visible`) that a presumed leader of that epoch or later lacks.
-pub fn missing_records(
-    s: &State,
-    epoch_of: fn(&RecordHistory) -> Option<Epoch>,
-) -> impl Iterator<Item = Missing> + '_ {
+pub fn missing_records<S: Shape>(
+    s: &State<S>,
+    epoch_of: fn(&RecordHistory<S>) -> Option<S::Epoch>,
+) -> impl Iterator<Item = Missing<S>> + '_ {
     s.produced_records()
         .iter()
         .enumerate()
-        .filter_map(move |(id, h)| Some((id as RecordId, h.offset, epoch_of(h)?)))
+        .filter_map(move |(id, h)| Some((S::RecordId::at(id), h.offset, epoch_of(h)?)))
         .flat_map(move |(record, offset, since)| {
             s.presumed_leaders().filter_map(move |l| {
                 let r = s.replica(l);
@@ -277,25 +296,25 @@ pub fn missing_records(
 }
 
 /// A record `epoch_of` marks, missing on a later presumed leader.
-fn missing_record(
-    s: &State,
-    epoch_of: fn(&RecordHistory) -> Option<Epoch>,
+fn missing_record<S: Shape>(
+    s: &State<S>,
+    epoch_of: fn(&RecordHistory<S>) -> Option<S::Epoch>,
     what: &str,
 ) -> Option<String> {
     let m = missing_records(s, epoch_of).next()?;
     let r = s.replica(m.leader);
     Some(format!(
         "{what} record {}@{} ({what} in epoch {}) is missing on {}, leader of epoch {}: {}",
-        record_name(m.record),
+        RecordName(m.record),
         m.offset,
         m.since,
         replica_name(m.leader),
         r.epoch.map_or("-".to_string(), |e| e.to_string()),
-        holds_at(m.leader, &r.log, m.offset)
+        holds_at::<S>(m.leader, &r.log, m.offset)
     ))
 }
 
-fn strong_isr_breach(s: &State) -> Option<String> {
+fn strong_isr_breach<S: Shape>(s: &State<S>) -> Option<String> {
     s.presumed_leaders().find_map(|l| {
         let leader = s.replica(l);
         s.controller
@@ -303,26 +322,28 @@ fn strong_isr_breach(s: &State) -> Option<String> {
             .iter()
             .filter(|&r| !s.replica(r).unclean_down)
             .find_map(|r| {
-                let at = first_difference(&leader.log, &s.replica(r).log, leader.hw)?;
+                let at = first_difference::<S>(&leader.log, &s.replica(r).log, leader.hw)?;
                 Some(format!(
                     "below leader {}'s HW {}, ISR member {} differs at offset {at}: {}; {}",
                     replica_name(l),
                     leader.hw,
                     replica_name(r),
-                    holds_at(l, &leader.log, at),
-                    holds_at(r, &s.replica(r).log, at)
+                    holds_at::<S>(l, &leader.log, at),
+                    holds_at::<S>(r, &s.replica(r).log, at)
                 ))
             })
     })
 }
 
 /// The first offset below `below` where the logs differ (or one ends).
-fn first_difference(a: &Log, b: &Log, below: Offset) -> Option<Offset> {
-    (0..below).find(|&o| a.get(o) != b.get(o) || a.get(o).is_none())
+fn first_difference<S: Shape>(a: &S::Log, b: &S::Log, below: S::Offset) -> Option<S::Offset> {
+    (0..below.idx())
+        .map(S::Offset::at)
+        .find(|&o| a.get(o) != b.get(o) || a.get(o).is_none())
 }
 
 /// What replica `r` holds at `offset`, in words.
-fn holds_at(r: crate::state::ReplicaId, log: &Log, offset: Offset) -> String {
+fn holds_at<S: Shape>(r: ReplicaId, log: &S::Log, offset: S::Offset) -> String {
     match log.get(offset) {
         Some(e) => format!("{} has {e:?} there", replica_name(r)),
         None => format!("{}'s log ends at {}", replica_name(r), log.leo()),

@@ -1,10 +1,15 @@
 //! The state of one partition: replicas, the controller's quorum state, the
 //! LeaderAndIsr requests it sent, and the history that properties speak about.
 //!
-//! Everything is fixed-size (no heap) so that states clone and hash cheaply:
-//! the checker visits tens of millions of them.
+//! Every type is generic over a [`Shape`]: the checker's [`Compact`] one is
+//! fixed-size (no heap) so that states clone and hash cheaply (it visits
+//! tens of millions of them); trace validation's [`Unbounded`] one holds a
+//! real run at its own size. The names without a shape (`State`, `Replica`,
+//! `Offset`, ...) are the compact ones.
 
 use serde::Serialize;
+
+pub use crate::shape::{Compact, IdSet, LogStore, Num, Shape, Table, Unbounded};
 
 /// Largest replica count a model may have.
 pub const MAX_REPLICAS: usize = 5;
@@ -93,28 +98,66 @@ pub fn record_name(id: RecordId) -> char {
     (b'a' + id) as char
 }
 
-/// One log entry: which record, written by the leader of which epoch.
-#[derive(Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
-pub struct Entry {
-    pub id: RecordId,
-    pub epoch: Epoch,
-}
+/// A record's name in any shape: its letter while there are letters, else
+/// `#` and its id.
+pub struct RecordName<Id>(pub Id);
 
-impl std::fmt::Debug for Entry {
+impl<Id: Num> std::fmt::Display for RecordName<Id> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}{}", record_name(self.id), self.epoch)
+        match self.0.idx() {
+            i if i < 26 => write!(f, "{}", (b'a' + i as u8) as char),
+            i => write!(f, "#{i}"),
+        }
     }
 }
 
-/// A replica's log. Each record id is appended once, at one offset, so a log
-/// never holds more entries than there are records.
+/// One log entry: which record, written by the leader of which epoch.
+#[derive(Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub struct Entry<S: Shape = Compact> {
+    pub id: S::RecordId,
+    pub epoch: S::Epoch,
+}
+
+impl<S: Shape> std::fmt::Debug for Entry<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}{}", RecordName(self.id), self.epoch)
+    }
+}
+
+/// The compact shape's log.
+pub type Log = CompactLog;
+
+/// A replica's log in the compact shape. Each record id is appended once,
+/// at one offset, so a log never holds more entries than there are records.
 #[derive(Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Log {
+pub struct CompactLog {
     len: u8,
     entries: [Entry; MAX_RECORDS],
 }
 
-impl Log {
+impl LogStore<Compact> for CompactLog {
+    fn entries(&self) -> &[Entry] {
+        CompactLog::entries(self)
+    }
+    fn append(&mut self, entry: Entry) {
+        CompactLog::append(self, entry)
+    }
+    fn truncate(&mut self, offset: Offset) {
+        CompactLog::truncate(self, offset)
+    }
+    fn from_entries(entries: Vec<Entry>) -> Option<Self> {
+        let mut log = CompactLog::default();
+        if entries.len() > MAX_RECORDS {
+            return None;
+        }
+        for e in entries {
+            log.append(e);
+        }
+        Some(log)
+    }
+}
+
+impl CompactLog {
     /// The log end offset.
     pub fn leo(&self) -> Offset {
         self.len
@@ -144,7 +187,7 @@ impl Log {
         }
     }
     /// Whether both logs hold the same entries below `offset`.
-    pub fn agrees_below(&self, other: &Log, offset: Offset) -> bool {
+    pub fn agrees_below(&self, other: &CompactLog, offset: Offset) -> bool {
         let n = offset as usize;
         self.entries().len() >= n
             && other.entries().len() >= n
@@ -152,7 +195,7 @@ impl Log {
     }
 }
 
-impl std::fmt::Debug for Log {
+impl std::fmt::Debug for CompactLog {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_list().entries(self.entries()).finish()
     }
@@ -170,38 +213,40 @@ pub enum LeaderView {
 }
 
 /// One replica (broker) of the partition.
-#[derive(Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
-pub struct Replica {
+#[derive(Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
+pub struct Replica<S: Shape = Compact> {
     pub alive: bool,
-    pub log: Log,
-    pub hw: Offset,
+    pub log: S::Log,
+    pub hw: S::Offset,
     /// Everything below it has been flushed (fsynced).
-    pub recovery_point: Offset,
+    pub recovery_point: S::Offset,
     /// The HW last written to `replication-offset-checkpoint`: Kafka writes
     /// it every `replica.high.watermark.checkpoint.interval.ms` and on a
     /// clean shutdown, so a replica that crashes uncleanly comes back with
     /// this HW (within its recovered log), older or newer than the one it had.
-    pub hw_checkpoint: Offset,
+    pub hw_checkpoint: S::Offset,
     /// The latest leader epoch this replica has accepted.
-    pub epoch: Option<Epoch>,
+    pub epoch: Option<S::Epoch>,
     pub leader: LeaderView,
     /// The ISR as this replica knows it; kept only while it leads.
     pub isr: ReplicaSet,
     /// As leader: each follower's LEO, learnt from its last fetch offset in
     /// this leadership (None until it fetches).
-    pub follower_leo: [Option<Offset>; MAX_REPLICAS],
+    pub follower_leo: [Option<S::Offset>; MAX_REPLICAS],
     /// As leader: followers whose last fetch came from an incarnation that has
     /// since crashed. Their LEO still counts for the HW (the leader cannot
     /// know), but KIP-903 keeps them out of the ISR until they fetch again.
     pub stale_fetch: ReplicaSet,
     /// As leader: acks=all produce requests waiting for the HW (record ids).
-    pub pending_acks: u8,
+    pub pending_acks: S::Pending,
     /// Down after an unclean crash, until it restarts.
     pub unclean_down: bool,
 }
 
-impl Replica {
-    pub fn leo(&self) -> Offset {
+impl Copy for Replica<Compact> {}
+
+impl<S: Shape> Replica<S> {
+    pub fn leo(&self) -> S::Offset {
         self.log.leo()
     }
     /// Alive and believing itself the leader: it accepts writes.
@@ -209,7 +254,7 @@ impl Replica {
         self.alive && self.leader == LeaderView::Replica(me)
     }
     /// Cuts the log back to `offset`, keeping HW and recovery point within it.
-    pub fn truncate_to(&mut self, offset: Offset) {
+    pub fn truncate_to(&mut self, offset: S::Offset) {
         self.log.truncate(offset);
         self.hw = self.hw.min(self.leo());
         self.recovery_point = self.recovery_point.min(self.leo());
@@ -218,12 +263,12 @@ impl Replica {
     /// `leaderEpochStartOffsetOpt`): its first record of that epoch (one
     /// leader per epoch, so no one else wrote it), or its LEO if it has none
     /// (a leader's log only grows while it leads).
-    pub fn leader_epoch_start(&self, epoch: Epoch) -> Offset {
+    pub fn leader_epoch_start(&self, epoch: S::Epoch) -> S::Offset {
         self.log
             .entries()
             .iter()
             .position(|e| e.epoch == epoch)
-            .map_or(self.leo(), |p| p as Offset)
+            .map_or(self.leo(), S::Offset::at)
     }
     /// Forgets everything that belongs to a leadership (follower LEOs, the
     /// cached ISR, waiting producers).
@@ -231,16 +276,16 @@ impl Replica {
         self.isr = ReplicaSet::EMPTY;
         self.follower_leo = [None; MAX_REPLICAS];
         self.stale_fetch = ReplicaSet::EMPTY;
-        self.pending_acks = 0;
+        self.pending_acks = S::Pending::default();
     }
 }
 
 /// The controller's quorum state for the partition (ZooKeeper or KRaft).
 #[derive(Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
-pub struct Controller {
+pub struct Controller<S: Shape = Compact> {
     pub leader: Option<ReplicaId>,
     /// The current leader epoch; None before the first election.
-    pub epoch: Option<Epoch>,
+    pub epoch: Option<S::Epoch>,
     pub isr: ReplicaSet,
     /// KIP-966 eligible leader replicas.
     pub elr: ReplicaSet,
@@ -259,10 +304,10 @@ pub struct Controller {
     pub fenced: ReplicaSet,
 }
 
-impl Controller {
+impl<S: Shape> Controller<S> {
     /// The epoch the next LeaderAndIsr will carry.
-    pub fn next_epoch(&self) -> Epoch {
-        self.epoch.map_or(0, |e| e + 1)
+    pub fn next_epoch(&self) -> S::Epoch {
+        self.epoch.map_or(S::Epoch::ZERO, |e| e + S::Epoch::ONE)
     }
 }
 
@@ -276,43 +321,46 @@ pub struct Request {
 
 /// What happened to one record, for the properties.
 #[derive(Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
-pub struct RecordHistory {
+pub struct RecordHistory<S: Shape = Compact> {
     /// Where the leader appended it.
-    pub offset: Offset,
+    pub offset: S::Offset,
     /// The lowest leader epoch at which the producer was told it is written.
-    pub acked: Option<Epoch>,
+    pub acked: Option<S::Epoch>,
     /// The lowest leader epoch at which it was below a presumed leader's HW,
     /// i.e. visible to consumers (committed).
-    pub visible: Option<Epoch>,
+    pub visible: Option<S::Epoch>,
 }
 
 /// The whole model state.
-#[derive(Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord)]
-pub struct State {
+#[derive(Clone, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub struct State<S: Shape = Compact> {
     /// Replica count (constant; kept here because symmetry reduction is a
     /// plain function of the state).
     pub n: u8,
-    pub replicas: [Replica; MAX_REPLICAS],
-    pub controller: Controller,
+    pub replicas: [Replica<S>; MAX_REPLICAS],
+    pub controller: Controller<S>,
     /// LeaderAndIsr requests ever sent, by epoch. Never removed: a replica
     /// may observe any of them late, twice, or out of order.
-    pub requests: [Option<Request>; EPOCH_SLOTS],
-    /// How many records the producer has sent.
-    pub produced: u8,
-    pub records: [RecordHistory; MAX_RECORDS],
-    pub clean_crashes: u8,
-    pub unclean_crashes: u8,
-    pub leader_moves: u8,
+    pub requests: S::Requests,
+    /// How many records the producer has sent: the next record's id.
+    pub produced: S::RecordId,
+    /// By record id.
+    pub records: S::Records,
+    pub clean_crashes: S::Count,
+    pub unclean_crashes: S::Count,
+    pub leader_moves: S::Count,
 }
 
-impl State {
+impl Copy for State<Compact> {}
+
+impl<S: Shape> State<S> {
     pub fn ids(&self) -> std::ops::Range<ReplicaId> {
         0..self.n
     }
-    pub fn replica(&self, r: ReplicaId) -> &Replica {
+    pub fn replica(&self, r: ReplicaId) -> &Replica<S> {
         &self.replicas[r as usize]
     }
-    pub fn replica_mut(&mut self, r: ReplicaId) -> &mut Replica {
+    pub fn replica_mut(&mut self, r: ReplicaId) -> &mut Replica<S> {
         &mut self.replicas[r as usize]
     }
     /// Replicas that are alive and believe they lead.
@@ -320,16 +368,36 @@ impl State {
         self.ids()
             .filter(|&r| self.replica(r).presumes_leadership(r))
     }
-    pub fn request(&self, epoch: Epoch) -> Option<Request> {
-        self.requests.get(epoch as usize).copied().flatten()
+    pub fn request(&self, epoch: S::Epoch) -> Option<Request> {
+        self.requests.as_slice().get(epoch.idx()).copied().flatten()
+    }
+    pub fn set_request(&mut self, epoch: S::Epoch, request: Request) {
+        *self.requests.slot(epoch.idx()) = Some(request);
+    }
+    /// Epochs that have had a request, in order (requests are sent only
+    /// in the controller's epoch, and epochs only grow).
+    pub fn request_epochs(&self) -> impl Iterator<Item = S::Epoch> {
+        let upto = self.controller.epoch.map_or(0, |e| e.idx() + 1);
+        (0..upto.min(self.requests.as_slice().len())).map(S::Epoch::at)
+    }
+    /// Every record's history, by id (in the compact shape, the slots of
+    /// records not yet produced too, at their default).
+    pub fn record_histories(&self) -> &[RecordHistory<S>] {
+        self.records.as_slice()
+    }
+    pub fn record_mut(&mut self, id: S::RecordId) -> &mut RecordHistory<S> {
+        self.records.slot(id.idx())
     }
     /// The histories of the records produced so far: the first `produced`,
-    /// or all [`MAX_RECORDS`] the state keeps if the count is past them (no
-    /// model step gets there; a state read or made by hand may).
-    pub fn produced_records(&self) -> &[RecordHistory] {
-        &self.records[..(self.produced as usize).min(MAX_RECORDS)]
+    /// or all the state keeps if the count is past them (no model step gets
+    /// there; a state read or made by hand may).
+    pub fn produced_records(&self) -> &[RecordHistory<S>] {
+        let all = self.records.as_slice();
+        &all[..self.produced.idx().min(all.len())]
     }
 }
+
+impl State {}
 
 // Hashing writes every field as one byte into a buffer and hashes that once:
 // the checker hashes every state it meets, and field-by-field hashing was a
@@ -400,10 +468,24 @@ impl State {
     }
 }
 
-impl std::hash::Hash for State {
+impl std::hash::Hash for State<Compact> {
     fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
         let mut buf = [0u8; ENCODED_MAX];
         let n = self.encode(&mut buf);
         h.write(&buf[..n]);
+    }
+}
+
+impl std::hash::Hash for State<Unbounded> {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        self.n.hash(h);
+        self.replicas.hash(h);
+        self.controller.hash(h);
+        self.requests.hash(h);
+        self.produced.hash(h);
+        self.records.hash(h);
+        self.clean_crashes.hash(h);
+        self.unclean_crashes.hash(h);
+        self.leader_moves.hash(h);
     }
 }

@@ -12,12 +12,16 @@
 
 use crate::config::Truncation;
 use crate::rules::Rule;
-use crate::state::{Epoch, Log, Offset, Replica};
+use crate::state::{Compact, LogStore, Num, Replica, Shape};
 
 /// The offset `follower` truncates to on becoming a follower of `leader`
 /// (None under `hw`, which never consults the leader). Under `on-fetch` it
 /// keeps its log: the fetches find the divergence.
-pub fn truncation_offset(mode: Truncation, follower: &Replica, leader: Option<&Replica>) -> Offset {
+pub fn truncation_offset<S: Shape>(
+    mode: Truncation,
+    follower: &Replica<S>,
+    leader: Option<&Replica<S>>,
+) -> S::Offset {
     let offset = match (mode, leader) {
         (Truncation::OnFetch, _) => follower.leo(),
         (Truncation::Hw, _) | (_, None) => follower.hw,
@@ -29,16 +33,16 @@ pub fn truncation_offset(mode: Truncation, follower: &Replica, leader: Option<&R
 /// What the leader finds when it checks a fetch's last fetched epoch
 /// against its log (Kafka's `Partition.readRecords`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum FetchCheck {
+pub enum FetchCheck<S: Shape = Compact> {
     /// The follower's log agrees up to its fetch offset (or it has no epoch
     /// to send): records are read from the fetch offset.
     Agrees,
     /// The leader answers with a diverging epoch, (epoch, end offset) from
     /// its cache, and no records: the follower truncates to `truncate_to`.
     Diverging {
-        epoch: Epoch,
-        end_offset: Offset,
-        truncate_to: Offset,
+        epoch: S::Epoch,
+        end_offset: S::Offset,
+        truncate_to: S::Offset,
     },
     /// The leader knows no end for that epoch: OffsetOutOfRange (only a
     /// stale leader, unfenced, can be asked).
@@ -55,17 +59,17 @@ pub enum FetchCheck {
 /// OffsetsForLeaderEpoch answer (`AbstractFetcherThread.truncateOnFetchResponse`,
 /// `getOffsetTruncationState`) and fetches again, with its new latest epoch:
 /// the iteration of KIP-279, one fetch per round.
-pub fn fetch_divergence(follower: &Replica, leader: &Replica) -> FetchCheck {
+pub fn fetch_divergence<S: Shape>(follower: &Replica<S>, leader: &Replica<S>) -> FetchCheck<S> {
     fetch_divergence_with(None, follower, leader)
 }
 
 /// [`fetch_divergence`] with one of its rules knocked out (`rules.rs`):
 /// [`Rule::LeaderCachesOwnEpoch`] or [`Rule::DivergenceTruncatesToOwnEnd`].
-pub fn fetch_divergence_with(
+pub fn fetch_divergence_with<S: Shape>(
     knock_out: Option<Rule>,
-    follower: &Replica,
-    leader: &Replica,
-) -> FetchCheck {
+    follower: &Replica<S>,
+    leader: &Replica<S>,
+) -> FetchCheck<S> {
     let leo = follower.leo();
     let Some(last_fetched) = follower.log.last().map(|e| e.epoch) else {
         return FetchCheck::Agrees;
@@ -79,7 +83,7 @@ pub fn fetch_divergence_with(
     if epoch == last_fetched && end_offset >= leo {
         return FetchCheck::Agrees;
     }
-    let own = cache_of(&follower.log, leo);
+    let own = cache_of::<S>(&follower.log, leo);
     let truncate_to = match end_offset_for(&own, epoch, leo) {
         _ if knock_out == Some(Rule::DivergenceTruncatesToOwnEnd) => end_offset,
         // Not tracking epochs that old: the leader's offset decides.
@@ -96,12 +100,12 @@ pub fn fetch_divergence_with(
 }
 
 /// A leader epoch cache: (epoch, start offset), both strictly rising.
-pub type EpochCache = Vec<(Epoch, Offset)>;
+pub type EpochCache<S = Compact> = Vec<(<S as Shape>::Epoch, <S as Shape>::Offset)>;
 
 /// Kafka's `LeaderEpochFileCache.assign`: nothing for the latest epoch at or
 /// after its start; otherwise drop every trailing entry the new one does not
 /// strictly follow, then add it.
-pub fn assign(cache: &mut EpochCache, epoch: Epoch, start: Offset) {
+pub fn assign<E: Ord + Copy, O: Ord + Copy>(cache: &mut Vec<(E, O)>, epoch: E, start: O) {
     if cache.last().is_some_and(|&(e, s)| e == epoch && start >= s) {
         return;
     }
@@ -112,10 +116,10 @@ pub fn assign(cache: &mut EpochCache, epoch: Epoch, start: Offset) {
 }
 
 /// The cache of the first `upto` entries of `log`, as appends build it.
-pub fn cache_of(log: &Log, upto: Offset) -> EpochCache {
-    let mut cache = EpochCache::new();
-    for (offset, e) in log.entries()[..upto as usize].iter().enumerate() {
-        assign(&mut cache, e.epoch, offset as Offset);
+pub fn cache_of<S: Shape>(log: &S::Log, upto: S::Offset) -> EpochCache<S> {
+    let mut cache = Vec::new();
+    for (offset, e) in log.entries()[..upto.idx()].iter().enumerate() {
+        assign(&mut cache, e.epoch, S::Offset::at(offset));
     }
     cache
 }
@@ -123,11 +127,11 @@ pub fn cache_of(log: &Log, upto: Offset) -> EpochCache {
 /// Kafka's `endOffsetFor`: the largest epoch at or below `requested` and
 /// where it ends (the latest ends at `leo`); None (UNDEFINED) when
 /// `requested` is above every epoch but is not the latest.
-pub fn end_offset_for(
-    cache: &EpochCache,
-    requested: Epoch,
-    leo: Offset,
-) -> Option<(Epoch, Offset)> {
+pub fn end_offset_for<E: Ord + Copy, O: Ord + Copy>(
+    cache: &[(E, O)],
+    requested: E,
+    leo: O,
+) -> Option<(E, O)> {
     if cache.last().is_some_and(|&(e, _)| e == requested) {
         return Some((requested, leo));
     }
@@ -143,13 +147,13 @@ pub fn end_offset_for(
 /// leader answers from its records' epochs; from KIP-279 on the leader has
 /// also recorded its own epoch where it began leading (`own_epoch` false:
 /// that rule knocked out).
-fn leader_answer(
+fn leader_answer<S: Shape>(
     mode: Truncation,
-    leader: &Replica,
-    requested: Epoch,
+    leader: &Replica<S>,
+    requested: S::Epoch,
     own_epoch: bool,
-) -> Option<(Epoch, Offset)> {
-    let mut cache = cache_of(&leader.log, leader.leo());
+) -> Option<(S::Epoch, S::Offset)> {
+    let mut cache = cache_of::<S>(&leader.log, leader.leo());
     if mode != Truncation::Epoch && own_epoch {
         if let Some(epoch) = leader.epoch {
             assign(&mut cache, epoch, leader.leader_epoch_start(epoch));
@@ -162,10 +166,10 @@ fn leader_answer(
 /// its latest epoch; KIP-101 truncates to the answer at once; KIP-279 cuts
 /// back and asks again while the answer names an epoch it lacks. With no
 /// answer (UNDEFINED) it falls back to its HW.
-fn exchange(mode: Truncation, follower: &Replica, leader: &Replica) -> Offset {
+fn exchange<S: Shape>(mode: Truncation, follower: &Replica<S>, leader: &Replica<S>) -> S::Offset {
     let mut leo = follower.leo();
     loop {
-        let own = cache_of(&follower.log, leo);
+        let own = cache_of::<S>(&follower.log, leo);
         let Some(&(latest, _)) = own.last() else {
             return leo;
         };
@@ -189,7 +193,7 @@ fn exchange(mode: Truncation, follower: &Replica, leader: &Replica) -> Offset {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::state::Entry;
+    use crate::state::{Entry, Epoch, Log, Offset};
 
     fn log(entries: &[(u8, u8)]) -> Log {
         let mut l = Log::default();
@@ -295,7 +299,7 @@ mod tests {
 
     #[test]
     fn the_cache_keeps_epochs_and_starts_rising() {
-        let mut c = EpochCache::new();
+        let mut c: EpochCache = Vec::new();
         assign(&mut c, 2, 0);
         assign(&mut c, 4, 1);
         assign(&mut c, 4, 2);

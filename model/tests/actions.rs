@@ -1685,6 +1685,11 @@ fn breaking_state(name: &str) -> Option<State> {
 fn every_always_property_is_tested_here() {
     let names = properties::safety_names();
     assert!(!names.is_empty());
+    assert_eq!(
+        names,
+        properties::ALWAYS,
+        "properties::ALWAYS (what `broken` checks) lists the model's always-properties"
+    );
     for name in names {
         let s = breaking_state(name).unwrap_or_else(|| {
             panic!("\"{name}\" is a new always-property: give it a breaking state here")

@@ -9,10 +9,7 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use highwater::cluster::ClusterSnapshot;
 use highwater_model::actions::{apply, enabled};
-use highwater_model::properties::{
-    explain, logs_agree_below_hw, records_survive, strong_isr, ACKNOWLEDGED_RECORDS_SURVIVE,
-    COMMITTED_RECORDS_SURVIVE, HW_WITHIN_LOG, LEADER_IN_ISR, NO_DIVERGENCE_BELOW_HW, STRONG_ISR,
-};
+use highwater_model::properties::{broken, explain};
 use highwater_model::state::{Replica, MAX_REPLICAS};
 use highwater_model::{Action, Config, PartitionModel, State};
 
@@ -102,34 +99,12 @@ fn fetch_of(step: &Taken) -> Option<u8> {
 
 type StepError = (MisfitKind, String, Option<Box<State>>);
 
-/// The always-properties (model/src/properties.rs) that `s` breaks.
+/// The always-properties (model/src/properties.rs) that `s` breaks, each
+/// with the model's explanation.
 pub fn broken_properties(s: &State) -> Vec<String> {
-    let checks: [(&str, bool); 6] = [
-        (COMMITTED_RECORDS_SURVIVE, records_survive(s, |h| h.visible)),
-        (
-            ACKNOWLEDGED_RECORDS_SURVIVE,
-            records_survive(s, |h| h.acked),
-        ),
-        (STRONG_ISR, strong_isr(s)),
-        (
-            LEADER_IN_ISR,
-            s.controller
-                .leader
-                .is_none_or(|l| s.controller.isr.contains(l)),
-        ),
-        (
-            HW_WITHIN_LOG,
-            s.ids().all(|r| s.replica(r).hw <= s.replica(r).leo()),
-        ),
-        (NO_DIVERGENCE_BELOW_HW, logs_agree_below_hw(s)),
-    ];
-    checks
-        .iter()
-        .filter(|(_, ok)| !ok)
-        .map(|(name, _)| {
-            let why = explain(name, s).unwrap_or_default();
-            format!("{name}: {why}")
-        })
+    broken(s)
+        .into_iter()
+        .map(|name| format!("{name}: {}", explain(name, s).unwrap_or_default()))
         .collect()
 }
 

@@ -1,0 +1,289 @@
+//! How a state is held, apart from what it means. The model's rules
+//! (`actions`, `controller`, `truncation`, `properties`) are written once,
+//! generic over a [`Shape`], and run at any size:
+//!
+//! - [`Compact`] is the checker's: bytes for offsets, epochs and record ids,
+//!   fixed arrays for logs, records and requests, so that a state is `Copy`,
+//!   hashes in one pass, and tens of millions of them fit in memory. The
+//!   checker's bounds (records, epochs, crashes, leader moves) apply.
+//! - [`Unbounded`] is trace validation's: 32-bit numbers and growable
+//!   tables, so a real run is followed at its own size (any number of
+//!   records, epochs and faults). No bound applies: the bounds belong to the
+//!   checker's configuration, not to the rules.
+//!
+//! Both hold the same fields; `model/tests/shapes.rs` runs the rules in both
+//! side by side and asks that they agree wherever the compact one can follow.
+
+use std::collections::BTreeSet;
+use std::fmt::{Debug, Display};
+use std::hash::Hash;
+use std::ops::{Add, AddAssign, Sub};
+
+use crate::state::{CompactLog, Entry, RecordHistory, Request, EPOCH_SLOTS, MAX_RECORDS};
+
+/// An offset, epoch, record id or count.
+pub trait Num:
+    Copy
+    + Default
+    + Debug
+    + Display
+    + Eq
+    + Ord
+    + Hash
+    + Send
+    + Sync
+    + 'static
+    + From<u8>
+    + Add<Output = Self>
+    + Sub<Output = Self>
+    + AddAssign
+{
+    const ZERO: Self;
+    const ONE: Self;
+    /// As an index into a log or table.
+    fn idx(self) -> usize;
+    /// From an index (a position in a log). The compact shape never holds
+    /// more than its bounds, so the index fits.
+    fn at(index: usize) -> Self;
+    /// From an index, if it fits.
+    fn try_at(index: usize) -> Option<Self>;
+    fn saturating_succ(self) -> Self;
+}
+
+macro_rules! num {
+    ($t:ty) => {
+        impl Num for $t {
+            const ZERO: Self = 0;
+            const ONE: Self = 1;
+            fn idx(self) -> usize {
+                self as usize
+            }
+            fn at(index: usize) -> Self {
+                index as $t
+            }
+            fn try_at(index: usize) -> Option<Self> {
+                <$t>::try_from(index).ok()
+            }
+            fn saturating_succ(self) -> Self {
+                self.saturating_add(1)
+            }
+        }
+    };
+}
+num!(u8);
+num!(u32);
+
+/// A replica's log: entries by offset, from offset 0.
+pub trait LogStore<S: Shape>:
+    Clone + Default + Debug + Eq + Ord + Hash + Send + Sync + 'static
+{
+    fn entries(&self) -> &[Entry<S>];
+    fn append(&mut self, entry: Entry<S>);
+    /// Cuts the log back to `offset` (nothing when it is already shorter).
+    fn truncate(&mut self, offset: S::Offset);
+    /// A log of these entries, if the shape can hold them.
+    fn from_entries(entries: Vec<Entry<S>>) -> Option<Self>;
+
+    /// The log end offset.
+    fn leo(&self) -> S::Offset {
+        S::Offset::at(self.entries().len())
+    }
+    fn get(&self, offset: S::Offset) -> Option<Entry<S>> {
+        self.entries().get(offset.idx()).copied()
+    }
+    fn last(&self) -> Option<Entry<S>> {
+        self.entries().last().copied()
+    }
+    /// Whether both logs hold the same entries below `offset`.
+    fn agrees_below(&self, other: &Self, offset: S::Offset) -> bool {
+        let n = offset.idx();
+        let (a, b) = (self.entries(), other.entries());
+        a.len() >= n && b.len() >= n && a[..n] == b[..n]
+    }
+}
+
+/// Values by index (records by id, requests by epoch); a slot past the end
+/// reads as the default.
+pub trait Table<T>: Clone + Default + Debug + Eq + Ord + Hash + Send + Sync + 'static {
+    fn as_slice(&self) -> &[T];
+    /// The slot at `index`, made if the table can grow (the compact one
+    /// cannot: its bounds keep every index within it).
+    fn slot(&mut self, index: usize) -> &mut T;
+    /// A table of these values, if the shape can hold them.
+    fn from_vec(items: Vec<T>) -> Option<Self>;
+}
+
+impl<T, const N: usize> Table<T> for [T; N]
+where
+    T: Clone + Debug + Eq + Ord + Hash + Send + Sync + 'static,
+    [T; N]: Default,
+{
+    fn as_slice(&self) -> &[T] {
+        self
+    }
+    fn slot(&mut self, index: usize) -> &mut T {
+        &mut self[index]
+    }
+    fn from_vec(items: Vec<T>) -> Option<Self> {
+        let mut table = Self::default();
+        if items.len() > N {
+            return None;
+        }
+        for (slot, item) in table.iter_mut().zip(items) {
+            *slot = item;
+        }
+        Some(table)
+    }
+}
+
+impl<T> Table<T> for Vec<T>
+where
+    T: Clone + Default + Debug + Eq + Ord + Hash + Send + Sync + 'static,
+{
+    fn as_slice(&self) -> &[T] {
+        self
+    }
+    fn slot(&mut self, index: usize) -> &mut T {
+        if index >= self.len() {
+            self.resize_with(index + 1, T::default);
+        }
+        &mut self[index]
+    }
+    fn from_vec(items: Vec<T>) -> Option<Self> {
+        Some(items)
+    }
+}
+
+/// A set of record ids (the acks=all produce requests a leader holds).
+pub trait IdSet<Id>: Clone + Default + Debug + Eq + Ord + Hash + Send + Sync + 'static {
+    fn insert(&mut self, id: Id);
+    fn remove(&mut self, id: Id);
+    fn contains(&self, id: Id) -> bool;
+    fn is_empty(&self) -> bool;
+    /// The ids, in order.
+    fn ids(&self) -> Vec<Id>;
+}
+
+/// Record ids below 8 as a bit mask: the compact shape holds at most
+/// [`MAX_RECORDS`] records.
+impl IdSet<u8> for u8 {
+    fn insert(&mut self, id: u8) {
+        *self |= 1 << id;
+    }
+    fn remove(&mut self, id: u8) {
+        *self &= !(1 << id);
+    }
+    fn contains(&self, id: u8) -> bool {
+        *self & (1 << id) != 0
+    }
+    fn is_empty(&self) -> bool {
+        *self == 0
+    }
+    fn ids(&self) -> Vec<u8> {
+        (0..8).filter(|&id| IdSet::contains(self, id)).collect()
+    }
+}
+
+impl IdSet<u32> for BTreeSet<u32> {
+    fn insert(&mut self, id: u32) {
+        BTreeSet::insert(self, id);
+    }
+    fn remove(&mut self, id: u32) {
+        BTreeSet::remove(self, &id);
+    }
+    fn contains(&self, id: u32) -> bool {
+        BTreeSet::contains(self, &id)
+    }
+    fn is_empty(&self) -> bool {
+        BTreeSet::is_empty(self)
+    }
+    fn ids(&self) -> Vec<u32> {
+        self.iter().copied().collect()
+    }
+}
+
+/// How a state is held. See the module's documentation.
+pub trait Shape: Copy + Default + Debug + Eq + Ord + Hash + Send + Sync + 'static + Sized {
+    type Offset: Num;
+    type Epoch: Num;
+    type RecordId: Num;
+    /// Crashes and leader moves so far.
+    type Count: Num;
+    type Log: LogStore<Self>;
+    type Records: Table<RecordHistory<Self>>;
+    /// LeaderAndIsr requests by epoch.
+    type Requests: Table<Option<Request>>;
+    type Pending: IdSet<Self::RecordId>;
+    /// Whether the checker's budgets (records, epochs, crashes, leader
+    /// moves) bound what may happen.
+    const BOUNDED: bool;
+}
+
+/// The checker's shape. See the module's documentation.
+#[derive(Clone, Copy, Default, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Compact;
+
+impl Shape for Compact {
+    type Offset = u8;
+    type Epoch = u8;
+    type RecordId = u8;
+    type Count = u8;
+    type Log = CompactLog;
+    type Records = [RecordHistory<Compact>; MAX_RECORDS];
+    type Requests = [Option<Request>; EPOCH_SLOTS];
+    type Pending = u8;
+    const BOUNDED: bool = true;
+}
+
+/// Trace validation's shape. See the module's documentation.
+#[derive(Clone, Copy, Default, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Unbounded;
+
+impl Shape for Unbounded {
+    type Offset = u32;
+    type Epoch = u32;
+    type RecordId = u32;
+    type Count = u32;
+    type Log = UnboundedLog;
+    type Records = Vec<RecordHistory<Unbounded>>;
+    type Requests = Vec<Option<Request>>;
+    type Pending = BTreeSet<u32>;
+    const BOUNDED: bool = false;
+}
+
+/// A log of any length.
+#[derive(Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct UnboundedLog(Vec<Entry<Unbounded>>);
+
+impl Debug for UnboundedLog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(&self.0).finish()
+    }
+}
+
+impl LogStore<Unbounded> for UnboundedLog {
+    fn entries(&self) -> &[Entry<Unbounded>] {
+        &self.0
+    }
+    fn append(&mut self, entry: Entry<Unbounded>) {
+        self.0.push(entry);
+    }
+    fn truncate(&mut self, offset: u32) {
+        self.0.truncate(offset as usize);
+    }
+    fn from_entries(entries: Vec<Entry<Unbounded>>) -> Option<Self> {
+        Some(UnboundedLog(entries))
+    }
+}
+
+/// Whether `count` of something is still below the checker's `budget` for
+/// it; always, in a shape without bounds.
+pub fn within<S: Shape, N: Num>(count: N, budget: u8) -> bool {
+    !S::BOUNDED || count < N::from(budget)
+}
+
+/// Whether leader epoch `epoch` is within the checker's `max_epoch`;
+/// always, in a shape without bounds.
+pub fn epoch_within<S: Shape>(epoch: S::Epoch, max_epoch: u8) -> bool {
+    !S::BOUNDED || epoch <= S::Epoch::from(max_epoch)
+}
