@@ -306,6 +306,43 @@ fn the_soak_binary_strands_at_each_rule_sets_loss() {
     );
 }
 
+/// A partition that never heals fails the soak whatever the rule set, with
+/// the followers that made no progress named and the trace kept: a
+/// follower that ignores its leader's diverging epoch (a test-only switch)
+/// never truncates, and its log never joins the leader's again. The strand
+/// makes the divergence at once: under acks=1 the old leader comes back
+/// from its clean crash with a record the new leader lacks.
+#[test]
+fn a_soak_whose_partition_does_not_heal_fails_and_keeps_the_trace() {
+    let keep = tempfile::tempdir().unwrap();
+    let (code, out, err) = soak_binary(&[
+        "--strand",
+        "--seeds",
+        "1",
+        "--seconds",
+        "0.3",
+        "--rules",
+        "acks1",
+        "--inject-fault",
+        "diverging-epoch-ignored",
+        "--keep-traces",
+        keep.path().to_str().unwrap(),
+    ]);
+    assert_eq!(code, 1, "{out}\n{err}");
+    assert!(
+        out.contains("healed after the last fault:  0 of 1"),
+        "{out}"
+    );
+    let line = out
+        .lines()
+        .find(|l| l.contains("not healed: seed 0: followers with no progress"))
+        .unwrap_or_else(|| panic!("the unhealed run is named:\n{out}"));
+    assert!(!line.contains("progress in the settle phase: []"), "{line}");
+    let kept = keep.path().join("acks1-seed-0.jsonl");
+    assert!(line.contains(kept.to_str().unwrap()), "{line}");
+    assert!(kept.metadata().unwrap().len() > 0, "the trace is kept");
+}
+
 /// A trace that does not fit fails the soak whatever the rule set: the
 /// misfit printed, the trace kept and where said (a concurrency bug
 /// injected by a test-only switch; 4 records, each sent however slow the

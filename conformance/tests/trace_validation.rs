@@ -12,7 +12,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use highwater::cluster::concurrent::{
-    pace_for_validation, read_trace_file, soak_config, ConcurrentConfig, InjectedFault, RuleSet,
+    pace_for_validation, read_trace_file, soak_config, Bursts, ConcurrentConfig, InjectedFault,
+    RuleSet,
 };
 use highwater::cluster::Event;
 use highwater::replication::HwCheckpointPolicy;
@@ -384,6 +385,15 @@ fn long_config() -> ConcurrentConfig {
     // too; a periodic one (even every 5 ms) lags the producer's first five
     // records, and the window could not move before the fifth.
     c.replication.hw_checkpoint = HwCheckpointPolicy::EveryChange;
+    // And below every recovery point: flushing every 5 ms lagged the
+    // producer on a busy machine (1 run in 6 beside another build, "nothing
+    // is settled (limited by replica 0's recovery point)"). Bursts of 4 wait
+    // until every replica up has flushed and checkpointed the last (at most
+    // 20 pauses), as a paced soak does.
+    c.bursts = Some(Bursts {
+        records: 4,
+        pause: Duration::from_millis(50),
+    });
     c.settle_timeout = Duration::from_secs(60);
     c
 }

@@ -11,9 +11,12 @@
 //! did not fit, and how many broke an always-property where they fit (the
 //! model breaks it too under a historical rule set). Exits non-zero on a
 //! trace that does not fit (under any rule set: the model runs with the
-//! same rules; the misfit is printed and the trace kept) and on any loss
-//! or broken property under today's rules (a historical rule set is
-//! expected to lose).
+//! same rules; the misfit is printed and the trace kept), on a partition
+//! that has not healed by the end of the settle phase (any rule set: the
+//! historical ones lose data, they do not stall; the followers that made
+//! no progress at all are named and the trace kept), and on any loss or
+//! broken property under today's rules (a historical rule set is expected
+//! to lose).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -83,7 +86,8 @@ struct Cli {
     /// that kept it ran): prints the first event that does not fit.
     #[arg(long, value_name = "FILE")]
     validate_trace: Option<PathBuf>,
-    /// Where the trace of a run that does not fit the model is kept.
+    /// Where the trace of a run that does not fit the model, or whose
+    /// partition did not heal, is kept.
     #[arg(long, default_value_os_t = std::env::temp_dir().join("highwater-soak-misfits"))]
     keep_traces: PathBuf,
 }
@@ -94,6 +98,7 @@ enum Injected {
     HwPublishedEarly,
     StaleEpochFetchResponse,
     IsrChangeAppliedTwice,
+    DivergingEpochIgnored,
 }
 
 impl Injected {
@@ -102,6 +107,7 @@ impl Injected {
             Injected::HwPublishedEarly => InjectedFault::HwPublishedEarly,
             Injected::StaleEpochFetchResponse => InjectedFault::StaleEpochFetchResponse,
             Injected::IsrChangeAppliedTwice => InjectedFault::IsrChangeAppliedTwice,
+            Injected::DivergingEpochIgnored => InjectedFault::DivergingEpochIgnored,
         }
     }
 }
@@ -145,6 +151,9 @@ struct Tally {
     /// Runs stopped by their hang guard before their goals (all records
     /// sent): the seed and the goals.
     unmet: Vec<String>,
+    /// Runs whose partition had not healed by the end of the settle
+    /// phase: the seed, the followers that made no progress, the trace.
+    unhealed: Vec<String>,
 }
 
 fn main() -> ExitCode {
@@ -161,7 +170,10 @@ fn main() -> ExitCode {
                 let lost_today = rules == RuleSet::Today
                     && !cli.overlap_unclean
                     && (t.first_loss.is_some() || !t.broken.is_empty());
-                failed |= lost_today || !t.misfits.is_empty() || !t.unmet.is_empty();
+                failed |= lost_today
+                    || !t.misfits.is_empty()
+                    || !t.unmet.is_empty()
+                    || !t.unhealed.is_empty();
                 tallies.push((rules, t));
             }
             Err(e) => {
@@ -260,6 +272,18 @@ fn soak(cli: &Cli, rules: RuleSet) -> Result<Tally, String> {
         let f = SoakFigures::of(report);
         t.runs += 1;
         t.healed += u64::from(f.healed);
+        if !f.healed {
+            let kept = keep_trace(&cli.keep_traces, rules, seed, dir.path());
+            let stalled: Vec<String> = report
+                .stalled_followers
+                .iter()
+                .map(|r| r.to_string())
+                .collect();
+            t.unhealed.push(format!(
+                "seed {seed}: followers with no progress in the settle phase: [{}]; trace {kept}",
+                stalled.join(", ")
+            ));
+        }
         let validation = match &run.validation {
             Ok(s) if s.whole() => {
                 t.whole += 1;
@@ -377,6 +401,9 @@ fn print_tally(cli: &Cli, rules: RuleSet, t: &Tally) {
     }
     println!("faults injected:              {}", f.faults);
     println!("healed after the last fault:  {} of {}", t.healed, t.runs);
+    for u in &t.unhealed {
+        println!("  not healed: {u}");
+    }
     match t.first_loss {
         Some((seed, at)) => println!(
             "first loss:                   seed {seed}, within {:.1} s (runs and their validation)",

@@ -49,6 +49,7 @@ mod nemesis;
 mod nodes;
 mod published;
 mod report;
+mod settle;
 mod soak;
 
 pub use super::trace::read_trace_file;
@@ -241,6 +242,10 @@ pub enum InjectedFault {
     /// that may fail (and set it back), instead of the HW the replica
     /// publishes once the operation completed.
     HwPublishedBeforeCheckpoint,
+    /// A follower ignores a diverging epoch in its leader's answer (takes
+    /// it as an empty answer): it never truncates, and its log never joins
+    /// the leader's again.
+    DivergingEpochIgnored,
 }
 
 impl ConcurrentConfig {
@@ -623,6 +628,7 @@ pub fn run(root: &Path, config: ConcurrentConfig) -> Result<RunReport> {
         crashes: Vec::new(),
         nemesis_faults,
         settled: false,
+        stalled_followers: Vec::new(),
         final_logs: Vec::new(),
         final_states: Vec::new(),
         controller: ControllerState {
@@ -661,28 +667,9 @@ pub fn run(root: &Path, config: ConcurrentConfig) -> Result<RunReport> {
     for tx in &replica_tx {
         let _ = tx.send(Msg::Restart);
     }
-    let deadline = Instant::now() + config.settle_timeout;
-    while Instant::now() < deadline {
-        let m = shared.metadata();
-        let settled = m.leader.is_some_and(|l| {
-            let lr = shared.reader(l);
-            m.isr.len() == ids.len()
-                && lr.is_some_and(|lr| {
-                    let leo = lr.log_end_offset();
-                    lr.high_watermark() == leo
-                        && ids.iter().all(|&r| {
-                            shared.reader(r).is_some_and(|x| {
-                                x.log_end_offset() == leo && x.high_watermark() == leo
-                            })
-                        })
-                })
-        });
-        if settled {
-            report.settled = true;
-            break;
-        }
-        thread::sleep(Duration::from_millis(5));
-    }
+    let settled = settle::settle(&shared, &ids, config.settle_timeout);
+    report.settled = settled.healed;
+    report.stalled_followers = settled.stalled;
 
     for tx in &replica_tx {
         let _ = tx.send(Msg::Stop);

@@ -400,6 +400,10 @@ impl ReplicaNode {
                 if self.injected(InjectedFault::StaleEpochFetchResponse) {
                     self.remember_or_replay_stale(&mut resp);
                 }
+                if self.injected(InjectedFault::DivergingEpochIgnored) {
+                    // Deliberately broken: the cut the leader asks for is not made.
+                    resp.diverging_epoch = None;
+                }
                 let leader = resp.leader_id;
                 let (fetch_offset, error) = (resp.fetch_offset, resp.error);
                 let p = self.partition.as_ref().expect("checked by the caller");

@@ -71,6 +71,10 @@ pub struct RunReport {
     pub nemesis_faults: BTreeMap<String, u64>,
     /// Every replica came back, caught up and rejoined the ISR in time.
     pub settled: bool,
+    /// When it did not: followers behind the leader whose log end and HW
+    /// never moved in the whole settle phase.
+    #[serde(default)]
+    pub stalled_followers: Vec<ReplicaId>,
     /// Each replica's log at the end.
     pub final_logs: Vec<Vec<LogEntry>>,
     /// Each replica's state at the end (`None` if it never came back).

@@ -141,6 +141,8 @@ pub struct SoakFigures {
     pub faults: u64,
     /// Every replica back, caught up and in the ISR after the last fault.
     pub healed: bool,
+    /// Followers that made no progress in the whole settle phase.
+    pub stalled: u64,
 }
 
 impl SoakFigures {
@@ -176,6 +178,7 @@ impl SoakFigures {
                     .map(|(_, v)| v)
                     .sum::<u64>(),
             healed: report.settled,
+            stalled: report.stalled_followers.len() as u64,
         }
     }
 
