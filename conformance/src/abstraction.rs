@@ -223,3 +223,38 @@ fn fit<N: Num, T: Copy + Display + TryInto<usize>>(v: T, what: &str) -> Result<N
         .and_then(N::try_at)
         .ok_or_else(|| format!("{what} {v} does not fit the model"))
 }
+
+/// A state in any shape, for a reader: the compact shape's table where the
+/// state fits it, else each replica's and the controller's state in a line
+/// (the last entries of each log only).
+pub fn show<S: Shape>(s: &State<S>) -> String {
+    if let Some(c) = s.reshape::<Compact>() {
+        return highwater_model::render::state_table(&c);
+    }
+    let mut out = String::new();
+    for r in s.ids() {
+        let x = s.replica(r);
+        let entries = x.log.entries();
+        let tail = &entries[entries.len().saturating_sub(4)..];
+        out.push_str(&format!(
+            "{}: {} epoch {:?} leader {:?} LEO {} HW {} recovery point {} HW checkpoint {} \
+             ISR {:?} follower LEOs {:?} last entries {:?}\n",
+            highwater_model::state::replica_name(r),
+            if x.alive { "up" } else { "down" },
+            x.epoch,
+            x.leader,
+            x.leo(),
+            x.hw,
+            x.recovery_point,
+            x.hw_checkpoint,
+            x.isr,
+            &x.follower_leo[..usize::from(s.n)],
+            tail
+        ));
+    }
+    out.push_str(&format!(
+        "controller: {:?}; {} records produced\n",
+        s.controller, s.produced
+    ));
+    out
+}

@@ -778,6 +778,8 @@ fn in_flight_config() -> ConcurrentConfig {
     c.max_records = Some(2 * LONG_RECORDS);
     c.until.acknowledged = Some(2 * LONG_RECORDS);
     c.max_in_flight = 4;
+    // Not in bursts: these runs are to go beyond the model's bounds.
+    c.bursts = None;
     c
 }
 
@@ -835,4 +837,22 @@ fn a_fault_after_a_stretch_beyond_the_bounds_is_caught_only_because_validation_r
         );
         assert!(m.seq > stopped, "caught after the first stretch");
     });
+}
+
+/// The recorded traces, validated in the model's unbounded shape: whole,
+/// every event at its own size, no window and nothing skipped.
+#[test]
+fn recorded_traces_fit_the_unbounded_shape_whole() {
+    for seed in [10u64, 105, 131] {
+        let file = format!("seed-{seed}.jsonl");
+        let (trace, config, cfg) = recorded(&file, seed, Some(HwCheckpointPolicy::EveryChange));
+        let events = read_trace_file(&trace).unwrap().count() as u64;
+        match validate_file_with(&cfg, &config, &trace, Mode::Unbounded) {
+            Ok(s) => {
+                assert_eq!(s.events, events, "seed {seed}: every event validated");
+                assert_eq!(s.events_skipped, 0);
+            }
+            Err(m) => panic!("seed {seed}: the trace does not fit the unbounded shape:\n{m}"),
+        }
+    }
 }

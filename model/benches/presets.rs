@@ -9,6 +9,13 @@
 //! `cargo bench -p highwater-model` runs all presets; pass preset names to
 //! run only those: `cargo bench -p highwater-model -- safe tla-kip320`.
 //! HIGHWATER_BENCH_THREADS sets the checker threads (default 2).
+//! HIGHWATER_BENCH_BASELINE names another `highwater` binary (an earlier
+//! build: `git worktree add ../base <commit>`, then
+//! `cargo build --release -p highwater-model` there): each preset is then
+//! also run by it, in turn with this build (three runs each, alternating),
+//! and the bench prints the ratio of the medians of their wall times and
+//! whether both found the same unique states: a change's cost measured in
+//! one run on a noisy machine.
 
 use std::process::Command;
 use std::time::Instant;
@@ -39,34 +46,38 @@ fn main() {
         "{:<17} {:>12} {:>11} {:>9} {:>12} {:>9} {:>8}  verdict",
         "preset", "states", "unique", "wall s", "states/s", "peak MiB", "target s"
     );
-    let check = |name: &str, extra: &[&str]| -> Option<(serde_json::Value, f64)> {
-        let start = Instant::now();
-        let mut args = vec![
-            "check",
-            "--preset",
-            name,
-            "--json",
-            "--quiet",
-            "--threads",
-            &threads,
-        ];
-        args.extend_from_slice(extra);
-        let out = Command::new(exe)
-            .args(&args)
-            .output()
-            .expect("run highwater check");
-        let wall = start.elapsed().as_secs_f64();
-        match serde_json::from_slice::<serde_json::Value>(&out.stdout) {
-            Ok(report) => Some((report, wall)),
-            Err(_) => {
-                println!(
-                    "{name:<17} failed: {}",
-                    String::from_utf8_lossy(&out.stderr)
-                );
-                None
+    let baseline = std::env::var_os("HIGHWATER_BENCH_BASELINE");
+    let check_with =
+        |exe: &std::ffi::OsStr, name: &str, extra: &[&str]| -> Option<(serde_json::Value, f64)> {
+            let start = Instant::now();
+            let mut args = vec![
+                "check",
+                "--preset",
+                name,
+                "--json",
+                "--quiet",
+                "--threads",
+                &threads,
+            ];
+            args.extend_from_slice(extra);
+            let out = Command::new(exe)
+                .args(&args)
+                .output()
+                .expect("run highwater check");
+            let wall = start.elapsed().as_secs_f64();
+            match serde_json::from_slice::<serde_json::Value>(&out.stdout) {
+                Ok(report) => Some((report, wall)),
+                Err(_) => {
+                    println!(
+                        "{name:<17} failed ({}): {}",
+                        exe.to_string_lossy(),
+                        String::from_utf8_lossy(&out.stderr)
+                    );
+                    None
+                }
             }
-        }
-    };
+        };
+    let check = |name: &str, extra: &[&str]| check_with(exe.as_ref(), name, extra);
     for p in presets.as_array().expect("a list") {
         let name = p["name"].as_str().expect("name");
         if !wanted.is_empty() && !wanted.iter().any(|w| w == name) {
@@ -111,6 +122,15 @@ fn main() {
                 report["peak_memory_mib"].as_f64().unwrap_or(0.0),
             );
         }
+        if let Some(base) = &baseline {
+            compare_with_baseline(
+                name,
+                unique,
+                &|exe: &std::ffi::OsStr| check_with(exe, name, &[]),
+                exe.as_ref(),
+                base,
+            );
+        }
         if let Some(tlc) = p["tlc_distinct_states"].as_u64() {
             println!(
                 "{:<17} TLC (published, same bounds): {tlc} distinct states in 73-133 s, 2.2 GB; \
@@ -120,5 +140,43 @@ fn main() {
                 wall / 73.0
             );
         }
+    }
+}
+
+/// Runs `name` three times with this build and three with the baseline,
+/// alternating, and prints the ratio of the median wall times.
+fn compare_with_baseline(
+    name: &str,
+    unique: u64,
+    run: &dyn Fn(&std::ffi::OsStr) -> Option<(serde_json::Value, f64)>,
+    this: &std::ffi::OsStr,
+    base: &std::ffi::OsStr,
+) {
+    let (mut ours, mut theirs, mut base_unique) = (Vec::new(), Vec::new(), None);
+    for _ in 0..3 {
+        if let Some((_, w)) = run(this) {
+            ours.push(w);
+        }
+        if let Some((r, w)) = run(base) {
+            theirs.push(w);
+            base_unique = r["progress"]["unique_states"].as_u64();
+        }
+    }
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v.get(v.len() / 2).copied()
+    };
+    match (median(&mut ours), median(&mut theirs)) {
+        (Some(a), Some(b)) => println!(
+            "{:<17} against the baseline: median wall {a:.2} s vs {b:.2} s, ratio {:.3}              (3 runs each, alternating); unique states {}",
+            "",
+            a / b,
+            if base_unique == Some(unique) {
+                "the same".to_string()
+            } else {
+                format!("DIFFER ({unique} vs {base_unique:?})")
+            }
+        ),
+        _ => println!("{name:<17} against the baseline: a run failed"),
     }
 }

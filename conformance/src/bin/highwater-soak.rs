@@ -77,6 +77,12 @@ struct Cli {
     /// print the fraction of events validated then.
     #[arg(long)]
     compare_without_resuming: bool,
+    /// Also validate each trace in the model's unbounded shape (whole, at
+    /// its own size, no window), and print the events it validated, its
+    /// misfits, and its speed beside the driver's. With --validate-trace:
+    /// validate the kept trace in that shape.
+    #[arg(long)]
+    unbounded: bool,
     /// A concurrency bug injected into the driver (a test-only switch, to
     /// show a trace that does not fit failing the soak).
     #[arg(long, value_enum, hide = true)]
@@ -154,6 +160,14 @@ struct Tally {
     /// Runs whose partition had not healed by the end of the settle
     /// phase: the seed, the followers that made no progress, the trace.
     unhealed: Vec<String>,
+    /// With --unbounded: events validated in the unbounded shape (of
+    /// `events_all`), its misfits, and the seconds validation and the
+    /// runs took.
+    unbounded: u64,
+    events_all: u64,
+    unbounded_misfits: Vec<String>,
+    unbounded_seconds: f64,
+    run_seconds: f64,
 }
 
 fn main() -> ExitCode {
@@ -220,7 +234,12 @@ fn validate_kept(cli: &Cli, trace: &Path) -> ExitCode {
         return ExitCode::from(2);
     };
     let config = config_of(cli, rules, cli.first_seed);
-    match validate_file_with(&model_config(&config), &config, trace, Mode::Resume) {
+    let mode = if cli.unbounded {
+        Mode::Unbounded
+    } else {
+        Mode::Resume
+    };
+    match validate_file_with(&model_config(&config), &config, trace, mode) {
         Ok(s) => {
             println!("{}: fits ({})", trace.display(), s.describe_skipped());
             ExitCode::SUCCESS
@@ -260,6 +279,27 @@ fn soak(cli: &Cli, rules: RuleSet) -> Result<Tally, String> {
                         Err(m) => m.seq,
                     };
             }
+        }
+        if cli.unbounded {
+            let trace = dir.path().join("trace.jsonl");
+            let all = highwater::cluster::concurrent::read_trace_file(&trace)
+                .map_or(0, |e| e.count() as u64);
+            t.events_all += all;
+            t.run_seconds += run.report.produce_elapsed.as_secs_f64();
+            let at = Instant::now();
+            match validate_file_with(&model_config(&config), &config, &trace, Mode::Unbounded) {
+                Ok(s) => t.unbounded += s.events,
+                Err(m) => {
+                    t.unbounded += m.seq;
+                    let kept = keep_trace(&cli.keep_traces, rules, seed, dir.path());
+                    println!(
+                        "{rules:?} seed {seed}: the trace does not fit the unbounded shape:\n{m}"
+                    );
+                    t.unbounded_misfits
+                        .push(format!("seed {seed}: at event {} (trace {kept})", m.seq));
+                }
+            }
+            t.unbounded_seconds += at.elapsed().as_secs_f64();
         }
         if let Some((seq, p)) = run.broken_properties().first() {
             t.broken.push(format!("seed {seed}: at event {seq}, {p}"));
@@ -384,6 +424,21 @@ fn print_tally(cli: &Cli, rules: RuleSet, t: &Tally) {
             t.validated_before,
             pct(t.validated_before)
         );
+    }
+    if cli.unbounded {
+        println!(
+            "unbounded shape:              {} of {} events validated ({:.1}%), {} misfit(s); \
+             {:.0} events/s validated, the driver {:.0} events/s",
+            t.unbounded,
+            t.events_all,
+            100.0 * t.unbounded as f64 / t.events_all.max(1) as f64,
+            t.unbounded_misfits.len(),
+            t.unbounded as f64 / t.unbounded_seconds.max(1e-9),
+            t.events_all as f64 / t.run_seconds.max(1e-9),
+        );
+        for m in &t.unbounded_misfits {
+            println!("  {m}");
+        }
     }
     println!("traces that do not fit:       {}", t.misfits.len());
     for m in &t.misfits {

@@ -10,57 +10,63 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use highwater::cluster::ClusterSnapshot;
 use highwater_model::actions::{apply, enabled};
 use highwater_model::properties::{broken, explain};
-use highwater_model::state::{Replica, MAX_REPLICAS};
+use highwater_model::state::{Compact, Replica, Shape, MAX_REPLICAS};
 use highwater_model::{Action, Config, PartitionModel, State};
 
 use super::rebuild::Gap;
 use super::window::{behaves_alike, epochs_settled, settled, shift_action, shift_state, Shift};
 use super::{MisfitKind, Summary};
-use crate::abstraction::{abstract_state, comparable};
+use crate::abstraction::{abstract_state, comparable, show};
 
 /// Model actions one event may complete, at most.
 const MAX_ACTIONS_PER_EVENT: usize = 4;
 /// Model states the search for one event may visit, at most.
 const MAX_SEARCH: usize = 50_000;
 
-pub struct Checker {
+/// Validates in either of the model's shapes: the compact one, through the
+/// window (`window.rs`), or the unbounded one, at the trace's own size.
+pub struct Checker<S: Shape = Compact> {
     cfg: Config,
-    model: State,
+    model: State<S>,
     summary: Summary,
     /// The last steps taken, each with the model state before it.
-    recent: VecDeque<(State, Taken)>,
+    recent: VecDeque<(State<S>, Taken<S>)>,
     /// Why the window did not move when the record budget was last full.
     window_stuck: Option<String>,
     /// The search's visited map, kept between events so that its memory is
     /// allocated once (a fresh map of up to `MAX_SEARCH` states at every
     /// event spent most of validation's time growing and faulting pages).
-    visited: std::cell::RefCell<HashMap<State, Option<(State, Action)>>>,
+    #[allow(clippy::type_complexity)]
+    visited: std::cell::RefCell<HashMap<State<S>, Option<(State<S>, Action<S>)>>>,
 }
 
 /// A step the checker took: a model action, or, at a gap, the followers
 /// that lost a served response set to the implementation's (`Resync`).
 /// A resync touches only those followers, so an event of another replica
 /// may still be placed before it (`Checker::reorder`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Taken {
-    Act(Action),
-    Resync([Option<Replica>; MAX_REPLICAS]),
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Taken<S: Shape> {
+    Act(Action<S>),
+    Resync([Option<Replica<S>>; MAX_REPLICAS]),
 }
 
 /// The state after `step` from `s`, if the step may be taken there (an
 /// action must be enabled).
-fn take(cfg: &Config, s: &State, step: Taken) -> Option<State> {
+fn take<S: Shape>(cfg: &Config, s: &State<S>, step: &Taken<S>) -> Option<State<S>>
+where
+    State<S>: std::hash::Hash,
+{
     match step {
         Taken::Act(a) => {
             let mut en = Vec::new();
             enabled(cfg, s, &mut en);
-            en.contains(&a).then(|| apply(cfg, s, a)).flatten()
+            en.contains(a).then(|| apply(cfg, s, *a)).flatten()
         }
         Taken::Resync(set) => {
-            let mut next = *s;
+            let mut next = s.clone();
             for (r, rep) in set.iter().enumerate() {
                 if let Some(rep) = rep {
-                    *next.replica_mut(r as u8) = *rep;
+                    *next.replica_mut(r as u8) = rep.clone();
                 }
             }
             Some(next)
@@ -80,7 +86,7 @@ const RECENT_DURABILITY: usize = 32;
 /// `a` is `follower`'s own write of what it holds (the recovery point, the
 /// HW checkpoint), and `before` its fetch: it reads no other replica's
 /// state, and no other replica's action reads what it writes.
-fn durability_before_fetch(a: &Action, before: &Taken) -> bool {
+fn durability_before_fetch<S: Shape>(a: &Action<S>, before: &Taken<S>) -> bool {
     let Some(follower) = fetch_of(before) else {
         return false;
     };
@@ -88,7 +94,7 @@ fn durability_before_fetch(a: &Action, before: &Taken) -> bool {
 }
 
 /// The follower whose fetch `step` is, if it is one.
-fn fetch_of(step: &Taken) -> Option<u8> {
+fn fetch_of<S: Shape>(step: &Taken<S>) -> Option<u8> {
     match step {
         Taken::Act(
             Action::FollowerFetch { follower, .. } | Action::FollowerFetchOne { follower, .. },
@@ -97,27 +103,31 @@ fn fetch_of(step: &Taken) -> Option<u8> {
     }
 }
 
-type StepError = (MisfitKind, String, Option<Box<State>>);
+type StepError = (MisfitKind, String, Option<String>);
 
 /// The always-properties (model/src/properties.rs) that `s` breaks, each
 /// with the model's explanation.
-pub fn broken_properties(s: &State) -> Vec<String> {
+pub fn broken_properties<S: Shape>(s: &State<S>) -> Vec<String> {
     broken(s)
         .into_iter()
         .map(|name| format!("{name}: {}", explain(name, s).unwrap_or_default()))
         .collect()
 }
 
-fn action_name(a: &Action) -> String {
+fn action_name<S: Shape>(a: &Action<S>) -> String {
     let s = a.to_string();
     s.split('(').next().unwrap_or(&s).to_string()
 }
 
-impl Checker {
-    pub fn new(cfg: Config) -> Checker {
+impl<S: Shape> Checker<S>
+where
+    State<S>: std::hash::Hash,
+{
+    pub fn new(cfg: Config) -> Checker<S> {
+        let init = PartitionModel::new(cfg).init_state();
         Checker {
             cfg,
-            model: PartitionModel::new(cfg).init_state(),
+            model: init.reshape().expect("the initial state fits every shape"),
             summary: Summary::default(),
             recent: VecDeque::new(),
             window_stuck: None,
@@ -125,7 +135,7 @@ impl Checker {
         }
     }
 
-    pub fn model(&self) -> &State {
+    pub fn model(&self) -> &State<S> {
         &self.model
     }
 
@@ -161,12 +171,13 @@ impl Checker {
     /// which the model may or may not have allowed: the caller records it).
     /// The steps kept for `reorder` are forgotten: no event is placed
     /// before the resume.
-    pub fn resume(&mut self, state: State) -> Vec<String> {
+    pub fn resume(&mut self, state: State<S>) -> Vec<String> {
+        let broken = broken_properties(&state);
         self.model = state;
         self.recent.clear();
         self.window_stuck = None;
         self.summary.resumptions += 1;
-        broken_properties(&state)
+        broken
     }
 
     /// Counts an event not validated (beyond the model's bounds).
@@ -183,7 +194,7 @@ impl Checker {
         snap: &ClusterSnapshot,
         gap: Option<Gap>,
     ) -> Result<Vec<String>, StepError> {
-        let imp = match abstract_state(&self.cfg, snap) {
+        let imp = match abstract_state::<S>(&self.cfg, snap) {
             Ok(s) => s,
             Err(why) => {
                 let why = match &self.window_stuck {
@@ -201,25 +212,25 @@ impl Checker {
             self.summary.stutters += 1;
             return Ok(broken);
         }
-        let model = self.model;
-        let acts = |p: Vec<Action>| p.into_iter().map(Taken::Act).collect::<Vec<_>>();
+        let model = self.model.clone();
+        let acts = |p: Vec<Action<S>>| p.into_iter().map(Taken::Act).collect::<Vec<_>>();
         // Only the followers that lost a served response are taken as the
         // implementation has them.
         let resync = gap.as_ref().map(|gap| {
-            let mut set = [None; MAX_REPLICAS];
+            let mut set: [Option<Replica<S>>; MAX_REPLICAS] = Default::default();
             for &f in &gap.replicas {
-                set[f as usize] = Some(*imp.replica(f as u8));
+                set[f as usize] = Some(imp.replica(f as u8).clone());
             }
             Taken::Resync(set)
         });
         let found = self
             .search(&model, &target)
-            .map(|(p, e)| (model, acts(p), e));
+            .map(|(p, e)| (model.clone(), acts(p), e));
         let found = found.or_else(|| {
             // Only the followers that lost a served response are taken as
             // the implementation has them; everything else must still fit.
-            let (gap, resync) = (gap.as_ref()?, resync?);
-            let from = take(&self.cfg, &model, resync)?;
+            let (gap, resync) = (gap.as_ref()?, resync.clone()?);
+            let from = take(&self.cfg, &model, &resync)?;
             let found = if comparable(&from) == target {
                 Some((Vec::new(), from))
             } else {
@@ -231,14 +242,14 @@ impl Checker {
             found.map(|(p, e)| {
                 let mut path = vec![resync];
                 path.extend(acts(p));
-                (model, path, e)
+                (model.clone(), path, e)
             })
         });
         let found = found.or_else(|| {
             // The loss may come after one model action of the event: a
             // follower that crashed with a response served is taken as it
             // is once down (the model's Crash, then the resync).
-            let (gap, resync) = (gap.as_ref()?, resync?);
+            let (gap, resync) = (gap.as_ref()?, resync.as_ref()?);
             let mut first = Vec::new();
             enabled(&self.cfg, &model, &mut first);
             let found = first.into_iter().find_map(|a| {
@@ -249,9 +260,9 @@ impl Checker {
                     self.search_depth(&from, &target, MAX_ACTIONS_PER_EVENT - 1)
                 };
                 found.map(|(p, e)| {
-                    let mut path = vec![Taken::Act(a), resync];
+                    let mut path = vec![Taken::Act(a), resync.clone()];
                     path.extend(acts(p));
-                    (model, path, e)
+                    (model.clone(), path, e)
                 })
             });
             if found.is_some() {
@@ -263,12 +274,13 @@ impl Checker {
         match found {
             Some((start, path, state)) => {
                 let mut at = start;
-                for step in &path {
-                    if let Taken::Act(a) = step {
+                for step in path {
+                    if let Taken::Act(a) = &step {
                         *self.summary.actions.entry(action_name(a)).or_default() += 1;
                     }
-                    self.recent.push_back((at, *step));
-                    at = take(&self.cfg, &at, *step).unwrap_or(at);
+                    let next = take(&self.cfg, &at, &step);
+                    self.recent.push_back((at.clone(), step));
+                    at = next.unwrap_or(at);
                     if self.recent.len() > RECENT_DURABILITY {
                         self.recent.pop_front();
                     }
@@ -288,12 +300,133 @@ impl Checker {
                          actions leads to the implementation's state; enabled now: {}",
                         self.enabled_now()
                     ),
-                    Some(Box::new(imp)),
+                    Some(show(&imp)),
                 ))
             }
         }
     }
 
+    /// An event of one actor may have happened, in the model's order,
+    /// before an action already taken that it commutes with (a follower's
+    /// flush between the leader serving its fetch, where the model's
+    /// FollowerFetch is placed, and the follower applying it). Tries one
+    /// action inserted into the last few actions taken, the rest replayed
+    /// (each must still be enabled), then a short search; the new path
+    /// replaces the old (counted as a reordering). A follower's Flush or
+    /// CheckpointHw may go further back, to just before its fetch
+    /// (`RECENT_DURABILITY`).
+    #[allow(clippy::type_complexity)]
+    fn reorder(&mut self, target: &State<S>) -> Option<(State<S>, Vec<Taken<S>>, State<S>)> {
+        let n = self.recent.len();
+        let near = (n.saturating_sub(RECENT)..n).rev().map(|i| (i, false));
+        let far = (0..n.saturating_sub(RECENT)).rev().map(|i| (i, true));
+        let mut acts = Vec::new();
+        for (i, only_before_fetch) in near.chain(far) {
+            let (base, step) = self.recent[i].clone();
+            acts.clear();
+            enabled(&self.cfg, &base, &mut acts);
+            if only_before_fetch {
+                acts.retain(|a| durability_before_fetch(a, &step));
+            }
+            for &a in &acts {
+                let Some(mut s) = apply(&self.cfg, &base, a) else {
+                    continue;
+                };
+                let mut path = vec![Taken::Act(a)];
+                let replayed = self.recent.iter().skip(i).all(|(_, b)| {
+                    // Only an enabled action may be applied.
+                    match take(&self.cfg, &s, b) {
+                        Some(next) => {
+                            s = next;
+                            path.push(b.clone());
+                            true
+                        }
+                        None => false,
+                    }
+                });
+                if !replayed {
+                    continue;
+                }
+                let tail = if comparable(&s) == *target {
+                    Some((Vec::new(), s))
+                } else {
+                    self.search_depth(&s, target, 2)
+                };
+                if let Some((more, end)) = tail {
+                    // Re-rooted: the path from `base` replaces the actions
+                    // taken since.
+                    self.summary.reorderings += 1;
+                    self.recent.truncate(i);
+                    path.extend(more.into_iter().map(Taken::Act));
+                    return Some((base, path, end));
+                }
+            }
+        }
+        None
+    }
+
+    fn enabled_now(&self) -> String {
+        let mut acts = Vec::new();
+        enabled(&self.cfg, &self.model, &mut acts);
+        acts.iter()
+            .map(|a| a.to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// Breadth-first from the model's state: the shortest path of enabled
+    /// actions to a state equal to `target` (as `comparable` sees it).
+    fn search(&self, from: &State<S>, target: &State<S>) -> Option<(Vec<Action<S>>, State<S>)> {
+        self.search_depth(from, target, MAX_ACTIONS_PER_EVENT)
+    }
+
+    fn search_depth(
+        &self,
+        from: &State<S>,
+        target: &State<S>,
+        max_depth: usize,
+    ) -> Option<(Vec<Action<S>>, State<S>)> {
+        let mut parent = self.visited.borrow_mut();
+        parent.clear();
+        let mut queue = VecDeque::new();
+        parent.insert(from.clone(), None);
+        queue.push_back((from.clone(), 0usize));
+        let mut acts = Vec::new();
+        while let Some((s, depth)) = queue.pop_front() {
+            if depth == max_depth {
+                continue;
+            }
+            acts.clear();
+            enabled(&self.cfg, &s, &mut acts);
+            for &a in &acts {
+                let Some(next) = apply(&self.cfg, &s, a) else {
+                    continue;
+                };
+                if parent.contains_key(&next) {
+                    continue;
+                }
+                parent.insert(next.clone(), Some((s.clone(), a)));
+                if comparable(&next) == *target {
+                    let mut path = vec![a];
+                    let mut at = s.clone();
+                    while let Some(Some((p, pa))) = parent.get(&at) {
+                        path.push(*pa);
+                        at = p.clone();
+                    }
+                    path.reverse();
+                    return Some((path, next));
+                }
+                if parent.len() > MAX_SEARCH {
+                    return None;
+                }
+                queue.push_back((next, depth + 1));
+            }
+        }
+        None
+    }
+}
+
+impl Checker<Compact> {
     /// Moves the window (`window.rs`) once the model's record budget is
     /// full or its last epoch is taken, and a prefix has settled or old
     /// epochs are named no more: the model's state, and the recent
@@ -332,9 +465,10 @@ impl Checker {
         }
         let model = shift_state(&self.cfg, &self.model, &shift)?;
         let mut recent = VecDeque::new();
-        for &(s, taken) in self.recent.iter().rev() {
+        for (s, taken) in self.recent.iter().rev() {
+            let s = *s;
             let step = match taken {
-                Taken::Act(a) => shift_action(a, &shift).map(Taken::Act),
+                Taken::Act(a) => shift_action(*a, &shift).map(Taken::Act),
                 Taken::Resync(set) => {
                     let mut t = s;
                     for (r, rep) in set.iter().enumerate() {
@@ -362,7 +496,7 @@ impl Checker {
         // unapplied, such an event may yet come: the move waits.
         let forgotten = self.recent.len() - recent.len();
         if let Some(f) = unapplied.iter().copied().find(|&f| {
-            let fetch = |(_, t): &(State, Taken)| fetch_of(t) == Some(f);
+            let fetch = |(_, t): &(State, Taken<Compact>)| fetch_of(t) == Some(f);
             self.recent.iter().take(forgotten).any(fetch) && !recent.iter().any(fetch)
         }) {
             self.window_stuck = Some(format!(
@@ -379,124 +513,6 @@ impl Checker {
         self.summary.records_dropped += u64::from(shift.dropped);
         self.summary.epochs_dropped += u64::from(shift.epochs);
         Some(shift)
-    }
-
-    /// An event of one actor may have happened, in the model's order,
-    /// before an action already taken that it commutes with (a follower's
-    /// flush between the leader serving its fetch, where the model's
-    /// FollowerFetch is placed, and the follower applying it). Tries one
-    /// action inserted into the last few actions taken, the rest replayed
-    /// (each must still be enabled), then a short search; the new path
-    /// replaces the old (counted as a reordering). A follower's Flush or
-    /// CheckpointHw may go further back, to just before its fetch
-    /// (`RECENT_DURABILITY`).
-    fn reorder(&mut self, target: &State) -> Option<(State, Vec<Taken>, State)> {
-        let n = self.recent.len();
-        let near = (n.saturating_sub(RECENT)..n).rev().map(|i| (i, false));
-        let far = (0..n.saturating_sub(RECENT)).rev().map(|i| (i, true));
-        let mut acts = Vec::new();
-        for (i, only_before_fetch) in near.chain(far) {
-            let (base, step) = self.recent[i];
-            acts.clear();
-            enabled(&self.cfg, &base, &mut acts);
-            if only_before_fetch {
-                acts.retain(|a| durability_before_fetch(a, &step));
-            }
-            for &a in &acts {
-                let Some(mut s) = apply(&self.cfg, &base, a) else {
-                    continue;
-                };
-                let mut path = vec![Taken::Act(a)];
-                let replayed = self.recent.iter().skip(i).all(|&(_, b)| {
-                    // Only an enabled action may be applied.
-                    match take(&self.cfg, &s, b) {
-                        Some(next) => {
-                            s = next;
-                            path.push(b);
-                            true
-                        }
-                        None => false,
-                    }
-                });
-                if !replayed {
-                    continue;
-                }
-                let tail = if comparable(&s) == *target {
-                    Some((Vec::new(), s))
-                } else {
-                    self.search_depth(&s, target, 2)
-                };
-                if let Some((more, end)) = tail {
-                    // Re-rooted: the path from `base` replaces the actions
-                    // taken since.
-                    self.summary.reorderings += 1;
-                    self.recent.truncate(i);
-                    path.extend(more.into_iter().map(Taken::Act));
-                    return Some((base, path, end));
-                }
-            }
-        }
-        None
-    }
-
-    fn enabled_now(&self) -> String {
-        let mut acts = Vec::new();
-        enabled(&self.cfg, &self.model, &mut acts);
-        acts.iter()
-            .map(|a| a.to_string())
-            .collect::<Vec<_>>()
-            .join(", ")
-    }
-
-    /// Breadth-first from the model's state: the shortest path of enabled
-    /// actions to a state equal to `target` (as `comparable` sees it).
-    fn search(&self, from: &State, target: &State) -> Option<(Vec<Action>, State)> {
-        self.search_depth(from, target, MAX_ACTIONS_PER_EVENT)
-    }
-
-    fn search_depth(
-        &self,
-        from: &State,
-        target: &State,
-        max_depth: usize,
-    ) -> Option<(Vec<Action>, State)> {
-        let mut parent = self.visited.borrow_mut();
-        parent.clear();
-        let mut queue = VecDeque::new();
-        parent.insert(*from, None);
-        queue.push_back((*from, 0usize));
-        let mut acts = Vec::new();
-        while let Some((s, depth)) = queue.pop_front() {
-            if depth == max_depth {
-                continue;
-            }
-            acts.clear();
-            enabled(&self.cfg, &s, &mut acts);
-            for &a in &acts {
-                let Some(next) = apply(&self.cfg, &s, a) else {
-                    continue;
-                };
-                if parent.contains_key(&next) {
-                    continue;
-                }
-                parent.insert(next, Some((s, a)));
-                if comparable(&next) == *target {
-                    let mut path = vec![a];
-                    let mut at = s;
-                    while let Some(Some((p, pa))) = parent.get(&at) {
-                        path.push(*pa);
-                        at = *p;
-                    }
-                    path.reverse();
-                    return Some((path, next));
-                }
-                if parent.len() > MAX_SEARCH {
-                    return None;
-                }
-                queue.push_back((next, depth + 1));
-            }
-        }
-        None
     }
 }
 

@@ -30,9 +30,10 @@ use highwater::cluster::concurrent::{read_trace_file, ConcurrentConfig};
 use highwater::cluster::TraceEntry;
 use highwater::replication::{Controller, ControllerConfig};
 use highwater_model::render::state_table;
-use highwater_model::{Acks, Config, HwCheckpoint, State, Truncation};
+use highwater_model::state::Unbounded;
+use highwater_model::{Acks, Config, HwCheckpoint, Truncation};
 
-use crate::abstraction::{abstract_state, comparable};
+use crate::abstraction::{abstract_state, comparable, show};
 use crate::mapping;
 use check::Checker;
 use rebuild::Rebuild;
@@ -56,11 +57,11 @@ pub struct Misfit {
     pub seq: u64,
     pub event: String,
     pub why: String,
-    /// The model's state before the event.
-    pub model: Box<State>,
+    /// The model's state before the event, shown.
+    pub model: String,
     /// The implementation's after it, as the model sees it (when it could
     /// be abstracted).
-    pub implementation: Option<Box<State>>,
+    pub implementation: Option<String>,
     /// The implementation's state in its own terms.
     pub implementation_detail: String,
     /// Events before it (oldest first), and after it.
@@ -80,9 +81,9 @@ impl fmt::Display for Misfit {
         for e in &self.after {
             writeln!(f, "  {e}")?;
         }
-        writeln!(f, "model state:\n{}", state_table(&self.model))?;
+        writeln!(f, "model state:\n{}", self.model)?;
         match &self.implementation {
-            Some(s) => writeln!(f, "implementation, abstracted:\n{}", state_table(s))?,
+            Some(s) => writeln!(f, "implementation, abstracted:\n{s}")?,
             None => writeln!(f, "implementation: (no model state)")?,
         }
         write!(f, "implementation:\n{}", self.implementation_detail)
@@ -209,6 +210,9 @@ pub enum Mode {
     /// prefix is dropped (`window::resume_at`); the stretch is skipped and
     /// counted in the `Summary`, never an error.
     Resume,
+    /// The model's unbounded shape (`model/src/shape.rs`): the whole trace
+    /// at its own size, no window and nothing skipped; the same rules.
+    Unbounded,
 }
 
 /// The model configuration a concurrent run stands for: its protocol
@@ -323,38 +327,11 @@ fn validate_as(
     mode: Mode,
     unsound: Option<Unsound>,
 ) -> Result<Summary, Box<Misfit>> {
+    if mode == Mode::Unbounded {
+        return validate_unbounded(cfg, concurrent, entries, unsound);
+    }
     let moving = mode != Mode::Fixed;
-    let ids: Vec<u32> = (0..concurrent.replicas).collect();
-    let controller = Controller::new(
-        ids,
-        ControllerConfig {
-            min_insync_replicas: concurrent.replication.min_insync_replicas,
-            elr: concurrent.replication.elr,
-            unclean_leader_election: concurrent.unclean_leader_election,
-        },
-    )
-    .map_err(|e| {
-        Box::new(Misfit {
-            kind: MisfitKind::DoesNotFit,
-            seq: 0,
-            event: String::new(),
-            why: format!("the controller cannot be set up: {e}"),
-            model: Box::default(),
-            implementation: None,
-            implementation_detail: String::new(),
-            before: Vec::new(),
-            after: Vec::new(),
-        })
-    })?;
-    let mut rebuild = Rebuild::new(
-        concurrent.replicas,
-        mapping::acks(cfg.acks),
-        mapping::truncation(cfg.truncation),
-        cfg.fencing,
-        usize::from(cfg.min_isr),
-        controller.state(),
-    );
-    rebuild.unsound = unsound;
+    let mut rebuild = rebuild_for(cfg, concurrent, unsound)?;
     let mut checker = Checker::new(*cfg);
     let mut window = Window::default();
     let mut before: VecDeque<String> = VecDeque::new();
@@ -370,7 +347,7 @@ fn validate_as(
                 seq,
                 event,
                 why,
-                model: Box::new(*checker.model()),
+                model: show(checker.model()),
                 implementation: None,
                 implementation_detail: rebuild.describe(),
                 before: Vec::new(),
@@ -522,6 +499,108 @@ fn validate_as(
     let mut summary = checker.into_summary();
     summary.unresumed = skipping;
     Ok(summary)
+}
+
+/// The cluster the trace is replayed into: the controller the run had.
+fn rebuild_for(
+    cfg: &Config,
+    concurrent: &ConcurrentConfig,
+    unsound: Option<Unsound>,
+) -> Result<Rebuild, Box<Misfit>> {
+    let ids: Vec<u32> = (0..concurrent.replicas).collect();
+    let controller = Controller::new(
+        ids,
+        ControllerConfig {
+            min_insync_replicas: concurrent.replication.min_insync_replicas,
+            elr: concurrent.replication.elr,
+            unclean_leader_election: concurrent.unclean_leader_election,
+        },
+    )
+    .map_err(|e| {
+        Box::new(Misfit {
+            kind: MisfitKind::DoesNotFit,
+            seq: 0,
+            event: String::new(),
+            why: format!("the controller cannot be set up: {e}"),
+            model: String::new(),
+            implementation: None,
+            implementation_detail: String::new(),
+            before: Vec::new(),
+            after: Vec::new(),
+        })
+    })?;
+    let mut rebuild = Rebuild::new(
+        concurrent.replicas,
+        mapping::acks(cfg.acks),
+        mapping::truncation(cfg.truncation),
+        cfg.fencing,
+        usize::from(cfg.min_isr),
+        controller.state(),
+    );
+    rebuild.unsound = unsound;
+    Ok(rebuild)
+}
+
+/// [`validate`] in the model's unbounded shape (`Mode::Unbounded`): every
+/// event, at the trace's own size.
+fn validate_unbounded(
+    cfg: &Config,
+    concurrent: &ConcurrentConfig,
+    entries: impl IntoIterator<Item = Result<TraceEntry, String>>,
+    unsound: Option<Unsound>,
+) -> Result<Summary, Box<Misfit>> {
+    let mut rebuild = rebuild_for(cfg, concurrent, unsound)?;
+    let mut checker: Checker<Unbounded> = Checker::new(*cfg);
+    let mut before: VecDeque<String> = VecDeque::new();
+    let mut entries = entries.into_iter();
+    while let Some(entry) = entries.next() {
+        let (seq, event, stepped) = match entry {
+            Err(e) => (
+                0,
+                String::new(),
+                Err((
+                    MisfitKind::DoesNotFit,
+                    format!("unreadable trace: {e}"),
+                    None,
+                )),
+            ),
+            Ok(entry) => {
+                let event = describe(&entry);
+                let stepped = rebuild
+                    .apply(&entry)
+                    .map_err(|why| (MisfitKind::DoesNotFit, why, None))
+                    .and_then(|()| checker.step(&rebuild.snapshot(), rebuild.gap.take()));
+                (entry.seq, event, stepped)
+            }
+        };
+        match stepped {
+            Ok(broken) => {
+                checker.summary_mut().count_broken(seq, &broken, "");
+                before.push_back(event);
+                if before.len() > 8 {
+                    before.pop_front();
+                }
+            }
+            Err((kind, why, implementation)) => {
+                return Err(Box::new(Misfit {
+                    kind,
+                    seq,
+                    event,
+                    why,
+                    model: show(checker.model()),
+                    implementation,
+                    implementation_detail: rebuild.describe(),
+                    before: before.into_iter().collect(),
+                    after: entries
+                        .by_ref()
+                        .take(4)
+                        .map(|e| e.map_or_else(|e| e, |e| describe(&e)))
+                        .collect(),
+                }));
+            }
+        }
+    }
+    Ok(checker.into_summary())
 }
 
 /// Moves the window where the model's state allows it, the
