@@ -38,6 +38,9 @@ struct Cli {
     /// Keep every run directory (kept anyway when a run fails or loses data).
     #[arg(long)]
     keep: bool,
+    /// Print each seed's fault schedule and stop (no cluster).
+    #[arg(long)]
+    dry_run: bool,
     /// Where run directories go.
     #[arg(long, default_value_os_t = std::env::temp_dir())]
     dir: PathBuf,
@@ -49,6 +52,12 @@ fn parse_rules(text: &str) -> Result<Rules, String> {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if cli.dry_run {
+        for seed in cli.first_seed..cli.first_seed + cli.seeds {
+            print!("{}", Schedule::from_seed(seed, cli.seconds));
+        }
+        return ExitCode::SUCCESS;
+    }
     // Every java process leads its own process group, so a terminal's Ctrl-C
     // reaches only this one: stop them all by PID, then leave.
     if let Err(e) = ctrlc::set_handler(|| {

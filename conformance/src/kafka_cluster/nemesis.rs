@@ -6,7 +6,7 @@
 use std::fmt;
 use std::time::{Duration, Instant};
 
-use super::cluster::{Cluster, SESSION_TIMEOUT_MS};
+use super::cluster::{Cluster, REPLICA_LAG_MS, SESSION_TIMEOUT_MS};
 use super::programs::Programs;
 use super::{client, segment, Result};
 
@@ -23,15 +23,22 @@ pub enum FaultKind {
     /// kill -9, the partition's log cut back to its recovery point (the
     /// unflushed tail lost, see [`segment`]), restarted.
     PowerLoss,
+    /// Every follower SIGSTOPped for the hold (shorter than replica.lag.time.max.ms,
+    /// so they stay in the ISR), then the leader killed with kill -9 and the
+    /// followers resumed; the leader restarts once the controller has fenced it
+    /// and elected a follower. What the leader took alone is then on no
+    /// replica the controller can elect.
+    StallFollowersKillLeader,
 }
 
 impl FaultKind {
-    const ALL: [FaultKind; 5] = [
+    const ALL: [FaultKind; 6] = [
         FaultKind::Kill,
         FaultKind::PauseShort,
         FaultKind::PauseLong,
         FaultKind::CleanRestart,
         FaultKind::PowerLoss,
+        FaultKind::StallFollowersKillLeader,
     ];
 
     pub fn name(self) -> &'static str {
@@ -41,6 +48,7 @@ impl FaultKind {
             FaultKind::PauseLong => "pause-long",
             FaultKind::CleanRestart => "clean-restart",
             FaultKind::PowerLoss => "power-loss",
+            FaultKind::StallFollowersKillLeader => "stall-kill",
         }
     }
 }
@@ -107,12 +115,16 @@ impl Schedule {
         let mut at = Duration::from_secs(3);
         while at < end {
             let kind = FaultKind::ALL[(rng.next() % FaultKind::ALL.len() as u64) as usize];
-            let target = if rng.next() % 3 < 2 {
+            let mut target = if rng.next() % 3 < 2 {
                 Target::Leader
             } else {
                 Target::Follower((rng.next() % 2) as u8)
             };
+            if kind == FaultKind::StallFollowersKillLeader {
+                target = Target::Leader;
+            }
             let hold = match kind {
+                FaultKind::StallFollowersKillLeader => rng.ms(1000, REPLICA_LAG_MS / 2),
                 FaultKind::PauseShort => rng.ms(1000, SESSION_TIMEOUT_MS / 2),
                 FaultKind::PauseLong => {
                     rng.ms(SESSION_TIMEOUT_MS + 2000, SESSION_TIMEOUT_MS + 6000)
@@ -204,6 +216,9 @@ pub fn apply(
 ) -> Result<Applied> {
     let state = client::describe(programs, cluster.bootstrap(), topic)?;
     let broker = match step.target {
+        _ if step.kind == FaultKind::StallFollowersKillLeader && state.leader < 0 => {
+            return Err("stall-kill needs a leader, and the partition has none".into());
+        }
         Target::Leader if state.leader >= 0 => state.leader as u32,
         // No leader: strike the first replica instead.
         Target::Leader => *state
@@ -232,23 +247,22 @@ pub fn apply(
             .unwrap_or(-1)
     };
     let leader_during;
-    let node = cluster.broker(broker)?;
     match step.kind {
         FaultKind::Kill => {
-            node.kill()?;
+            cluster.broker(broker)?.kill()?;
             std::thread::sleep(step.hold);
             leader_during = during(programs);
             cluster.restart(broker)?;
         }
         FaultKind::PauseShort | FaultKind::PauseLong => {
-            node.pause()?;
+            cluster.broker(broker)?.pause()?;
             std::thread::sleep(step.hold);
             leader_during = during(programs);
             cluster.broker(broker)?.resume()?;
         }
         FaultKind::CleanRestart => {
             let t = Instant::now();
-            let clean = node.terminate(Duration::from_secs(30))?;
+            let clean = cluster.broker(broker)?.terminate(Duration::from_secs(30))?;
             note = if clean {
                 format!("stopped cleanly in {:.1}s", t.elapsed().as_secs_f64())
             } else {
@@ -258,7 +272,29 @@ pub fn apply(
             leader_during = during(programs);
             cluster.restart(broker)?;
         }
+        FaultKind::StallFollowersKillLeader => {
+            let leader = state.leader as u32;
+            let followers: Vec<u32> = state
+                .replicas
+                .iter()
+                .copied()
+                .filter(|&r| r != leader)
+                .collect();
+            for &f in &followers {
+                cluster.broker(f)?.pause()?;
+            }
+            std::thread::sleep(step.hold);
+            cluster.broker(leader)?.kill()?;
+            for &f in &followers {
+                cluster.broker(f)?.resume()?;
+            }
+            // Until the controller fences the dead leader (its session ends) and elects another.
+            std::thread::sleep(Duration::from_millis(SESSION_TIMEOUT_MS + 2000));
+            leader_during = during(programs);
+            cluster.restart(leader)?;
+        }
         FaultKind::PowerLoss => {
+            let node = cluster.broker(broker)?;
             node.kill()?;
             let data = node.data_dir();
             let cut = segment::cut_unflushed(&data, topic, 0)?;
