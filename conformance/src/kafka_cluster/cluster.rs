@@ -213,6 +213,22 @@ impl Cluster {
         }
     }
 
+    /// Waits (at most `limit`) until every running node's latest start is
+    /// complete: the metadata a client reads is only current after that.
+    pub fn wait_started(&mut self, limit: Duration) -> bool {
+        let start = Instant::now();
+        while start.elapsed() < limit {
+            let all = std::iter::once(&mut self.controller)
+                .chain(self.brokers.iter_mut())
+                .all(|n| n.exited().is_none() && (!n.is_up() || n.started()));
+            if all {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        false
+    }
+
     /// Resumes every paused process and starts every stopped one.
     pub fn heal(&mut self) -> Result<Vec<String>> {
         let mut done = Vec::new();

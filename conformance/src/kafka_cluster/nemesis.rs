@@ -320,6 +320,7 @@ pub fn apply(
     }
     // Bounded: a broker that does not come back is left to the final heal.
     let count = cluster.brokers.len();
+    cluster.wait_started(Duration::from_secs(60));
     let (after, full) =
         match client::wait_brokers(programs, &bootstrap, count, Duration::from_secs(45)) {
             Ok(()) => client::wait_full_isr(programs, &bootstrap, topic, Duration::from_secs(45)),

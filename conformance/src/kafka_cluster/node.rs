@@ -5,7 +5,7 @@
 
 use std::fs::{File, OpenOptions};
 use std::os::unix::process::CommandExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -69,7 +69,7 @@ impl Node {
         self.paused
     }
 
-    fn java(&self, classpath: &str, log4j: &PathBuf) -> Command {
+    fn java(&self, classpath: &str, log4j: &Path) -> Command {
         let mut cmd = Command::new("java");
         cmd.arg("-Xmx384m")
             .args(JVM_FLAGS)
@@ -81,7 +81,7 @@ impl Node {
     }
 
     /// Formats `data/` with Kafka's StorageTool (once, before the first start).
-    pub fn format(&self, classpath: &str, log4j: &PathBuf, cluster_id: &str) -> Result<()> {
+    pub fn format(&self, classpath: &str, log4j: &Path, cluster_id: &str) -> Result<()> {
         let mut cmd = self.java(classpath, log4j);
         cmd.arg("kafka.tools.StorageTool")
             .arg("format")
@@ -107,7 +107,7 @@ impl Node {
     }
 
     /// Starts `kafka.Kafka server.properties`, its output appended to stdout.log.
-    pub fn start(&mut self, classpath: &str, log4j: &PathBuf) -> Result<()> {
+    pub fn start(&mut self, classpath: &str, log4j: &Path) -> Result<()> {
         if self.child.is_some() {
             return Err(format!("{} is already running", self.name()));
         }
@@ -217,6 +217,13 @@ impl Node {
         }
     }
 
+    /// Whether the latest start got as far as "Kafka Server started" (server.log
+    /// is appended to across starts, one such line per start).
+    pub fn started(&self) -> bool {
+        let text = std::fs::read_to_string(self.dir.join("server.log")).unwrap_or_default();
+        text.matches("Kafka Server started").count() as u32 >= self.starts
+    }
+
     /// The tail of server.log, for an error message.
     pub fn log_tail(&self, lines: usize) -> String {
         let text = std::fs::read_to_string(self.dir.join("server.log")).unwrap_or_default();
@@ -239,7 +246,7 @@ impl Drop for Node {
 }
 
 /// Creates (truncating) a file with `text`.
-pub fn write_file(path: &PathBuf, text: &str) -> Result<()> {
+pub fn write_file(path: &Path, text: &str) -> Result<()> {
     use std::io::Write;
     let mut f = File::create(path).map_err(|e| format!("cannot create {}: {e}", path.display()))?;
     f.write_all(text.as_bytes())

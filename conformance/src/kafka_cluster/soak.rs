@@ -101,6 +101,14 @@ fn produce_and_check(
         if let Some(wait) = step.at.checked_sub(start.elapsed()) {
             std::thread::sleep(wait);
         }
+        // Late past the producer's end (the faults before took long): nothing left to hurt.
+        if start.elapsed() >= end {
+            say(&format!(
+                "skipped the faults from {:.1}s on: the producer has ended",
+                step.at.as_secs_f64()
+            ));
+            break;
+        }
         let applied = nemesis::apply(cluster, programs, TOPIC, step, start.elapsed())?;
         say(&format!("fault {applied}"));
         leaders.extend([
@@ -200,7 +208,11 @@ fn wait_for_leader(programs: &Programs, bootstrap: &str, limit: Duration) -> Res
 /// Whether every broker is unfenced and every replica back in the ISR within `limit`.
 fn wait_full_isr(programs: &Programs, cluster: &mut Cluster, limit: Duration) -> bool {
     let start = Instant::now();
-    if cluster.wait_unfenced(programs, limit).is_err() {
+    cluster.wait_started(limit);
+    if cluster
+        .wait_unfenced(programs, limit.saturating_sub(start.elapsed()))
+        .is_err()
+    {
         return false;
     }
     let left = limit.saturating_sub(start.elapsed());
