@@ -46,32 +46,43 @@ fn step(at_s: f64, kind: FaultKind, hold_s: f64) -> Step {
     }
 }
 
-/// Runs the schedule in a temporary directory, kept (and named) when the run fails.
-fn run(programs: &Programs, rules: Rules, seconds: u64, steps: Vec<Step>) -> Summary {
-    let dir = tempfile::Builder::new()
-        .prefix("kafka-cluster-test-")
-        .tempdir()
-        .unwrap();
+/// A run's directory: removed when the test passes, kept (its path in the
+/// failure message) when it fails.
+struct RunDir(std::path::PathBuf);
+
+impl Drop for RunDir {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!("observations kept in {}", self.0.display());
+        } else {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+}
+
+/// Runs the schedule in a fresh directory; a harness failure fails the test.
+fn run(programs: &Programs, rules: Rules, seconds: u64, steps: Vec<Step>) -> (Summary, RunDir) {
+    let dir = RunDir(
+        tempfile::Builder::new()
+            .prefix("kafka-cluster-test-")
+            .tempdir()
+            .unwrap()
+            .keep(),
+    );
     let config = SoakConfig {
         rules,
         seconds,
         schedule: Schedule::fixed(steps),
-        run_dir: dir.path().join("run"),
+        run_dir: dir.0.join("run"),
         heal_timeout: Duration::from_secs(90),
     };
     let began = Instant::now();
     match soak::run(programs, &config) {
         Ok(summary) => {
             eprintln!("{summary}(in {:.1}s)", began.elapsed().as_secs_f64());
-            summary
+            (summary, dir)
         }
-        Err(e) => {
-            let kept = dir.keep();
-            panic!(
-                "harness failure: {e}\nobservations kept in {}",
-                kept.display()
-            );
-        }
+        Err(e) => panic!("harness failure: {e}"),
     }
 }
 
@@ -87,7 +98,7 @@ fn kafka_keeps_every_acknowledged_record_through_a_leader_kill_and_a_long_pause(
     // kill -9 of the leader, down 2 s; then a SIGSTOP of the (new) leader for
     // 9 s, past the 6 s broker session: the controller fences it and moves
     // the leadership.
-    let summary = run(
+    let (summary, _dir) = run(
         &programs,
         Rules::Today,
         30,
@@ -124,7 +135,7 @@ fn the_checker_sees_kafka_lose_records_acknowledged_with_acks_1() {
     // acks=1: the leader acknowledges alone while both followers are stopped
     // (3 s, still in the ISR), is killed, and a follower without those
     // records is elected.
-    let summary = run(
+    let (summary, _dir) = run(
         &programs,
         Rules::Acks1,
         20,
