@@ -60,8 +60,13 @@ impl Drop for RunDir {
     }
 }
 
+/// One cluster at a time: two clusters' eight JVMs on two cores would slow
+/// both past their timeouts.
+static ONE_CLUSTER: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// Runs the schedule in a fresh directory; a harness failure fails the test.
 fn run(programs: &Programs, rules: Rules, seconds: u64, steps: Vec<Step>) -> (Summary, RunDir) {
+    let _one = ONE_CLUSTER.lock().unwrap_or_else(|e| e.into_inner());
     let dir = RunDir(
         tempfile::Builder::new()
             .prefix("kafka-cluster-test-")
