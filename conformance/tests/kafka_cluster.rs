@@ -2,7 +2,7 @@
 //! brokers as local `java` processes), under a fixed fault schedule, its
 //! acknowledged records checked from the client side
 //! (spec/kafka-cluster.md). Long tier: each test starts a cluster (about
-//! 10 s) and produces for 25-30 s. Outside CI a test skips when Java or
+//! 10 s) and produces for 20-30 s. Outside CI a test skips when Java or
 //! Maven is missing; under CI=true that fails.
 
 #[path = "../../testkit/long_tier.rs"]
@@ -94,7 +94,7 @@ fn run(programs: &Programs, rules: Rules, seconds: u64, steps: Vec<Step>) -> (Su
 #[test]
 fn kafka_keeps_every_acknowledged_record_through_a_leader_kill_and_a_long_pause() {
     let test = "kafka_keeps_every_acknowledged_record_through_a_leader_kill_and_a_long_pause";
-    if !long_tier::enabled("starts a Kafka cluster, about 80 s") {
+    if !long_tier::enabled("starts a Kafka cluster, about 55 s") {
         return;
     }
     let Some(programs) = programs(test) else {
@@ -131,7 +131,7 @@ fn kafka_keeps_every_acknowledged_record_through_a_leader_kill_and_a_long_pause(
 #[test]
 fn the_checker_sees_kafka_lose_records_acknowledged_with_acks_1() {
     let test = "the_checker_sees_kafka_lose_records_acknowledged_with_acks_1";
-    if !long_tier::enabled("starts a Kafka cluster, about 70 s") {
+    if !long_tier::enabled("starts a Kafka cluster, about 50 s") {
         return;
     }
     let Some(programs) = programs(test) else {

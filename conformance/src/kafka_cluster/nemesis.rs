@@ -341,3 +341,39 @@ pub fn apply(
         note,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_seed_gives_one_schedule_with_pauses_on_either_side_of_the_session() {
+        for seed in 0..50 {
+            let s = Schedule::from_seed(seed, 120);
+            assert_eq!(s, Schedule::from_seed(seed, 120), "seed {seed} replays");
+            assert!(!s.steps.is_empty());
+            for step in &s.steps {
+                let session = Duration::from_millis(SESSION_TIMEOUT_MS);
+                match step.kind {
+                    FaultKind::PauseShort => assert!(step.hold < session),
+                    FaultKind::PauseLong => assert!(step.hold > session),
+                    FaultKind::StallFollowersKillLeader => {
+                        assert!(step.hold < Duration::from_millis(REPLICA_LAG_MS));
+                        assert_eq!(step.target, Target::Leader);
+                    }
+                    _ => {}
+                }
+                assert!(step.at < Duration::from_secs(117));
+            }
+        }
+        let kinds: std::collections::BTreeSet<&str> = (0..50)
+            .flat_map(|seed| Schedule::from_seed(seed, 120).steps)
+            .map(|s| s.kind.name())
+            .collect();
+        assert_eq!(
+            kinds.len(),
+            FaultKind::ALL.len(),
+            "every fault is drawn: {kinds:?}"
+        );
+    }
+}

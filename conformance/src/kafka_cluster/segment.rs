@@ -128,3 +128,66 @@ fn batches_below(segment: &Path, rp: u64) -> Result<u64> {
     }
     Ok(pos)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A batch header with the fields the cut reads, padded to `length`.
+    fn batch(base: u64, last_delta: u32, length: u32) -> Vec<u8> {
+        let mut b = Vec::new();
+        b.extend(base.to_be_bytes());
+        b.extend(length.to_be_bytes());
+        b.extend([0u8; 11]); // partitionLeaderEpoch, magic, crc, attributes
+        b.extend(last_delta.to_be_bytes());
+        b.resize(12 + length as usize, 0);
+        b
+    }
+
+    #[test]
+    fn the_cut_keeps_only_batches_wholly_below_the_recovery_point() {
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path();
+        let part = data.join("t-0");
+        fs::create_dir_all(&part).unwrap();
+        // Offsets 0-1, 2, 3-5; a later segment from 6.
+        let mut log = batch(0, 1, 40);
+        log.extend(batch(2, 0, 30));
+        log.extend(batch(3, 2, 50));
+        fs::write(part.join(format!("{:020}.log", 0)), &log).unwrap();
+        fs::write(part.join(format!("{:020}.log", 6)), batch(6, 0, 30)).unwrap();
+        fs::write(part.join(format!("{:020}.index", 6)), b"").unwrap();
+        fs::write(
+            data.join("recovery-point-offset-checkpoint"),
+            "0\n1\nt 0 4\n",
+        )
+        .unwrap();
+
+        let cut = cut_unflushed(data, "t", 0).unwrap();
+        // Offset 4 lies in the third batch: the first two stay, 52 + 42 bytes.
+        assert_eq!((cut.recovery_point, cut.bytes_after), (4, 94));
+        assert_eq!(cut.deleted_segments, 1);
+        assert!(!part.join(format!("{:020}.log", 6)).exists());
+        assert!(!part.join(format!("{:020}.index", 6)).exists());
+        assert_eq!(
+            fs::metadata(part.join(format!("{:020}.log", 0)))
+                .unwrap()
+                .len(),
+            94
+        );
+    }
+
+    #[test]
+    fn a_broken_checkpoint_is_an_error_not_a_panic() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(
+            dir.path().join("recovery-point-offset-checkpoint"),
+            "0\n1\nt 0 x\n",
+        )
+        .unwrap();
+        let err = recovery_point(dir.path(), "t", 0).unwrap_err();
+        assert!(err.contains("bad offset"), "{err}");
+        let missing = cut_unflushed(dir.path(), "t", 0);
+        assert!(missing.is_err());
+    }
+}
