@@ -186,6 +186,7 @@ impl Producer {
         topic: &str,
         acks: &str,
         seconds: u64,
+        stderr: &std::path::Path,
     ) -> Result<Producer> {
         let mut cmd = programs.client(
             "produce",
@@ -197,7 +198,10 @@ impl Producer {
                 ("interval-ms", "5"),
             ]),
         );
-        cmd.stdout(Stdio::piped()).stderr(Stdio::null());
+        // Its stderr (an exception that ends it, say) goes to a file kept with the run.
+        let err = std::fs::File::create(stderr)
+            .map_err(|e| format!("cannot create {}: {e}", stderr.display()))?;
+        cmd.stdout(Stdio::piped()).stderr(Stdio::from(err));
         let mut child = cmd
             .spawn()
             .map_err(|e| format!("cannot start the producer: {e}"))?;

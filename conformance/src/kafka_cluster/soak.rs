@@ -3,8 +3,8 @@
 //! for the full ISR, bounded), read the partition back, check it, stop.
 //! Everything observed stays in the run directory: each node's directory
 //! (its log dir with the partition and, for the controller,
-//! `__cluster_metadata-0`; server.log; state-change.log), producer.jsonl,
-//! consumed.jsonl, schedule.txt and summary.txt.
+//! `__cluster_metadata-0`; server.log; state-change.log), producer.jsonl
+//! and producer.stderr, consumed.jsonl, schedule.txt and summary.txt.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -90,6 +90,7 @@ fn produce_and_check(
         TOPIC,
         config.rules.acks(),
         config.seconds,
+        &config.run_dir.join("producer.stderr"),
     )?;
     let start = Instant::now();
     let end = Duration::from_secs(config.seconds);
