@@ -19,7 +19,9 @@ pub const HEARTBEAT_MS: u64 = 1000;
 /// A paused follower leaves the ISR after this long (Kafka's default is 30 s).
 pub const REPLICA_LAG_MS: u64 = 6000;
 /// Kafka flushes a log and checkpoints its recovery point this often here
-/// (by default it never flushes on its own and checkpoints every 60 s).
+/// (by default it never flushes on its own and checkpoints every 60 s), from
+/// 1 s after a broker starts (`log.initial.task.delay.ms`, by default 30 s:
+/// longer than a short run, and every restart starts it again).
 pub const FLUSH_MS: u64 = 2000;
 
 pub struct ClusterConfig {
@@ -105,6 +107,7 @@ impl Cluster {
              log.flush.interval.ms={FLUSH_MS}\n\
              log.flush.scheduler.interval.ms=1000\n\
              log.flush.offset.checkpoint.interval.ms={FLUSH_MS}\n\
+             log.initial.task.delay.ms=1000\n\
              offsets.topic.replication.factor=1\n\
              group.initial.rebalance.delay.ms=0\n\
              auto.create.topics.enable=false\n",
