@@ -33,7 +33,7 @@ need() {
 }
 
 need java
-if [[ -f "$jar" && -d "$here/target/lib" ]] &&
+if [[ -f "$jar" && -d "$here/target/lib" && -d "$here/target/broker-lib" ]] &&
     [[ -z "$(find "$here/pom.xml" "$here/src" -newer "$jar" -print -quit)" ]]; then
     echo "kafka interop: $jar is up to date"
     exit 0
@@ -44,14 +44,14 @@ mkdir -p "$here/target"
 # One build at a time (test binaries and CI may call this concurrently).
 exec 9>"$here/target/.setup.lock"
 command -v flock >/dev/null 2>&1 && flock 9
-if [[ -f "$jar" && -d "$here/target/lib" ]] &&
+if [[ -f "$jar" && -d "$here/target/lib" && -d "$here/target/broker-lib" ]] &&
     [[ -z "$(find "$here/pom.xml" "$here/src" -newer "$jar" -print -quit)" ]]; then
     echo "kafka interop: $jar is up to date"
     exit 0
 fi
 
 echo "kafka interop: building $jar (mvn package; Maven fetches org.apache.kafka:kafka_2.13, kafka-storage, kafka-tools, kafka-metadata)"
-rm -rf "$here/target/lib"
+rm -rf "$here/target/lib" "$here/target/broker-lib"
 log="$(mktemp)"
 if ! mvn -q -B -f "$here/pom.xml" package >"$log" 2>&1; then
     cat "$log" >&2

@@ -20,6 +20,7 @@ pub mod abstraction;
 pub mod coverage;
 pub mod disk;
 pub mod exhaustive;
+pub mod kafka_cluster;
 pub mod lockstep;
 pub mod mapping;
 pub mod replay;

@@ -43,7 +43,16 @@ public final class Main {
         "      --sample-shift, replica count n keeps one case in 2^Sn, chosen by a seeded hash.",
         "  epoch-cache-cases --dir DIR [--sequences N] [--seed N]",
         "      runs random sequences of assign / truncateFromEnd / truncateFromStart / endOffsetFor on",
-        "      Kafka's LeaderEpochFileCache and prints each operation, its answer and the checkpoint file.");
+        "      Kafka's LeaderEpochFileCache and prints each operation, its answer and the checkpoint file.",
+        "  brokers      --bootstrap B [--count N] [--timeout-ms T]",
+        "      waits until N brokers of a running cluster are registered and unfenced.",
+        "  create-topic --bootstrap B --topic T [--partitions N] [--replication-factor N]",
+        "  describe     --bootstrap B --topic T",
+        "      prints each partition's leader, replicas, ISR and ELR, one JSON line each.",
+        "  produce      --bootstrap B --topic T --acks all|1|0 [--seconds S] [--interval-ms M]",
+        "      sends 0, 1, 2, ... to partition 0 and prints one JSON line per outcome (ack or error).",
+        "  consume      --bootstrap B --topic T [--timeout-ms T]",
+        "      reads partition 0 up to its end offset and prints one JSON line per record.");
 
     public static void main(String[] args) throws Exception {
         if (args.length == 0) {
@@ -62,6 +71,11 @@ public final class Main {
                 case "bench-read" -> Bench.read(rest);
                 case "controller-cases" -> ControllerCases.run(rest);
                 case "epoch-cache-cases" -> EpochCacheCases.run(rest);
+                case "brokers" -> ClusterClient.brokers(rest);
+                case "create-topic" -> ClusterClient.createTopic(rest);
+                case "describe" -> ClusterClient.describe(rest);
+                case "produce" -> ClusterClient.produce(rest);
+                case "consume" -> ClusterClient.consume(rest);
                 default -> {
                     System.err.println("unknown command " + args[0] + "\n" + USAGE);
                     System.exit(2);

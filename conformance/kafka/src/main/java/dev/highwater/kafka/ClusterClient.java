@@ -1,0 +1,254 @@
+package dev.highwater.kafka;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.admin.TopicDescription;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.Node;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.TopicPartitionInfo;
+import org.apache.kafka.common.serialization.StringDeserializer;
+import org.apache.kafka.common.serialization.StringSerializer;
+
+import java.io.PrintStream;
+import java.time.Duration;
+import java.util.Collection;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.Set;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The client side of the real-cluster harness (conformance/src/kafka_cluster): Kafka's own
+ * Admin, producer and consumer against a running cluster. Every command prints JSON lines on
+ * stdout, one per observation, so the Rust side reads them as they come.
+ */
+final class ClusterClient {
+    private ClusterClient() {
+    }
+
+    private static final ObjectMapper LINE = new ObjectMapper();
+    private static final PrintStream OUT = System.out;
+
+    private static synchronized void emit(ObjectNode node) {
+        try {
+            OUT.println(LINE.writeValueAsString(node));
+            OUT.flush();
+        } catch (Exception e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    private static Admin admin(Map<String, String> args) {
+        Properties p = new Properties();
+        p.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, LogSupport.required(args, "bootstrap"));
+        p.put(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, "3000");
+        p.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, "5000");
+        return Admin.create(p);
+    }
+
+    private static long longArg(Map<String, String> args, String name, long dflt) {
+        String v = args.get(name);
+        if (v == null) {
+            return dflt;
+        }
+        try {
+            return Long.parseLong(v);
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException("--" + name + " must be a number, not " + v);
+        }
+    }
+
+    /**
+     * {@code brokers --bootstrap B --count N --timeout-ms T}: waits until N brokers are
+     * registered and unfenced (Admin's describeCluster lists only unfenced brokers), printing
+     * {"brokers":[ids]} once they are; exit status 1 when the time runs out.
+     */
+    static void brokers(String[] argv) throws Exception {
+        Map<String, String> args = LogSupport.parseArgs(argv, 0);
+        long count = longArg(args, "count", 1);
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(longArg(args, "timeout-ms", 60000));
+        String last = "no answer";
+        try (Admin admin = admin(args)) {
+            while (System.nanoTime() < deadline) {
+                try {
+                    Collection<Node> nodes = admin.describeCluster().nodes().get(5, TimeUnit.SECONDS);
+                    if (nodes.size() >= count) {
+                        ObjectNode out = LogSupport.NODES.objectNode();
+                        ArrayNode ids = out.putArray("brokers");
+                        nodes.stream().mapToInt(Node::id).sorted().forEach(ids::add);
+                        emit(out);
+                        return;
+                    }
+                    last = nodes.size() + " unfenced brokers";
+                } catch (Exception e) {
+                    last = e.toString();
+                }
+                Thread.sleep(250);
+            }
+        }
+        System.err.println("fewer than " + count + " unfenced brokers in time: " + last);
+        System.exit(1);
+    }
+
+    /**
+     * {@code create-topic --bootstrap B --topic T [--partitions 1] [--replication-factor 3]}:
+     * creates the topic (the cluster's min.insync.replicas and unclean election apply).
+     */
+    static void createTopic(String[] argv) throws Exception {
+        Map<String, String> args = LogSupport.parseArgs(argv, 0);
+        String topic = LogSupport.required(args, "topic");
+        int partitions = (int) longArg(args, "partitions", 1);
+        short rf = (short) longArg(args, "replication-factor", 3);
+        try (Admin admin = admin(args)) {
+            admin.createTopics(List.of(new NewTopic(topic, partitions, rf))).all().get(30, TimeUnit.SECONDS);
+        }
+        ObjectNode out = LogSupport.NODES.objectNode();
+        out.put("created", topic);
+        emit(out);
+    }
+
+    /**
+     * {@code describe --bootstrap B --topic T}: one line per partition with its leader (-1 when
+     * none), replicas, ISR, ELR and last known ELR, as the controller's metadata has them.
+     */
+    static void describe(String[] argv) throws Exception {
+        Map<String, String> args = LogSupport.parseArgs(argv, 0);
+        String topic = LogSupport.required(args, "topic");
+        TopicDescription d;
+        try (Admin admin = admin(args)) {
+            d = admin.describeTopics(Set.of(topic)).allTopicNames().get(10, TimeUnit.SECONDS).get(topic);
+        }
+        for (TopicPartitionInfo p : d.partitions()) {
+            ObjectNode out = LogSupport.NODES.objectNode();
+            out.put("partition", p.partition());
+            out.put("leader", p.leader() == null || p.leader().isEmpty() ? -1 : p.leader().id());
+            ids(out.putArray("replicas"), p.replicas());
+            ids(out.putArray("isr"), p.isr());
+            ids(out.putArray("elr"), p.elr());
+            ids(out.putArray("last_known_elr"), p.lastKnownElr());
+            emit(out);
+        }
+    }
+
+    private static void ids(ArrayNode into, List<Node> nodes) {
+        if (nodes != null) {
+            nodes.forEach(n -> into.add(n.id()));
+        }
+    }
+
+    /**
+     * {@code produce --bootstrap B --topic T --acks all|1|0 --seconds S [--interval-ms M]}:
+     * sends the values 0, 1, 2, ... (as decimal strings) to partition 0, one every M ms, for S
+     * seconds, and prints one line per outcome: {"value":v,"outcome":"ack","offset":o} or
+     * {"value":v,"outcome":"error","error":"..."} (the record may or may not be written: an
+     * indeterminate send). Ends with {"done":true,"sent":n}.
+     */
+    static void produce(String[] argv) throws Exception {
+        Map<String, String> args = LogSupport.parseArgs(argv, 0);
+        String topic = LogSupport.required(args, "topic");
+        String acks = LogSupport.required(args, "acks");
+        if (!Set.of("all", "1", "0").contains(acks)) {
+            throw new IllegalArgumentException("--acks must be all, 1 or 0, not " + acks);
+        }
+        long seconds = longArg(args, "seconds", 10);
+        long interval = longArg(args, "interval-ms", 5);
+        Properties p = new Properties();
+        p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, LogSupport.required(args, "bootstrap"));
+        p.put(ProducerConfig.ACKS_CONFIG, acks);
+        // Idempotence needs acks=all; with it, retries cannot duplicate or reorder a value.
+        p.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, String.valueOf(acks.equals("all")));
+        p.put(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, "3000");
+        p.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, "10000");
+        p.put(ProducerConfig.LINGER_MS_CONFIG, "0");
+        p.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, "2000");
+        p.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
+        p.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
+        long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(seconds);
+        long sent = 0;
+        try (KafkaProducer<String, String> producer = new KafkaProducer<>(p)) {
+            while (System.nanoTime() < end) {
+                final long value = sent++;
+                try {
+                    producer.send(new ProducerRecord<>(topic, 0, null, Long.toString(value)), (md, err) -> {
+                        ObjectNode out = LogSupport.NODES.objectNode();
+                        out.put("value", value);
+                        if (err == null) {
+                            out.put("outcome", "ack");
+                            out.put("offset", md.offset());
+                        } else {
+                            out.put("outcome", "error");
+                            out.put("error", err.toString());
+                        }
+                        emit(out);
+                    });
+                } catch (Exception e) {
+                    ObjectNode out = LogSupport.NODES.objectNode();
+                    out.put("value", value);
+                    out.put("outcome", "error");
+                    out.put("error", e.toString());
+                    emit(out);
+                }
+                if (interval > 0) {
+                    Thread.sleep(interval);
+                }
+            }
+            // Every send gets its outcome (ack, or error at the delivery timeout) before the end.
+            producer.flush();
+        }
+        ObjectNode done = LogSupport.NODES.objectNode();
+        done.put("done", true);
+        done.put("sent", sent);
+        emit(done);
+    }
+
+    /**
+     * {@code consume --bootstrap B --topic T [--timeout-ms T]}: reads partition 0 from its start
+     * to its end offset (the leader's high watermark when the read begins) and prints
+     * {"offset":o,"value":"v"} per record, then {"done":true,"end":e}.
+     */
+    static void consume(String[] argv) throws Exception {
+        Map<String, String> args = LogSupport.parseArgs(argv, 0);
+        String topic = LogSupport.required(args, "topic");
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(longArg(args, "timeout-ms", 60000));
+        Properties p = new Properties();
+        p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, LogSupport.required(args, "bootstrap"));
+        p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
+        p.put(ConsumerConfig.REQUEST_TIMEOUT_MS_CONFIG, "5000");
+        p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
+        p.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
+        TopicPartition tp = new TopicPartition(topic, 0);
+        long end;
+        try (KafkaConsumer<String, String> consumer = new KafkaConsumer<>(p)) {
+            consumer.assign(List.of(tp));
+            consumer.seekToBeginning(List.of(tp));
+            end = consumer.endOffsets(List.of(tp), Duration.ofSeconds(30)).get(tp);
+            while (consumer.position(tp, Duration.ofSeconds(30)) < end) {
+                if (System.nanoTime() > deadline) {
+                    System.err.println("consume: did not reach the end offset " + end + " in time");
+                    System.exit(1);
+                }
+                for (ConsumerRecord<String, String> r : consumer.poll(Duration.ofMillis(500))) {
+                    ObjectNode out = LogSupport.NODES.objectNode();
+                    out.put("offset", r.offset());
+                    out.put("value", r.value());
+                    emit(out);
+                }
+            }
+        }
+        ObjectNode done = LogSupport.NODES.objectNode();
+        done.put("done", true);
+        done.put("end", end);
+        emit(done);
+    }
+}

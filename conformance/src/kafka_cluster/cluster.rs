@@ -1,0 +1,270 @@
+//! The cluster: one KRaft controller and N brokers on 127.0.0.1, each a
+//! process with its own directory under the cluster's, configured for
+//! short runs (a 6 s broker session, 1 s heartbeats, a flush and recovery
+//! point checkpoint every 2 s so that an unflushed tail is small and
+//! known). Started, waited for (every broker registered and unfenced),
+//! and stopped; every process is killed when the `Cluster` is dropped.
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use super::node::{write_file, Node, Role};
+use super::programs::Programs;
+use super::{client, Result, Rules};
+
+pub const CONTROLLER_ID: u32 = 100;
+pub const SESSION_TIMEOUT_MS: u64 = 6000;
+pub const HEARTBEAT_MS: u64 = 1000;
+/// A paused follower leaves the ISR after this long (Kafka's default is 30 s).
+pub const REPLICA_LAG_MS: u64 = 6000;
+/// Kafka flushes a log and checkpoints its recovery point this often here
+/// (by default it never flushes on its own and checkpoints every 60 s), from
+/// 1 s after a broker starts (`log.initial.task.delay.ms`, by default 30 s:
+/// longer than a short run, and every restart starts it again).
+pub const FLUSH_MS: u64 = 2000;
+
+pub struct ClusterConfig {
+    pub brokers: u32,
+    pub rules: Rules,
+    /// Bound on the start, until every broker is unfenced.
+    pub start_timeout: Duration,
+}
+
+impl ClusterConfig {
+    pub fn new(rules: Rules) -> ClusterConfig {
+        ClusterConfig {
+            brokers: 3,
+            rules,
+            start_timeout: Duration::from_secs(150),
+        }
+    }
+}
+
+pub struct Cluster {
+    pub dir: PathBuf,
+    pub controller: Node,
+    pub brokers: Vec<Node>,
+    classpath: String,
+    log4j: PathBuf,
+    bootstrap: String,
+    /// From the first process started to every broker unfenced.
+    pub started_in: Duration,
+}
+
+/// Free ports on 127.0.0.1, all held until every one is chosen so none repeats.
+fn free_ports(n: usize) -> Result<Vec<u16>> {
+    let listeners: Vec<TcpListener> = (0..n)
+        .map(|_| {
+            TcpListener::bind("127.0.0.1:0").map_err(|e| format!("cannot bind 127.0.0.1:0: {e}"))
+        })
+        .collect::<Result<_>>()?;
+    listeners
+        .iter()
+        .map(|l| l.local_addr().map(|a| a.port()).map_err(|e| e.to_string()))
+        .collect()
+}
+
+const LOG4J: &str = "\
+status = warn
+appender.server.type = File
+appender.server.name = server
+appender.server.fileName = ${sys:kafka.logs.dir}/server.log
+appender.server.layout.type = PatternLayout
+appender.server.layout.pattern = [%d] %p %m (%c)%n
+appender.state.type = File
+appender.state.name = state
+appender.state.fileName = ${sys:kafka.logs.dir}/state-change.log
+appender.state.layout.type = PatternLayout
+appender.state.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = INFO
+rootLogger.appenderRef.server.ref = server
+logger.state.name = state.change.logger
+logger.state.level = TRACE
+logger.state.additivity = false
+logger.state.appenderRef.state.ref = state
+";
+
+impl Cluster {
+    /// Writes every node's configuration under `dir` (which must be empty
+    /// or absent), formats their storage, starts them and waits until
+    /// every broker is registered and unfenced.
+    pub fn start(programs: &Programs, config: &ClusterConfig, dir: &Path) -> Result<Cluster> {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        let ports = free_ports(1 + config.brokers as usize)?;
+        let quorum = format!("127.0.0.1:{}", ports[0]);
+        let rules = config.rules;
+        let common = format!(
+            "controller.listener.names=CONTROLLER\n\
+             listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT\n\
+             controller.quorum.bootstrap.servers={quorum}\n\
+             min.insync.replicas={}\n\
+             unclean.leader.election.enable={}\n\
+             broker.session.timeout.ms={SESSION_TIMEOUT_MS}\n\
+             broker.heartbeat.interval.ms={HEARTBEAT_MS}\n\
+             replica.lag.time.max.ms={REPLICA_LAG_MS}\n\
+             log.flush.interval.ms={FLUSH_MS}\n\
+             log.flush.scheduler.interval.ms=1000\n\
+             log.flush.offset.checkpoint.interval.ms={FLUSH_MS}\n\
+             log.initial.task.delay.ms=1000\n\
+             offsets.topic.replication.factor=1\n\
+             group.initial.rebalance.delay.ms=0\n\
+             auto.create.topics.enable=false\n",
+            rules.min_insync_replicas(),
+            rules.unclean_leader_election(),
+        );
+        let log4j = dir.join("log4j2.properties");
+        write_file(&log4j, LOG4J)?;
+        let classpath = programs.server_classpath()?;
+
+        let mut controller = Node::new(CONTROLLER_ID, Role::Controller, dir.join("controller"));
+        let mut brokers: Vec<Node> = (1..=config.brokers)
+            .map(|id| Node::new(id, Role::Broker, dir.join(format!("broker-{id}"))))
+            .collect();
+        let mut bootstrap = Vec::new();
+        for node in std::iter::once(&controller).chain(brokers.iter()) {
+            std::fs::create_dir_all(&node.dir)
+                .map_err(|e| format!("cannot create {}: {e}", node.dir.display()))?;
+            let own = match node.role {
+                Role::Controller => format!(
+                    "process.roles=controller\nnode.id={}\nlisteners=CONTROLLER://{quorum}\n",
+                    node.id
+                ),
+                Role::Broker => {
+                    let addr = format!("127.0.0.1:{}", ports[node.id as usize]);
+                    bootstrap.push(addr.clone());
+                    format!(
+                        "process.roles=broker\nnode.id={}\nlisteners=PLAINTEXT://{addr}\n\
+                         advertised.listeners=PLAINTEXT://{addr}\ninter.broker.listener.name=PLAINTEXT\n",
+                        node.id
+                    )
+                }
+            };
+            let props = format!("{own}log.dirs={}\n{common}", node.data_dir().display());
+            write_file(&node.properties(), &props)?;
+        }
+        // A fixed cluster id: runs differ by directory, not by id.
+        let cluster_id = "aGlnaHdhdGVyLWthZmthLQ";
+        for node in std::iter::once(&controller).chain(brokers.iter()) {
+            node.format(&classpath, &log4j, cluster_id)?;
+        }
+        let started = Instant::now();
+        controller.start(&classpath, &log4j)?;
+        for b in brokers.iter_mut() {
+            b.start(&classpath, &log4j)?;
+        }
+        let mut cluster = Cluster {
+            dir: dir.to_path_buf(),
+            controller,
+            brokers,
+            classpath,
+            log4j,
+            bootstrap: bootstrap.join(","),
+            started_in: Duration::ZERO,
+        };
+        cluster.wait_unfenced(programs, config.start_timeout)?;
+        cluster.started_in = started.elapsed();
+        Ok(cluster)
+    }
+
+    /// The brokers' addresses, for a client's bootstrap.servers.
+    pub fn bootstrap(&self) -> &str {
+        &self.bootstrap
+    }
+
+    pub fn broker(&mut self, id: u32) -> Result<&mut Node> {
+        self.brokers
+            .iter_mut()
+            .find(|b| b.id == id)
+            .ok_or_else(|| format!("no broker {id}"))
+    }
+
+    /// Starts a broker that is down.
+    pub fn restart(&mut self, id: u32) -> Result<()> {
+        let (classpath, log4j) = (self.classpath.clone(), self.log4j.clone());
+        self.broker(id)?.start(&classpath, &log4j)
+    }
+
+    /// Waits until every broker is registered and unfenced; fails early,
+    /// with its log, when a process has died.
+    pub fn wait_unfenced(&mut self, programs: &Programs, limit: Duration) -> Result<()> {
+        let start = Instant::now();
+        loop {
+            for node in std::iter::once(&mut self.controller).chain(self.brokers.iter_mut()) {
+                if let Some(why) = node.exited() {
+                    return Err(format!("{why}; its log ends:\n{}", node.log_tail(20)));
+                }
+            }
+            let left = limit.saturating_sub(start.elapsed());
+            if left.is_zero() {
+                return Err(format!(
+                    "the brokers were not all unfenced within {limit:?}; logs under {}",
+                    self.dir.display()
+                ));
+            }
+            // One try of at most 10 s, so that a dead process is noticed between tries.
+            match client::wait_brokers(
+                programs,
+                &self.bootstrap,
+                self.brokers.len(),
+                left.min(Duration::from_secs(10)),
+            ) {
+                Ok(()) => return Ok(()),
+                Err(_) => continue,
+            }
+        }
+    }
+
+    /// Waits (at most `limit`) until every running node's latest start is
+    /// complete: the metadata a client reads is only current after that.
+    pub fn wait_started(&mut self, limit: Duration) -> bool {
+        let start = Instant::now();
+        while start.elapsed() < limit {
+            let all = std::iter::once(&mut self.controller)
+                .chain(self.brokers.iter_mut())
+                .all(|n| n.exited().is_none() && (!n.is_up() || n.started()));
+            if all {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        false
+    }
+
+    /// Resumes every paused process and starts every stopped one.
+    pub fn heal(&mut self) -> Result<Vec<String>> {
+        let mut done = Vec::new();
+        let (classpath, log4j) = (self.classpath.clone(), self.log4j.clone());
+        for node in std::iter::once(&mut self.controller).chain(self.brokers.iter_mut()) {
+            if node.is_paused() {
+                node.resume()?;
+                done.push(format!("resumed {}", node.name()));
+            }
+            if let Some(why) = node.exited() {
+                done.push(why);
+            }
+            if !node.is_up() {
+                node.start(&classpath, &log4j)?;
+                done.push(format!("started {}", node.name()));
+            }
+        }
+        Ok(done)
+    }
+
+    /// Stops every process cleanly (brokers first), kill -9 past a bound.
+    /// Returns the processes that had to be killed.
+    pub fn stop(&mut self) -> Result<Vec<String>> {
+        let mut killed = Vec::new();
+        for node in self
+            .brokers
+            .iter_mut()
+            .chain(std::iter::once(&mut self.controller))
+        {
+            if !node.terminate(Duration::from_secs(30))? {
+                killed.push(node.name());
+            }
+        }
+        Ok(killed)
+    }
+}

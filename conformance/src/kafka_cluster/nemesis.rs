@@ -1,0 +1,379 @@
+//! The nemesis: a fault schedule drawn from a seed (so a run is replayed
+//! from its seed alone, and printed before it runs), applied one fault at
+//! a time to the broker that leads the partition, or to a follower, as
+//! it stands when the fault comes.
+
+use std::fmt;
+use std::time::{Duration, Instant};
+
+use super::cluster::{Cluster, REPLICA_LAG_MS, SESSION_TIMEOUT_MS};
+use super::programs::Programs;
+use super::{client, segment, Result};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FaultKind {
+    /// kill -9, down for the hold, restarted.
+    Kill,
+    /// SIGSTOP shorter than the broker session timeout, then SIGCONT.
+    PauseShort,
+    /// SIGSTOP longer than the session timeout (the controller fences it).
+    PauseLong,
+    /// SIGTERM, waited for (a clean shutdown), down for the hold, restarted.
+    CleanRestart,
+    /// kill -9, the partition's log cut back to its recovery point (the
+    /// unflushed tail lost, see [`segment`]), restarted.
+    PowerLoss,
+    /// Every follower SIGSTOPped for the hold (shorter than replica.lag.time.max.ms,
+    /// so they stay in the ISR), then the leader killed with kill -9 and the
+    /// followers resumed; the leader restarts once the controller has fenced it
+    /// and elected a follower. What the leader took alone is then on no
+    /// replica the controller can elect.
+    StallFollowersKillLeader,
+}
+
+impl FaultKind {
+    const ALL: [FaultKind; 6] = [
+        FaultKind::Kill,
+        FaultKind::PauseShort,
+        FaultKind::PauseLong,
+        FaultKind::CleanRestart,
+        FaultKind::PowerLoss,
+        FaultKind::StallFollowersKillLeader,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            FaultKind::Kill => "kill-9",
+            FaultKind::PauseShort => "pause-short",
+            FaultKind::PauseLong => "pause-long",
+            FaultKind::CleanRestart => "clean-restart",
+            FaultKind::PowerLoss => "power-loss",
+            FaultKind::StallFollowersKillLeader => "stall-kill",
+        }
+    }
+}
+
+/// Whom a fault strikes, resolved when it comes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Target {
+    Leader,
+    /// The n-th (mod their number) of the other replicas, by id.
+    Follower(u8),
+}
+
+impl fmt::Display for Target {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Target::Leader => write!(f, "leader"),
+            Target::Follower(n) => write!(f, "follower#{n}"),
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Step {
+    /// Not before this long after the producer starts.
+    pub at: Duration,
+    pub kind: FaultKind,
+    pub target: Target,
+    /// How long the broker stays down or paused.
+    pub hold: Duration,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Schedule {
+    /// None for a fixed schedule.
+    pub seed: Option<u64>,
+    pub steps: Vec<Step>,
+}
+
+/// splitmix64: a few lines, the same numbers on every platform.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Milliseconds in [lo, hi].
+    fn ms(&mut self, lo: u64, hi: u64) -> Duration {
+        Duration::from_millis(lo + self.next() % (hi - lo + 1))
+    }
+}
+
+impl Schedule {
+    /// Faults from 3 s after the producer starts until 3 s before it ends,
+    /// each followed by 3-8 s of quiet (plus the wait for the brokers).
+    pub fn from_seed(seed: u64, seconds: u64) -> Schedule {
+        let mut rng = Rng(seed);
+        let mut steps = Vec::new();
+        let end = Duration::from_secs(seconds.saturating_sub(3));
+        let mut at = Duration::from_secs(3);
+        while at < end {
+            let kind = FaultKind::ALL[(rng.next() % FaultKind::ALL.len() as u64) as usize];
+            let mut target = if rng.next() % 3 < 2 {
+                Target::Leader
+            } else {
+                Target::Follower((rng.next() % 2) as u8)
+            };
+            if kind == FaultKind::StallFollowersKillLeader {
+                target = Target::Leader;
+            }
+            let hold = match kind {
+                FaultKind::StallFollowersKillLeader => rng.ms(1000, REPLICA_LAG_MS / 2),
+                FaultKind::PauseShort => rng.ms(1000, SESSION_TIMEOUT_MS / 2),
+                FaultKind::PauseLong => {
+                    rng.ms(SESSION_TIMEOUT_MS + 2000, SESSION_TIMEOUT_MS + 6000)
+                }
+                _ => rng.ms(1000, 5000),
+            };
+            steps.push(Step {
+                at,
+                kind,
+                target,
+                hold,
+            });
+            at += hold + rng.ms(3000, 8000);
+        }
+        Schedule {
+            seed: Some(seed),
+            steps,
+        }
+    }
+
+    pub fn fixed(steps: Vec<Step>) -> Schedule {
+        Schedule { seed: None, steps }
+    }
+}
+
+impl fmt::Display for Schedule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.seed {
+            Some(seed) => writeln!(f, "schedule of seed {seed} ({} faults):", self.steps.len())?,
+            None => writeln!(f, "fixed schedule ({} faults):", self.steps.len())?,
+        }
+        for s in &self.steps {
+            writeln!(
+                f,
+                "  at {:>6.1}s  {:<13} {:<10} hold {:.1}s",
+                s.at.as_secs_f64(),
+                s.kind.name(),
+                s.target.to_string(),
+                s.hold.as_secs_f64()
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// A fault as it was applied.
+#[derive(Clone, Debug)]
+pub struct Applied {
+    pub step: Step,
+    /// When it began, after the producer started.
+    pub began: Duration,
+    pub broker: u32,
+    pub leader_before: i64,
+    /// The leader at the end of the hold, before the broker came back (-1: none, or no answer).
+    pub leader_during: i64,
+    /// The leader once the fault was over and the brokers were back (or the wait gave up).
+    pub leader_after: i64,
+    pub note: String,
+}
+
+impl fmt::Display for Applied {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{:>6.1}s {} broker {} ({}; leader {} -> {} -> {}){}",
+            self.began.as_secs_f64(),
+            self.step.kind.name(),
+            self.broker,
+            self.step.target,
+            self.leader_before,
+            self.leader_during,
+            self.leader_after,
+            if self.note.is_empty() {
+                String::new()
+            } else {
+                format!("; {}", self.note)
+            }
+        )
+    }
+}
+
+/// Applies one step now, then waits (bounded) for every broker to be back.
+pub fn apply(
+    cluster: &mut Cluster,
+    programs: &Programs,
+    topic: &str,
+    step: &Step,
+    began: Duration,
+) -> Result<Applied> {
+    let state = client::describe(programs, cluster.bootstrap(), topic)?;
+    let broker = match step.target {
+        _ if step.kind == FaultKind::StallFollowersKillLeader && state.leader < 0 => {
+            return Err("stall-kill needs a leader, and the partition has none".into());
+        }
+        Target::Leader if state.leader >= 0 => state.leader as u32,
+        // No leader: strike the first replica instead.
+        Target::Leader => *state
+            .replicas
+            .first()
+            .ok_or("the partition has no replicas")?,
+        Target::Follower(n) => {
+            let mut others: Vec<u32> = state
+                .replicas
+                .iter()
+                .copied()
+                .filter(|&r| r as i64 != state.leader)
+                .collect();
+            others.sort_unstable();
+            *others
+                .get(n as usize % others.len().max(1))
+                .ok_or("the partition has no follower")?
+        }
+    };
+    let mut note = String::new();
+    let bootstrap = cluster.bootstrap().to_string();
+    // The leader as the hold ends, before the broker is back.
+    let during = |programs: &Programs| {
+        client::describe(programs, &bootstrap, topic)
+            .map(|s| s.leader)
+            .unwrap_or(-1)
+    };
+    let leader_during;
+    match step.kind {
+        FaultKind::Kill => {
+            cluster.broker(broker)?.kill()?;
+            std::thread::sleep(step.hold);
+            leader_during = during(programs);
+            cluster.restart(broker)?;
+        }
+        FaultKind::PauseShort | FaultKind::PauseLong => {
+            cluster.broker(broker)?.pause()?;
+            std::thread::sleep(step.hold);
+            leader_during = during(programs);
+            cluster.broker(broker)?.resume()?;
+        }
+        FaultKind::CleanRestart => {
+            let t = Instant::now();
+            let clean = cluster.broker(broker)?.terminate(Duration::from_secs(30))?;
+            note = if clean {
+                format!("stopped cleanly in {:.1}s", t.elapsed().as_secs_f64())
+            } else {
+                "did not stop within 30 s: killed".into()
+            };
+            std::thread::sleep(step.hold);
+            leader_during = during(programs);
+            cluster.restart(broker)?;
+        }
+        FaultKind::StallFollowersKillLeader => {
+            let leader = state.leader as u32;
+            let followers: Vec<u32> = state
+                .replicas
+                .iter()
+                .copied()
+                .filter(|&r| r != leader)
+                .collect();
+            for &f in &followers {
+                cluster.broker(f)?.pause()?;
+            }
+            std::thread::sleep(step.hold);
+            cluster.broker(leader)?.kill()?;
+            for &f in &followers {
+                cluster.broker(f)?.resume()?;
+            }
+            // Until the controller fences the dead leader (its session ends) and elects another.
+            std::thread::sleep(Duration::from_millis(SESSION_TIMEOUT_MS + 2000));
+            leader_during = during(programs);
+            cluster.restart(leader)?;
+        }
+        FaultKind::PowerLoss => {
+            let node = cluster.broker(broker)?;
+            node.kill()?;
+            let data = node.data_dir();
+            let cut = segment::cut_unflushed(&data, topic, 0)?;
+            note = format!(
+                "cut {} at recovery point {}: {} -> {} bytes{}",
+                cut.segment
+                    .file_name()
+                    .unwrap_or_default()
+                    .to_string_lossy(),
+                cut.recovery_point,
+                cut.bytes_before,
+                cut.bytes_after,
+                if cut.deleted_segments > 0 {
+                    format!(", {} later segments deleted", cut.deleted_segments)
+                } else {
+                    String::new()
+                }
+            );
+            std::thread::sleep(step.hold);
+            leader_during = during(programs);
+            cluster.restart(broker)?;
+        }
+    }
+    // Bounded: a broker that does not come back is left to the final heal.
+    let count = cluster.brokers.len();
+    cluster.wait_started(Duration::from_secs(60));
+    let (after, full) =
+        match client::wait_brokers(programs, &bootstrap, count, Duration::from_secs(45)) {
+            Ok(()) => client::wait_full_isr(programs, &bootstrap, topic, Duration::from_secs(45)),
+            Err(_) => (None, false),
+        };
+    if !full {
+        note += if note.is_empty() { "" } else { "; " };
+        note += "the ISR was not full again within 45 s after it";
+    }
+    let leader_after = after.map_or(-1, |s| s.leader);
+    Ok(Applied {
+        step: step.clone(),
+        began,
+        broker,
+        leader_before: state.leader,
+        leader_during,
+        leader_after,
+        note,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_seed_gives_one_schedule_with_pauses_on_either_side_of_the_session() {
+        for seed in 0..50 {
+            let s = Schedule::from_seed(seed, 120);
+            assert_eq!(s, Schedule::from_seed(seed, 120), "seed {seed} replays");
+            assert!(!s.steps.is_empty());
+            for step in &s.steps {
+                let session = Duration::from_millis(SESSION_TIMEOUT_MS);
+                match step.kind {
+                    FaultKind::PauseShort => assert!(step.hold < session),
+                    FaultKind::PauseLong => assert!(step.hold > session),
+                    FaultKind::StallFollowersKillLeader => {
+                        assert!(step.hold < Duration::from_millis(REPLICA_LAG_MS));
+                        assert_eq!(step.target, Target::Leader);
+                    }
+                    _ => {}
+                }
+                assert!(step.at < Duration::from_secs(117));
+            }
+        }
+        let kinds: std::collections::BTreeSet<&str> = (0..50)
+            .flat_map(|seed| Schedule::from_seed(seed, 120).steps)
+            .map(|s| s.kind.name())
+            .collect();
+        assert_eq!(
+            kinds.len(),
+            FaultKind::ALL.len(),
+            "every fault is drawn: {kinds:?}"
+        );
+    }
+}

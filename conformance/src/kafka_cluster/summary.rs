@@ -1,0 +1,97 @@
+//! What one run saw, as printed at its end (and written to summary.txt).
+
+use std::fmt;
+use std::time::Duration;
+
+use super::checker::Verdict;
+use super::client::PartitionState;
+use super::nemesis::Applied;
+use super::Rules;
+
+pub struct Summary {
+    pub seed: Option<u64>,
+    pub rules: Rules,
+    pub started_in: Duration,
+    pub verdict: Verdict,
+    pub faults: Vec<Applied>,
+    /// Every broker back, unfenced, and all three replicas in the ISR, within the bound.
+    pub healed: bool,
+    pub healed_in: Duration,
+    pub leaders: Vec<i64>,
+    pub final_state: Option<PartitionState>,
+    pub took: Duration,
+}
+
+impl Summary {
+    /// Whether the run lost (or rewrote) acknowledged data.
+    pub fn lost(&self) -> bool {
+        self.verdict.violated()
+    }
+
+    /// Whether the leader changed at any point (a fault took effect).
+    pub fn leader_changed(&self) -> bool {
+        self.leaders.windows(2).any(|w| w[0] != w[1])
+    }
+}
+
+impl fmt::Display for Summary {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let v = &self.verdict;
+        let seed = self.seed.map_or("fixed".to_string(), |s| s.to_string());
+        writeln!(
+            f,
+            "seed {seed} rules {}: sent {} acknowledged {} indeterminate {} ({} of them on the log) lost {}",
+            self.rules.name(),
+            v.sent,
+            v.acknowledged,
+            v.indeterminate,
+            v.indeterminate_present,
+            v.lost.len()
+        )?;
+        writeln!(
+            f,
+            "  faults {} healed {} (in {:.1}s) log {} records, cluster started in {:.1}s, run took {:.1}s",
+            self.faults.len(),
+            if self.healed { "yes" } else { "no" },
+            self.healed_in.as_secs_f64(),
+            v.log_length,
+            self.started_in.as_secs_f64(),
+            self.took.as_secs_f64()
+        )?;
+        writeln!(f, "  leaders over the run: {:?}", self.leaders)?;
+        for a in &self.faults {
+            writeln!(f, "  fault {a}")?;
+        }
+        if let Some(s) = &self.final_state {
+            writeln!(
+                f,
+                "  final partition: leader {} ISR {:?} ELR {:?}",
+                s.leader, s.isr, s.elr
+            )?;
+        }
+        let show = |n: usize| n.min(10);
+        if !v.lost.is_empty() {
+            writeln!(
+                f,
+                "  LOST acknowledged values (first {}): {:?}",
+                show(v.lost.len()),
+                &v.lost[..show(v.lost.len())]
+            )?;
+        }
+        if !v.moved.is_empty() {
+            writeln!(
+                f,
+                "  MOVED acknowledged values (value, acked offset, found offset; first {}): {:?}",
+                show(v.moved.len()),
+                &v.moved[..show(v.moved.len())]
+            )?;
+        }
+        if !v.unexpected.is_empty() {
+            writeln!(f, "  UNEXPECTED records: {}", v.unexpected.len())?;
+        }
+        if !v.duplicated.is_empty() {
+            writeln!(f, "  duplicated values: {}", v.duplicated.len())?;
+        }
+        Ok(())
+    }
+}
