@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdout, Command, Stdio};
 use std::sync::OnceLock;
 
+use highwater_conformance::kafka_cluster::programs::{Programs, Setup};
 use serde::Deserialize;
 
 /// Copies a log directory tree (files and partition directories).
@@ -75,33 +76,14 @@ pub fn announce(message: &str) {
 pub fn kafka(test: &str) -> Option<&'static Kafka> {
     static BUILT: OnceLock<Result<Kafka, String>> = OnceLock::new();
     let built = BUILT.get_or_init(|| {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("kafka");
-        let setup = dir.join("setup.sh");
-        let out = Command::new("bash")
-            .arg(&setup)
-            .stdin(Stdio::null())
-            .output()
-            .map_err(|e| format!("cannot run bash {}: {e}", setup.display()))?;
-        let text = format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        match out.status.code() {
-            Some(0) => {}
-            // setup.sh: Java or Maven missing outside CI.
-            Some(75) => return Err(text.trim().to_string()),
-            // A build that was attempted and failed is a failure in any run.
-            _ => panic!("{} failed ({}):\n{text}", setup.display(), out.status),
+        // setup.sh, run as the cluster harness runs it: Java or Maven missing
+        // outside CI is a skip; a build that was attempted and failed is a
+        // failure in any run.
+        match Programs::setup() {
+            Ok(Setup::Ready(p)) => Ok(Kafka { dir: p.dir }),
+            Ok(Setup::Missing(why)) => Err(why),
+            Err(e) => panic!("{e}"),
         }
-        let jar = dir.join("target/highwater-kafka-interop.jar");
-        assert!(
-            jar.is_file() && dir.join("target/lib").is_dir(),
-            "{} succeeded but {} is missing:\n{text}",
-            setup.display(),
-            jar.display()
-        );
-        Ok(Kafka { dir })
     });
     match built {
         Ok(kafka) => Some(kafka),
