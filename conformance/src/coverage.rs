@@ -60,6 +60,15 @@ pub fn renamed_action(a: Action, map: &[ReplicaId; MAX_REPLICAS]) -> Action {
             follower: m(follower),
             leader: m(leader),
         },
+        Action::FollowerFetchPart {
+            follower,
+            leader,
+            records,
+        } => Action::FollowerFetchPart {
+            follower: m(follower),
+            leader: m(leader),
+            records,
+        },
         Action::LeaderAdvanceHw { leader, hw } => Action::LeaderAdvanceHw {
             leader: m(leader),
             hw,

@@ -519,6 +519,7 @@ pub fn pick(actions: &[Action], choice: u16) -> Action {
         Action::Produce { .. }
         | Action::FollowerFetch { .. }
         | Action::FollowerFetchOne { .. }
+        | Action::FollowerFetchPart { .. }
         | Action::LeaderAdvanceHw { .. }
         | Action::Flush { .. } => 4,
         _ => 1,

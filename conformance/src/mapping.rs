@@ -129,6 +129,15 @@ pub fn step_action(a: Action) -> StepAction {
             follower: id(follower),
             leader: id(leader),
         },
+        Action::FollowerFetchPart {
+            follower,
+            leader,
+            records,
+        } => StepAction::FollowerFetchPart {
+            follower: id(follower),
+            leader: id(leader),
+            records: u64::from(records),
+        },
         Action::FollowerFetch { follower, leader } => StepAction::FollowerFetch {
             follower: id(follower),
             leader: id(leader),

@@ -856,3 +856,65 @@ fn recorded_traces_fit_the_unbounded_shape_whole() {
         }
     }
 }
+
+/// Fetches cut short at any length (a `replica.fetch.max.bytes` of a few
+/// records) fit the unbounded shape: the model's FollowerFetchPart, its
+/// length taken from the trace (`FetchServed::served_end`). Without the
+/// length (as traces were before), the rebuild takes each answer to hold
+/// all up to the leader's LEO, and the same trace does not fit.
+#[test]
+fn fetches_cut_short_fit_the_unbounded_shape() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = ConcurrentConfig::new(3);
+    config.duration = Duration::from_millis(300);
+    config.max_records = Some(400);
+    config.replication.replica_lag_time_max_ms = 600_000;
+    config.max_in_flight = 8;
+    config.replication.replica_fetch_max_bytes = 600;
+    let run = validated_run(config.clone(), dir.path()).expect("the run starts");
+    assert!(run.report.errors.is_empty(), "{:?}", run.report.errors);
+    let trace = dir.path().join("trace.jsonl");
+    let cut = read_trace_file(&trace)
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| {
+            matches!(e.event, Event::FetchServed { fetch_offset, log_end_offset, served_end: Some(end), .. }
+                if end > fetch_offset + 1 && end < log_end_offset)
+        })
+        .count();
+    assert!(cut > 0, "no fetch was cut short at more than one record");
+    let cfg = model_config(&config);
+    let events = read_trace_file(&trace).unwrap().count() as u64;
+    match validate_file_with(&cfg, &config, &trace, Mode::Unbounded) {
+        Ok(s) => assert_eq!(
+            s.events, events,
+            "every event validated ({cut} cut fetches)"
+        ),
+        Err(m) => panic!("a trace with {cut} fetches cut short does not fit:\n{m}"),
+    }
+
+    // The trace as written before `served_end` was (its entries' event
+    // under "e").
+    let text = std::fs::read_to_string(&trace).unwrap();
+    assert!(
+        text.contains("\"served_end\""),
+        "the trace says where served records end"
+    );
+    let without: Vec<String> = text
+        .lines()
+        .map(|l| {
+            let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
+            if let Some(served) = v.pointer_mut("/e/FetchServed") {
+                served.as_object_mut().unwrap().remove("served_end");
+            }
+            v.to_string()
+        })
+        .collect();
+    let old = dir.path().join("without-served-end.jsonl");
+    let without = without.join("\n") + "\n";
+    assert!(!without.contains("\"served_end\""));
+    std::fs::write(&old, without).unwrap();
+    let m = validate_file_with(&cfg, &config, &old, Mode::Unbounded)
+        .expect_err("without where the served records end, a cut fetch does not fit");
+    assert_eq!(m.kind, MisfitKind::DoesNotFit, "{m}");
+}

@@ -48,6 +48,16 @@ pub enum Action<S: Shape = Compact> {
         follower: ReplicaId,
         leader: ReplicaId,
     },
+    /// A fetch cut short at any length: the follower copies `records` of
+    /// those it lacks, more than one and fewer than all. Never listed by
+    /// `enabled`: the checker's cut is FollowerFetchOne (its bound on a
+    /// cut, as it bounds records and epochs); trace validation takes the
+    /// length from the trace, and [`allowed`] says whether it may be taken.
+    FollowerFetchPart {
+        follower: ReplicaId,
+        leader: ReplicaId,
+        records: S::Offset,
+    },
     /// The leader moves its HW to the lowest LEO in its ISR, or lower: to
     /// that of a caught-up follower waiting to join it.
     LeaderAdvanceHw { leader: ReplicaId, hw: S::Offset },
@@ -110,6 +120,10 @@ impl<S: Shape> Action<S> {
             Action::FollowerFetchOne { .. } => {
                 "a fetch cut short by replica.fetch.max.bytes: the follower copies one record \
                  of those it lacks"
+            }
+            Action::FollowerFetchPart { .. } => {
+                "a fetch cut short by replica.fetch.max.bytes: the follower copies some of the \
+                 records it lacks"
             }
             Action::LeaderAdvanceHw { .. } => {
                 "the leader moves its HW to the lowest LEO it knows in its ISR (and of a \
@@ -193,6 +207,18 @@ impl<S: Shape> fmt::Display for Action<S> {
                 write!(
                     f,
                     "FollowerFetch({} <- {}, one record)",
+                    n(follower),
+                    n(leader)
+                )
+            }
+            Action::FollowerFetchPart {
+                follower,
+                leader,
+                records,
+            } => {
+                write!(
+                    f,
+                    "FollowerFetch({} <- {}, {records} records)",
                     n(follower),
                     n(leader)
                 )
@@ -319,6 +345,28 @@ pub fn enabled<S: Shape>(cfg: &Config, s: &State<S>, out: &mut Vec<Action<S>>) {
     }
 }
 
+/// Whether `action` may be taken in `s`: one of the actions `enabled`
+/// lists, or a fetch cut short at a length the checker does not list
+/// (FollowerFetchPart: copying, and more than one record and fewer than
+/// all the follower lacks).
+pub fn allowed<S: Shape>(cfg: &Config, s: &State<S>, action: Action<S>) -> bool {
+    if let Action::FollowerFetchPart {
+        follower,
+        leader,
+        records,
+    } = action
+    {
+        let (f, l) = (s.replica(follower), s.replica(leader));
+        return fetch_leader(cfg, s, follower) == Some(leader)
+            && fetch_outcome(cfg, f, l) == FetchOutcome::Copy
+            && records > S::Offset::ONE
+            && f.leo() + records < l.leo();
+    }
+    let mut en = Vec::new();
+    enabled(cfg, s, &mut en);
+    en.contains(&action)
+}
+
 /// Performs `action` on `s`; None when it changes nothing.
 pub fn apply<S: Shape>(cfg: &Config, s: &State<S>, action: Action<S>) -> Option<State<S>> {
     let next = successor(cfg, s, action);
@@ -351,6 +399,11 @@ pub fn successor<S: Shape>(cfg: &Config, s: &State<S>, action: Action<S>) -> Sta
         Action::FollowerFetchOne { follower, leader } => {
             follower_fetch(cfg, n, follower, leader, Some(S::Offset::ONE))
         }
+        Action::FollowerFetchPart {
+            follower,
+            leader,
+            records,
+        } => follower_fetch(cfg, n, follower, leader, Some(records)),
         Action::LeaderAdvanceHw { leader, hw } => advance_hw(cfg, n, leader, hw),
         Action::LeaderShrinkIsr { leader, follower } => {
             let isr = alter_from(cfg, n, leader).without(follower);

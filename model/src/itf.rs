@@ -263,6 +263,7 @@ pub fn action_kind(a: &Action) -> &'static str {
         Action::Produce { .. } => "Produce",
         Action::FollowerFetch { .. } => "FollowerFetch",
         Action::FollowerFetchOne { .. } => "FollowerFetchOne",
+        Action::FollowerFetchPart { .. } => "FollowerFetchPart",
         Action::LeaderAdvanceHw { .. } => "LeaderAdvanceHw",
         Action::LeaderShrinkIsr { .. } => "LeaderShrinkIsr",
         Action::LeaderExpandIsr { .. } => "LeaderExpandIsr",
@@ -306,6 +307,11 @@ pub fn action_json(a: &Action) -> Value {
         | Action::FollowerFetchOne { follower, leader } => {
             json!({ "follower": r(follower), "leader": r(leader) })
         }
+        Action::FollowerFetchPart {
+            follower,
+            leader,
+            records,
+        } => json!({ "follower": r(follower), "leader": r(leader), "records": records }),
         Action::LeaderAdvanceHw { leader, hw } => json!({ "leader": r(leader), "hw": hw }),
         Action::LeaderShrinkIsr { leader, follower }
         | Action::LeaderExpandIsr { leader, follower } => {
@@ -694,6 +700,11 @@ fn action_of(v: &Value, n: u8, at: &str) -> Result<Option<Action>> {
         "FollowerFetchOne" => Action::FollowerFetchOne {
             follower: r("follower")?,
             leader: r("leader")?,
+        },
+        "FollowerFetchPart" => Action::FollowerFetchPart {
+            follower: r("follower")?,
+            leader: r("leader")?,
+            records: e("records")?,
         },
         "LeaderAdvanceHw" => Action::LeaderAdvanceHw {
             leader: r("leader")?,

@@ -379,6 +379,12 @@ fn message(out: &mut String, s: &State, a: &Action) {
             let (x, from, to) = fetch(follower, leader);
             (x, from, to, "fetch (one record)")
         }
+        Action::FollowerFetchPart {
+            follower, leader, ..
+        } => {
+            let (x, from, to) = fetch(follower, leader);
+            (x, from, to, "fetch (cut short)")
+        }
         Action::BecomeLeader { replica, .. } | Action::BecomeFollower { replica, .. } => {
             (ARROW_X, 45, mid(replica), "LeaderAndIsr")
         }

@@ -137,6 +137,15 @@ impl<A: Shape> Action<A> {
             Action::FollowerFetchOne { follower, leader } => {
                 Action::FollowerFetchOne { follower, leader }
             }
+            Action::FollowerFetchPart {
+                follower,
+                leader,
+                records,
+            } => Action::FollowerFetchPart {
+                follower,
+                leader,
+                records: num(records)?,
+            },
             Action::LeaderAdvanceHw { leader, hw } => Action::LeaderAdvanceHw {
                 leader,
                 hw: num(hw)?,

@@ -5,7 +5,7 @@
 //! States are reached by applying actions from `PartitionModel::init_state()`
 //! (each step asserted enabled), or built by hand where a path would be long.
 
-use highwater_model::actions::apply;
+use highwater_model::actions::{allowed, apply};
 use highwater_model::config::Mutation;
 use highwater_model::controller::Election;
 use highwater_model::properties::{self, *};
@@ -850,6 +850,45 @@ fn a_fetch_cut_short_copies_one_record_and_is_offered_only_when_several_are_lack
     let s2 = step(&cfg, &s1, fetch(B, A));
     assert_eq!(s2.replica(B).log, s.replica(A).log);
     assert_eq!(s2.replica(A).follower_leo[B as usize], Some(1));
+}
+
+/// FollowerFetchPart, the fetch cut at any length trace validation
+/// instantiates: allowed for more than one record and fewer than all the
+/// follower lacks, never listed by `enabled`, and copying that many.
+#[test]
+fn a_fetch_cut_at_a_given_length_is_allowed_between_one_and_all_and_never_listed() {
+    let cfg = base();
+    let s = run(
+        &cfg,
+        &led(&cfg),
+        &[produce(A, 0), produce(A, 1), produce(A, 2)],
+    );
+    let part = |records| Action::FollowerFetchPart {
+        follower: B,
+        leader: A,
+        records,
+    };
+    assert!(
+        !allowed(&cfg, &s, part(1)),
+        "one record is FollowerFetchOne"
+    );
+    assert!(allowed(&cfg, &s, part(2)));
+    assert!(!allowed(&cfg, &s, part(3)), "all it lacks is FollowerFetch");
+    let backwards = Action::FollowerFetchPart {
+        follower: A,
+        leader: B,
+        records: 2,
+    };
+    assert!(
+        !allowed(&cfg, &s, backwards),
+        "only from the leader it follows"
+    );
+    let mut listed = Vec::new();
+    highwater_model::actions::enabled(&cfg, &s, &mut listed);
+    assert!(!listed.contains(&part(2)), "the checker never lists it");
+    let cut = apply(&cfg, &s, part(2)).expect("it changes the state");
+    assert_eq!(cut.replica(B).log, log(&[(0, 0), (1, 0)]));
+    assert_eq!(cut.replica(A).follower_leo[B as usize], Some(0));
 }
 
 #[test]

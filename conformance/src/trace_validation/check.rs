@@ -8,7 +8,7 @@
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use highwater::cluster::ClusterSnapshot;
-use highwater_model::actions::{apply, enabled};
+use highwater_model::actions::{allowed, apply, enabled};
 use highwater_model::properties::{broken, explain};
 use highwater_model::state::{Compact, Replica, Shape, MAX_REPLICAS};
 use highwater_model::{Action, Config, PartitionModel, State};
@@ -38,6 +38,9 @@ pub struct Checker<S: Shape = Compact> {
     /// event spent most of validation's time growing and faulting pages).
     #[allow(clippy::type_complexity)]
     visited: std::cell::RefCell<HashMap<State<S>, Option<(State<S>, Action<S>)>>>,
+    /// Actions the next event names that `enabled` does not list (a fetch
+    /// cut short at its length): tried too, where `allowed`.
+    hints: Vec<Action<S>>,
 }
 
 /// A step the checker took: a model action, or, at a gap, the followers
@@ -57,11 +60,7 @@ where
     State<S>: std::hash::Hash,
 {
     match step {
-        Taken::Act(a) => {
-            let mut en = Vec::new();
-            enabled(cfg, s, &mut en);
-            en.contains(a).then(|| apply(cfg, s, *a)).flatten()
-        }
+        Taken::Act(a) => allowed(cfg, s, *a).then(|| apply(cfg, s, *a)).flatten(),
         Taken::Resync(set) => {
             let mut next = s.clone();
             for (r, rep) in set.iter().enumerate() {
@@ -97,7 +96,9 @@ fn durability_before_fetch<S: Shape>(a: &Action<S>, before: &Taken<S>) -> bool {
 fn fetch_of<S: Shape>(step: &Taken<S>) -> Option<u8> {
     match step {
         Taken::Act(
-            Action::FollowerFetch { follower, .. } | Action::FollowerFetchOne { follower, .. },
+            Action::FollowerFetch { follower, .. }
+            | Action::FollowerFetchOne { follower, .. }
+            | Action::FollowerFetchPart { follower, .. },
         ) => Some(*follower),
         _ => None,
     }
@@ -132,7 +133,16 @@ where
             recent: VecDeque::new(),
             window_stuck: None,
             visited: std::cell::RefCell::new(HashMap::new()),
+            hints: Vec::new(),
         }
+    }
+
+    /// Actions the next event names that `enabled` does not list, to be
+    /// tried in its search where the model allows them (`allowed`): a
+    /// fetch served cut short, at its length (TLA+ trace validation takes
+    /// an action's parameters from the log the same way).
+    pub fn hint(&mut self, hints: Vec<Action<S>>) {
+        self.hints = hints;
     }
 
     pub fn model(&self) -> &State<S> {
@@ -158,6 +168,7 @@ where
         gap: Option<Gap>,
     ) -> Result<Vec<String>, StepError> {
         let stepped = self.step_to(snap, gap);
+        self.hints.clear();
         if stepped.is_ok() {
             self.summary.events += 1;
         }
@@ -398,6 +409,8 @@ where
             }
             acts.clear();
             enabled(&self.cfg, &s, &mut acts);
+            let hinted = self.hints.iter().filter(|&&h| allowed(&self.cfg, &s, h));
+            acts.extend(hinted);
             for &a in &acts {
                 let Some(next) = apply(&self.cfg, &s, a) else {
                     continue;

@@ -27,11 +27,11 @@ use std::fmt;
 use std::path::Path;
 
 use highwater::cluster::concurrent::{read_trace_file, ConcurrentConfig};
-use highwater::cluster::TraceEntry;
+use highwater::cluster::{Actor, Event, TraceEntry};
 use highwater::replication::{Controller, ControllerConfig};
 use highwater_model::render::state_table;
 use highwater_model::state::Unbounded;
-use highwater_model::{Acks, Config, HwCheckpoint, Truncation};
+use highwater_model::{Acks, Action, Config, HwCheckpoint, Truncation};
 
 use crate::abstraction::{abstract_state, comparable, show};
 use crate::mapping;
@@ -566,6 +566,7 @@ fn validate_unbounded(
             ),
             Ok(entry) => {
                 let event = describe(&entry);
+                checker.hint(cut_fetch(&entry).into_iter().collect());
                 let stepped = rebuild
                     .apply(&entry)
                     .map_err(|why| (MisfitKind::DoesNotFit, why, None))
@@ -601,6 +602,33 @@ fn validate_unbounded(
         }
     }
     Ok(checker.into_summary())
+}
+
+/// The model's fetch cut short at the length a served fetch says, if it
+/// was cut (more than one record, fewer than the leader's LEO).
+fn cut_fetch(entry: &TraceEntry) -> Option<Action<Unbounded>> {
+    let (
+        Actor::Replica(leader),
+        Event::FetchServed {
+            follower,
+            fetch_offset,
+            log_end_offset,
+            served_end: Some(end),
+            error: None,
+            diverging: false,
+            ..
+        },
+    ) = (&entry.actor, &entry.event)
+    else {
+        return None;
+    };
+    let records = end.checked_sub(*fetch_offset)?;
+    (records > 1 && end < log_end_offset).then_some(())?;
+    Some(Action::FollowerFetchPart {
+        follower: u8::try_from(*follower).ok()?,
+        leader: u8::try_from(*leader).ok()?,
+        records: u32::try_from(records).ok()?,
+    })
 }
 
 /// Moves the window where the model's state allows it, the

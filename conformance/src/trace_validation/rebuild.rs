@@ -392,14 +392,18 @@ impl Rebuild {
                 log_end_offset,
                 high_watermark,
                 diverging,
+                served_end,
             } => {
                 let log = &self.shadow(r)?.log;
                 // A diverging epoch's answer holds no records, whatever
-                // the leader's LEO (`Partition::check_last_fetched_epoch`).
+                // the leader's LEO (`Partition::check_last_fetched_epoch`);
+                // one cut short by `replica.fetch.max.bytes` holds those
+                // up to where it says.
                 let entries = if *diverging {
                     Vec::new()
                 } else {
-                    log.range(*fetch_offset, *log_end_offset).to_vec()
+                    let end = served_end.unwrap_or(*log_end_offset).min(*log_end_offset);
+                    log.range(*fetch_offset, end).to_vec()
                 };
                 // Served to a follower that is down (the leader checked
                 // its incarnation just before it crashed): the answer
@@ -1018,6 +1022,7 @@ mod tests {
             log_end_offset: 2,
             high_watermark: 1,
             diverging,
+            served_end: None,
         };
         entry(6, 1, event, Some(state(1, 2, Role::Leader, 2, 1)))
     }
@@ -1075,6 +1080,7 @@ mod tests {
             log_end_offset: 2,
             high_watermark: 0,
             diverging: false,
+            served_end: None,
         };
         b.apply(&entry(7, 1, event, Some(state(1, 2, Role::Leader, 2, 0))))
             .unwrap();
@@ -1095,6 +1101,7 @@ mod tests {
                 log_end_offset: leo,
                 high_watermark: 0,
                 diverging: false,
+                served_end: None,
             };
             entry(seq, 1, event, Some(state(1, 2, Role::Leader, 2, 0)))
         };
@@ -1134,6 +1141,7 @@ mod tests {
             log_end_offset: 2,
             high_watermark: 1,
             diverging: false,
+            served_end: None,
         };
         b.apply(&entry(8, 1, event, Some(state(1, 2, Role::Leader, 2, 1))))
             .unwrap();

@@ -108,6 +108,14 @@ pub enum StepAction {
         follower: ReplicaId,
         leader: ReplicaId,
     },
+    /// A fetch cut at `records` records: the model's trace validation
+    /// takes it from a trace; the checker never lists it, and these steps
+    /// do not take it (no byte limit cuts at a given record here).
+    FollowerFetchPart {
+        follower: ReplicaId,
+        leader: ReplicaId,
+        records: u64,
+    },
     LeaderAdvanceHw {
         leader: ReplicaId,
         hw: u64,
@@ -920,6 +928,9 @@ impl<L: ReplicaLog> StepCluster<L> {
                 }
                 self.follower_fetch_limited(follower, Some(1)).map(drop)
             }
+            StepAction::FollowerFetchPart { records, .. } => not_enabled(format!(
+                "a fetch cut at {records} records is not a step here (the checker never takes one)"
+            )),
             StepAction::LeaderAdvanceHw { leader, hw } => self.leader_advance_hw_to(leader, hw),
             StepAction::LeaderShrinkIsr { leader, follower } => {
                 self.leader_shrink_isr(leader, follower)

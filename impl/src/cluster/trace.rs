@@ -81,6 +81,12 @@ pub enum Event {
         /// records, and the follower truncates instead of appending.
         #[serde(default)]
         diverging: bool,
+        /// Where the records it carries end (the fetch offset when it
+        /// carries none): below the leader's LEO when
+        /// `replica.fetch.max.bytes` cut it short. Absent in traces
+        /// written before it was traced: taken as the leader's LEO.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        served_end: Option<u64>,
     },
     /// The follower took a fetch response (the follower's half).
     FetchApplied {

@@ -48,6 +48,16 @@ pub(super) struct ReplicaNode {
     last_isr_update: Option<(crate::replication::LeaderEpoch, Vec<ReplicaId>)>,
 }
 
+/// Where the records a fetch response carries end: after its last batch,
+/// or at the fetch offset when it carries none (or cannot be read: the
+/// follower then appends nothing either).
+fn served_end(req: &FetchRequest, response: &FetchResponse) -> u64 {
+    crate::storage::batch::batches(&response.records)
+        .map_while(|b| b.ok())
+        .last()
+        .map_or(req.fetch_offset, |b| b.header.last_offset() + 1)
+}
+
 /// Whether a leader answers a follower's fetch at once rather than holding
 /// it until there is data or fetch.max.wait.ms passed (Kafka's
 /// `ReplicaManager.fetchMessages` answers at once on an error, on data to
@@ -640,6 +650,7 @@ impl ReplicaNode {
                 log_end_offset: response.log_end_offset,
                 high_watermark: response.high_watermark,
                 diverging: response.diverging_epoch.is_some(),
+                served_end: Some(served_end(&req, &response)),
             });
             // Kafka expands the ISR while serving a fetch.
             self.maybe_expand(from, now);
@@ -738,6 +749,7 @@ impl ReplicaNode {
                         log_end_offset: response.log_end_offset,
                         high_watermark: response.high_watermark,
                         diverging: response.diverging_epoch.is_some(),
+                        served_end: Some(served_end(&req, &response)),
                     });
                     self.send(to, Msg::FetchResponse(response));
                 }
