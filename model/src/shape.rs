@@ -136,21 +136,21 @@ where
     }
 }
 
-impl<T> Table<T> for Vec<T>
+impl<T> Table<T> for UnboundedTable<T>
 where
     T: Clone + Default + Debug + Eq + Ord + Hash + Send + Sync + 'static,
 {
     fn as_slice(&self) -> &[T] {
-        self
+        &self.0
     }
     fn slot(&mut self, index: usize) -> &mut T {
-        if index >= self.len() {
-            self.resize_with(index + 1, T::default);
+        if index >= self.0.len() {
+            self.0.resize_with(index + 1, T::default);
         }
-        &mut self[index]
+        &mut self.0[index]
     }
     fn from_vec(items: Vec<T>) -> Option<Self> {
-        Some(items)
+        Some(UnboundedTable(items))
     }
 }
 
@@ -245,15 +245,51 @@ impl Shape for Unbounded {
     type RecordId = u32;
     type Count = u32;
     type Log = UnboundedLog;
-    type Records = Vec<RecordHistory<Unbounded>>;
-    type Requests = Vec<Option<Request>>;
+    type Records = UnboundedTable<RecordHistory<Unbounded>>;
+    type Requests = UnboundedTable<Option<Request>>;
     type Pending = BTreeSet<u32>;
     const BOUNDED: bool = false;
 }
 
 /// A log of any length.
-#[derive(Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Default, PartialEq, Eq, PartialOrd, Ord)]
 pub struct UnboundedLog(Vec<Entry<Unbounded>>);
+
+/// Entries at the end of a log or table that its hash reads.
+const HASHED_TAIL: usize = 4;
+
+/// The length and the last few items: what changes between the states one
+/// event's search visits (appends, truncations, the newest records), so
+/// unequal states seldom collide, while hashing costs the same however long
+/// the run (hashing every entry made validation quadratic in the run's
+/// length). Equality still compares everything.
+fn hash_tail<T: Hash, H: std::hash::Hasher>(items: &[T], h: &mut H) {
+    items.len().hash(h);
+    items[items.len().saturating_sub(HASHED_TAIL)..].hash(h);
+}
+
+impl Hash for UnboundedLog {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        hash_tail(&self.0, h)
+    }
+}
+
+/// A table of any length (records by id, requests by epoch), hashed as a
+/// log is.
+#[derive(Clone, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub struct UnboundedTable<T>(Vec<T>);
+
+impl<T: Debug> Debug for UnboundedTable<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(&self.0).finish()
+    }
+}
+
+impl<T: Hash> Hash for UnboundedTable<T> {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        hash_tail(&self.0, h)
+    }
+}
 
 impl Debug for UnboundedLog {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
