@@ -953,3 +953,35 @@ fn fetches_cut_short_fit_the_unbounded_shape() {
         .expect_err("without where the served records end, a cut fetch does not fit");
     assert_eq!(m.kind, MisfitKind::DoesNotFit, "{m}");
 }
+
+/// A run of 256 records in bursts of 64, flushed and checkpointed at each
+/// pause, validated in the unbounded shape: whole, with its settled
+/// prefixes dropped as they settle (`Checker::trim`), so that its states
+/// stay the size of what has not settled; the same trace validated with
+/// every record held fits as well.
+#[test]
+fn a_long_run_in_the_unbounded_shape_drops_its_settled_prefixes() {
+    const RECORDS: u64 = 256;
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = long_config();
+    config.max_records = Some(RECORDS);
+    config.until.acknowledged = Some(RECORDS);
+    config.max_in_flight = 4;
+    config.bursts = Some(Bursts {
+        records: 64,
+        pause: Duration::from_millis(20),
+    });
+    let run = validated_run(config.clone(), dir.path()).expect("the run starts");
+    assert_eq!(run.report.unmet_goals, Vec::<String>::new());
+    let trace = dir.path().join("trace.jsonl");
+    let events = read_trace_file(&trace).unwrap().count() as u64;
+    let s = validate_file_with(&model_config(&config), &config, &trace, Mode::Unbounded)
+        .unwrap_or_else(|m| panic!("the run does not fit the unbounded shape:\n{m}"));
+    eprintln!(
+        "{RECORDS} records, {events} events: window moved {} times over {} offsets, {} records",
+        s.window_moves, s.offsets_dropped, s.records_dropped
+    );
+    assert_eq!(s.events, events, "every event validated");
+    assert!(s.window_moves >= 1, "a settled prefix was dropped: {s:?}");
+    assert!(s.records_dropped >= 64, "{s:?}");
+}

@@ -166,6 +166,9 @@ struct Tally {
     unbounded: u64,
     events_all: u64,
     unbounded_misfits: Vec<String>,
+    /// With --unbounded: runs whose trace broke a property of the model at
+    /// a validated step: the seed, the event and the first broken.
+    unbounded_broken: Vec<String>,
     unbounded_seconds: f64,
     run_seconds: f64,
 }
@@ -288,7 +291,13 @@ fn soak(cli: &Cli, rules: RuleSet) -> Result<Tally, String> {
             t.run_seconds += run.report.produce_elapsed.as_secs_f64();
             let at = Instant::now();
             match validate_file_with(&model_config(&config), &config, &trace, Mode::Unbounded) {
-                Ok(s) => t.unbounded += s.events,
+                Ok(s) => {
+                    t.unbounded += s.events;
+                    if let Some((seq, p)) = s.broken_properties.first() {
+                        t.unbounded_broken
+                            .push(format!("seed {seed}: at event {seq}, {p}"));
+                    }
+                }
                 Err(m) => {
                     t.unbounded += m.seq;
                     let kept = keep_trace(&cli.keep_traces, rules, seed, dir.path());
@@ -438,6 +447,13 @@ fn print_tally(cli: &Cli, rules: RuleSet, t: &Tally) {
         );
         for m in &t.unbounded_misfits {
             println!("  {m}");
+        }
+        println!(
+            "  breaking a property:        {} (at a step validated in the unbounded shape)",
+            t.unbounded_broken.len()
+        );
+        for b in &t.unbounded_broken {
+            println!("    {b}");
         }
     }
     println!("traces that do not fit:       {}", t.misfits.len());

@@ -10,11 +10,13 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use highwater::cluster::ClusterSnapshot;
 use highwater_model::actions::{allowed, apply, enabled};
 use highwater_model::properties::{broken, explain};
-use highwater_model::state::{Compact, Replica, Shape, MAX_REPLICAS};
+use highwater_model::state::{Compact, Num, Replica, Shape, Unbounded, MAX_REPLICAS};
 use highwater_model::{Action, Config, PartitionModel, State};
 
 use super::rebuild::Gap;
-use super::window::{behaves_alike, epochs_settled, settled, shift_action, shift_state, Shift};
+use super::window::{
+    behaves_alike, epochs_settled, offsets_settled, settled, shift_action, shift_state, Shift,
+};
 use super::{MisfitKind, Summary};
 use crate::abstraction::{abstract_state, comparable, show};
 
@@ -41,6 +43,9 @@ pub struct Checker<S: Shape = Compact> {
     /// Actions the next event names that `enabled` does not list (a fetch
     /// cut short at its length): tried too, where `allowed`.
     hints: Vec<Action<S>>,
+    /// Records produced at which the unbounded shape next tries to drop a
+    /// settled prefix (`trim`).
+    next_trim: usize,
 }
 
 /// A step the checker took: a model action, or, at a gap, the followers
@@ -134,6 +139,7 @@ where
             window_stuck: None,
             visited: std::cell::RefCell::new(HashMap::new()),
             hints: Vec::new(),
+            next_trim: SETTLE_AT,
         }
     }
 
@@ -442,10 +448,7 @@ where
 impl Checker<Compact> {
     /// Moves the window (`window.rs`) once the model's record budget is
     /// full or its last epoch is taken, and a prefix has settled or old
-    /// epochs are named no more: the model's state, and the recent
-    /// steps kept for `reorder` (those that hold the prefix; older ones are
-    /// forgotten), drop it. The move is taken only where the model behaves
-    /// alike from the moved state, two steps deep (`behaves_alike`).
+    /// epochs are named no more (see [`Checker::move_window_by`]).
     /// `limit`: the window settles no offset at or above it (the
     /// implementation can still go back there, `Rebuild::unapplied_floor`),
     /// and the follower that can.
@@ -458,7 +461,66 @@ impl Checker<Compact> {
         } else {
             return None;
         };
-        let shift = match settle(&self.cfg, &self.model) {
+        let shift = settle(&self.cfg, &self.model);
+        self.move_window_by(shift, limit, unapplied)
+    }
+}
+
+impl Checker<Unbounded> {
+    /// Drops the settled prefix (`window::offsets_settled`) once the model
+    /// holds more than `SETTLE_AT` records, so that a long run is validated
+    /// with states the size of what has not settled: nothing needs it, as
+    /// the unbounded shape holds any size, but the work per event then
+    /// grows no more with the run. Where nothing has settled, validation
+    /// goes on at full size.
+    pub fn trim(
+        &mut self,
+        limit: Option<(u32, u32)>,
+        unapplied: &[u8],
+    ) -> Option<Shift<Unbounded>> {
+        let produced = self.model.produced as usize;
+        if produced < self.next_trim {
+            return None;
+        }
+        // A move that drops few offsets costs more than it saves: seen
+        // through a moved window, the implementation's every event is
+        // renamed (`Window::view`).
+        let shift = offsets_settled(&self.cfg, &self.model).and_then(|shift| {
+            match shift.k as usize >= SETTLE_AT / 2 {
+                true => Ok(shift),
+                false => Err(format!("only {} offsets settled", shift.k)),
+            }
+        });
+        let moved = self.move_window_by(shift, limit, unapplied);
+        // Tried again once the state has grown by half as much again: a
+        // try costs a few states' worth of work, so it is not made at
+        // every event while nothing settles.
+        self.next_trim = self.model.produced as usize + SETTLE_AT / 2;
+        moved
+    }
+}
+
+/// Records the unbounded shape holds before it drops a settled prefix: a
+/// move costs a few times a state's size (`behaves_alike`), so moves are
+/// rare at this size and states stay small.
+pub const SETTLE_AT: usize = 128;
+
+impl<S: Shape> Checker<S>
+where
+    State<S>: std::hash::Hash,
+{
+    /// Takes the move `shift` if it is one: the model's state, and the
+    /// recent steps kept for `reorder` (those that hold the prefix; older
+    /// ones are forgotten), drop the prefix. The move is taken only where
+    /// the model behaves alike from the moved state, two steps deep
+    /// (`behaves_alike`).
+    fn move_window_by(
+        &mut self,
+        shift: Result<Shift<S>, String>,
+        limit: Option<(S::Offset, u32)>,
+        unapplied: &[u8],
+    ) -> Option<Shift<S>> {
+        let shift = match shift {
             Ok(shift) => shift,
             Err(why) => {
                 self.window_stuck = Some(why);
@@ -467,7 +529,8 @@ impl Checker<Compact> {
         };
         if let Some((o, f)) = limit.filter(|&(o, _)| shift.k > o) {
             self.window_stuck = Some(format!(
-                "a fetch response served to replica {f} and not yet applied may still be                  lost, taking it back to offset {o}"
+                "a fetch response served to replica {f} and not yet applied may still be \
+                 lost, taking it back to offset {o}"
             ));
             return None;
         }
@@ -479,26 +542,24 @@ impl Checker<Compact> {
         let model = shift_state(&self.cfg, &self.model, &shift)?;
         let mut recent = VecDeque::new();
         for (s, taken) in self.recent.iter().rev() {
-            let s = *s;
             let step = match taken {
                 Taken::Act(a) => shift_action(*a, &shift).map(Taken::Act),
                 Taken::Resync(set) => {
-                    let mut t = s;
+                    let mut t = s.clone();
                     for (r, rep) in set.iter().enumerate() {
                         if let Some(rep) = rep {
-                            *t.replica_mut(r as u8) = *rep;
+                            *t.replica_mut(r as u8) = rep.clone();
                         }
                     }
                     shift_state(&self.cfg, &t, &shift).map(|t| {
-                        let mut moved = [None; MAX_REPLICAS];
-                        for (r, rep) in set.iter().enumerate() {
-                            moved[r] = rep.map(|_| *t.replica(r as u8));
-                        }
+                        let moved: [Option<Replica<S>>; MAX_REPLICAS] = std::array::from_fn(|r| {
+                            set[r].as_ref().map(|_| t.replica(r as u8).clone())
+                        });
                         Taken::Resync(moved)
                     })
                 }
             };
-            match (shift_state(&self.cfg, &s, &shift), step) {
+            match (shift_state(&self.cfg, s, &shift), step) {
                 (Some(s), Some(step)) => recent.push_front((s, step)),
                 _ => break,
             }
@@ -509,7 +570,7 @@ impl Checker<Compact> {
         // unapplied, such an event may yet come: the move waits.
         let forgotten = self.recent.len() - recent.len();
         if let Some(f) = unapplied.iter().copied().find(|&f| {
-            let fetch = |(_, t): &(State, Taken<Compact>)| fetch_of(t) == Some(f);
+            let fetch = |(_, t): &(State<S>, Taken<S>)| fetch_of(t) == Some(f);
             self.recent.iter().take(forgotten).any(fetch) && !recent.iter().any(fetch)
         }) {
             self.window_stuck = Some(format!(
@@ -522,9 +583,9 @@ impl Checker<Compact> {
         self.model = model;
         self.window_stuck = None;
         self.summary.window_moves += 1;
-        self.summary.offsets_dropped += u64::from(shift.k);
-        self.summary.records_dropped += u64::from(shift.dropped);
-        self.summary.epochs_dropped += u64::from(shift.epochs);
+        self.summary.offsets_dropped += shift.k.idx() as u64;
+        self.summary.records_dropped += shift.dropped.idx() as u64;
+        self.summary.epochs_dropped += shift.epochs.idx() as u64;
         Some(shift)
     }
 }

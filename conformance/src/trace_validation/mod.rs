@@ -28,16 +28,16 @@ use std::path::Path;
 
 use highwater::cluster::concurrent::{read_trace_file, ConcurrentConfig};
 use highwater::cluster::{Actor, Event, TraceEntry};
+use highwater::replication::ReplicaId;
 use highwater::replication::{Controller, ControllerConfig};
-use highwater_model::render::state_table;
-use highwater_model::state::Unbounded;
-use highwater_model::{Acks, Action, Config, HwCheckpoint, Truncation};
+use highwater_model::state::{Shape, Unbounded};
+use highwater_model::{Acks, Action, Config, HwCheckpoint, State, Truncation};
 
 use crate::abstraction::{abstract_state, comparable, show};
 use crate::mapping;
 use check::Checker;
 use rebuild::Rebuild;
-use window::Window;
+use window::{Shift, Window};
 
 /// Why validation stopped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -551,6 +551,7 @@ fn validate_unbounded(
 ) -> Result<Summary, Box<Misfit>> {
     let mut rebuild = rebuild_for(cfg, concurrent, unsound)?;
     let mut checker: Checker<Unbounded> = Checker::new(*cfg);
+    let mut window = Window::default();
     let mut before: VecDeque<String> = VecDeque::new();
     let mut entries = entries.into_iter();
     while let Some(entry) = entries.next() {
@@ -569,8 +570,14 @@ fn validate_unbounded(
                 checker.hint(cut_fetch(&entry).into_iter().collect());
                 let stepped = rebuild
                     .apply(&entry)
+                    .and_then(|()| window.view(rebuild.snapshot()))
                     .map_err(|why| (MisfitKind::DoesNotFit, why, None))
-                    .and_then(|()| checker.step(&rebuild.snapshot(), rebuild.gap.take()));
+                    .and_then(|snap| checker.step(&snap, rebuild.gap.take()))
+                    .and_then(|broken| {
+                        trim_unbounded(&mut checker, &mut window, &mut rebuild)
+                            .map_err(|why| (MisfitKind::DoesNotFit, why, None))?;
+                        Ok(broken)
+                    });
                 (entry.seq, event, stepped)
             }
         };
@@ -641,26 +648,65 @@ fn move_window(
     rebuild: &mut Rebuild,
     wait: bool,
 ) -> Result<(), String> {
-    // Offsets the window may settle (model offsets): none at or above
-    // where a served response still unapplied could take a follower back.
-    let limit = rebuild.unapplied_floor().map(|(o, f)| {
-        let o = o.saturating_sub(window.base);
-        (u8::try_from(o).unwrap_or(u8::MAX), f)
-    });
+    let (limit, unapplied) = window_limits(window, rebuild, wait);
+    let limit = limit.map(|(o, f)| (u8::try_from(o).unwrap_or(u8::MAX), f));
+    match checker.move_window(limit, &unapplied) {
+        Some(shift) => follow_the_move(checker, window, rebuild, &shift),
+        None => Ok(()),
+    }
+}
+
+/// [`move_window`] in the unbounded shape (`Checker::trim`).
+fn trim_unbounded(
+    checker: &mut Checker<Unbounded>,
+    window: &mut Window,
+    rebuild: &mut Rebuild,
+) -> Result<(), String> {
+    let (limit, unapplied) = window_limits(window, rebuild, true);
+    let limit = limit.map(|(o, f)| (u32::try_from(o).unwrap_or(u32::MAX), f));
+    match checker.trim(limit, &unapplied) {
+        Some(shift) => follow_the_move(checker, window, rebuild, &shift),
+        None => Ok(()),
+    }
+}
+
+/// Where the window may move to: no offset at or above where a served
+/// response still unapplied could take a follower back (model offsets),
+/// and the followers with such a response (none unless `wait`).
+fn window_limits(
+    window: &Window,
+    rebuild: &Rebuild,
+    wait: bool,
+) -> (Option<(u64, ReplicaId)>, Vec<u8>) {
+    let limit = rebuild
+        .unapplied_floor()
+        .map(|(o, f)| (o.saturating_sub(window.base), f));
     let unapplied: Vec<u8> = rebuild
         .unapplied_followers()
         .into_iter()
         .filter(|_| wait)
         .filter_map(|f| u8::try_from(f).ok())
         .collect();
-    let Some(shift) = checker.move_window(limit, &unapplied) else {
-        return Ok(());
-    };
-    window.advance(&shift);
+    (limit, unapplied)
+}
+
+/// The implementation follows the model's move: the window advances, the
+/// rebuild drops what it dropped, and the implementation seen through it
+/// must be the model's moved state.
+fn follow_the_move<S: Shape>(
+    checker: &Checker<S>,
+    window: &mut Window,
+    rebuild: &mut Rebuild,
+    shift: &Shift<S>,
+) -> Result<(), String>
+where
+    State<S>: std::hash::Hash,
+{
+    window.advance(shift);
     rebuild.trim(window);
     let imp = window
         .view(rebuild.snapshot())
-        .and_then(|snap| abstract_state(checker.config(), &snap))
+        .and_then(|snap| abstract_state::<S>(checker.config(), &snap))
         .map_err(|e| {
             format!("the window moved by {shift:?}, and the implementation cannot follow: {e}")
         })?;
@@ -668,7 +714,7 @@ fn move_window(
         return Err(format!(
             "the window moved by {shift:?}, and the implementation seen through it is not the \
              model's moved state:\n{}",
-            state_table(&imp)
+            show(&imp)
         ));
     }
     Ok(())

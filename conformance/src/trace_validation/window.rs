@@ -26,44 +26,48 @@ use highwater::cluster::{ClusterSnapshot, ReplicaSnapshot};
 use highwater::replication::{LeaderEpoch, LogEntry};
 use highwater_model::actions::{apply, enabled};
 use highwater_model::properties::{ACKNOWLEDGED_RECORDS_SURVIVE, COMMITTED_RECORDS_SURVIVE};
-use highwater_model::state::{
-    Entry, Epoch, Offset, RecordHistory, RecordId, EPOCH_SLOTS, MAX_RECORDS,
-};
+use highwater_model::shape::{within, IdSet, LogStore, Num, Table};
+use highwater_model::state::{Compact, Entry, RecordHistory, Shape, MAX_RECORDS};
 use highwater_model::{Action, Config, HwCheckpoint, State};
 
 /// One move of the window, in the model's terms.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Shift {
+pub struct Shift<S: Shape = Compact> {
     /// Offsets dropped from the front of every log.
-    pub k: Offset,
+    pub k: S::Offset,
     /// Records produced when the window moved.
-    pub produced: u8,
+    pub produced: S::RecordId,
     /// Each of those records' id after the move; None: dropped.
-    pub renumber: [Option<RecordId>; MAX_RECORDS],
+    pub renumber: Vec<Option<S::RecordId>>,
     /// How many were dropped (records produced later move down by this).
-    pub dropped: u8,
+    pub dropped: S::RecordId,
     /// The settled entries (the first `k`).
-    pub prefix: [Entry; MAX_RECORDS],
+    pub prefix: Vec<Entry<S>>,
     /// Leader epochs dropped: every epoch moves down by this many. Below
     /// it only settled entries, requests no replica can take any more (a
     /// live replica takes only its own epoch or a newer one, a restarted
     /// one the controller's) and records' ack and commit epochs name an
     /// epoch; those become 0, which every presumed leader's epoch is at or
     /// above, as it was above the old ones (`records_survive`).
-    pub epochs: Epoch,
+    pub epochs: S::Epoch,
     /// Deliberately broken (`Broken::IgnoreLiveEpochs`): an epoch below the
     /// dropped ones becomes 0 rather than making the state unshiftable.
     clamp_epochs: bool,
 }
 
-/// The recovery point matters while an unclean crash may still happen
-/// (`forget_what_no_longer_matters` drops it otherwise), and so does a
-/// periodic HW checkpoint.
-fn recovery_matters(cfg: &Config, s: &State) -> bool {
-    s.unclean_crashes < cfg.unclean_crashes
+/// `a - b`, if `a` is not below `b`.
+fn minus<N: Num>(a: N, b: N) -> Option<N> {
+    (a >= b).then(|| a - b)
 }
 
-fn checkpoint_matters(cfg: &Config, s: &State) -> bool {
+/// The recovery point matters while an unclean crash may still happen
+/// (`forget_what_no_longer_matters` drops it otherwise; in the unbounded
+/// shape one always may), and so does a periodic HW checkpoint.
+fn recovery_matters<S: Shape>(cfg: &Config, s: &State<S>) -> bool {
+    within::<S, _>(s.unclean_crashes, cfg.unclean_crashes)
+}
+
+fn checkpoint_matters<S: Shape>(cfg: &Config, s: &State<S>) -> bool {
     recovery_matters(cfg, s) && cfg.hw_checkpoint == HwCheckpoint::Periodic
 }
 
@@ -109,46 +113,62 @@ fn lowest_epoch(
 }
 
 /// [`lowest_epoch`] of the model's state `s`, prefix `k` offsets long.
-fn epoch_floor(s: &State, k: Offset) -> Epoch {
+fn epoch_floor<S: Shape>(s: &State<S>, k: S::Offset) -> S::Epoch {
+    let wide = |e: S::Epoch| e.idx() as i64;
     let live = s.ids().map(|r| s.replica(r)).filter(|x| x.alive);
     let entries = s
         .ids()
-        .flat_map(|r| s.replica(r).log.entries().iter().skip(k as usize));
+        .flat_map(|r| s.replica(r).log.entries().iter().skip(k.idx()));
     let d = lowest_epoch(
-        s.controller.epoch.map(i64::from),
-        live.map(|x| x.epoch.map(i64::from)),
-        entries.map(|e| i64::from(e.epoch)),
+        s.controller.epoch.map(wide),
+        live.map(|x| x.epoch.map(wide)),
+        entries.map(|e| wide(e.epoch)),
     );
-    Epoch::try_from(d).expect("no lower than a model epoch")
+    S::Epoch::try_at(d as usize).expect("no lower than a model epoch")
+}
+
+/// Whether any replica holds an acks=all request for record `id`.
+fn pending<S: Shape>(s: &State<S>, id: S::RecordId) -> bool {
+    s.ids().any(|r| s.replica(r).pending_acks.contains(id))
 }
 
 /// The move the model's state `s` allows, or why none.
-pub fn settled(cfg: &Config, s: &State) -> Result<Shift, String> {
+pub fn settled<S: Shape>(cfg: &Config, s: &State<S>) -> Result<Shift<S>, String> {
     settled_as(cfg, s, None)
+}
+
+/// The move [`settled`] allows, without moving the epochs: the unbounded
+/// shape holds every epoch, so only offsets and records are worth
+/// dropping there.
+pub fn offsets_settled<S: Shape>(cfg: &Config, s: &State<S>) -> Result<Shift<S>, String> {
+    let mut shift = settled_as(cfg, s, None)?;
+    shift.epochs = S::Epoch::ZERO;
+    if shift.dropped == S::RecordId::ZERO {
+        return Err("no record is settled".into());
+    }
+    Ok(shift)
 }
 
 /// A move of the epochs alone (no offset dropped), for a state whose last
 /// epoch is taken while its record budget is not full: dropping a prefix
 /// then could take from a leader's log the only entries of an epoch a
 /// follower still asks about (KIP-101's answer comes from the log alone).
-pub fn epochs_settled(cfg: &Config, s: &State) -> Result<Shift, String> {
+pub fn epochs_settled<S: Shape>(cfg: &Config, s: &State<S>) -> Result<Shift<S>, String> {
     if !cfg.fencing {
         return Err("no KIP-320 fencing: epochs may fall along a log".into());
     }
-    let epochs = epoch_floor(s, 0);
-    if epochs == 0 {
+    let epochs = epoch_floor(s, S::Offset::ZERO);
+    if epochs == S::Epoch::ZERO {
         return Err("epoch 0 is still named".into());
     }
-    let mut renumber = [None; MAX_RECORDS];
-    for id in 0..s.produced {
-        renumber[id as usize] = Some(id);
-    }
     Ok(Shift {
-        k: 0,
+        k: S::Offset::ZERO,
         produced: s.produced,
-        renumber,
-        dropped: 0,
-        prefix: [Entry::default(); MAX_RECORDS],
+        renumber: (0..s.produced.idx())
+            .map(|id| Some(S::RecordId::at(id)))
+            .collect(),
+        dropped: S::RecordId::ZERO,
+        prefix: Vec::new(),
         epochs,
         clamp_epochs: false,
     })
@@ -166,7 +186,11 @@ enum Broken {
 }
 
 /// [`settled`], or a `broken` rule.
-fn settled_as(cfg: &Config, s: &State, broken: Option<Broken>) -> Result<Shift, String> {
+fn settled_as<S: Shape>(
+    cfg: &Config,
+    s: &State<S>,
+    broken: Option<Broken>,
+) -> Result<Shift<S>, String> {
     let ignore_recovery_point = broken == Some(Broken::IgnoreRecoveryPoint);
     if !cfg.fencing {
         // Without KIP-320 a log's epochs may fall, and the epoch caches
@@ -174,9 +198,13 @@ fn settled_as(cfg: &Config, s: &State, broken: Option<Broken>) -> Result<Shift, 
         // drop.
         return Err("no KIP-320 fencing: epochs may fall along a log".into());
     }
-    let mut k = u8::MAX;
+    let mut k = s
+        .ids()
+        .map(|r| s.replica(r).leo())
+        .max()
+        .unwrap_or(S::Offset::ZERO);
     let mut limit = String::new();
-    let mut lower = |k: &mut u8, v: Offset, what: String| {
+    let mut lower = |k: &mut S::Offset, v: S::Offset, what: String| {
         if v < *k {
             *k = v;
             limit = what;
@@ -210,10 +238,16 @@ fn settled_as(cfg: &Config, s: &State, broken: Option<Broken>) -> Result<Shift, 
             }
         }
     }
-    let first = s.replica(0).log;
+    let first = &s.replica(0).log;
     for r in s.ids().skip(1) {
-        let other = s.replica(r).log;
-        if let Some(o) = (0..k).find(|&o| first.get(o) != other.get(o)) {
+        let other = s.replica(r).log.entries();
+        let same = first.entries()[..k.idx()]
+            .iter()
+            .zip(other)
+            .take_while(|(a, b)| a == b)
+            .count();
+        if same < k.idx() {
+            let o = S::Offset::at(same);
             lower(
                 &mut k,
                 o,
@@ -221,19 +255,22 @@ fn settled_as(cfg: &Config, s: &State, broken: Option<Broken>) -> Result<Shift, 
             );
         }
     }
-    let pending = s.ids().fold(0u8, |p, r| p | s.replica(r).pending_acks);
-    let unsettled = (0..k).find_map(|o| {
-        let e = first.get(o).expect("below every LEO");
-        let h = s.records[e.id as usize];
-        if h.offset != o {
-            return Some(Err(format!(
-                "record {} at offset {o} says {}",
-                e.id, h.offset
-            )));
-        }
-        let open = h.visible.is_none() || pending & (1 << e.id) != 0;
-        open.then_some(Ok((o, e.id)))
-    });
+    let records = s.records.as_slice();
+    let unsettled = first.entries()[..k.idx()]
+        .iter()
+        .enumerate()
+        .find_map(|(o, e)| {
+            let o = S::Offset::at(o);
+            let h = records.get(e.id.idx()).copied().unwrap_or_default();
+            if h.offset != o {
+                return Some(Err(format!(
+                    "record {} at offset {o} says {}",
+                    e.id, h.offset
+                )));
+            }
+            let open = h.visible.is_none() || pending(s, e.id);
+            open.then_some(Ok((o, e.id)))
+        });
     match unsettled {
         Some(Err(why)) => return Err(why),
         Some(Ok((o, id))) => lower(
@@ -243,44 +280,42 @@ fn settled_as(cfg: &Config, s: &State, broken: Option<Broken>) -> Result<Shift, 
         ),
         None => {}
     }
-    let in_a_log = |id: RecordId| {
-        s.ids()
-            .any(|r| s.replica(r).log.entries().iter().any(|e| e.id == id))
-    };
+    let in_logs: HashSet<S::RecordId> = s
+        .ids()
+        .flat_map(|r| s.replica(r).log.entries().iter().map(|e| e.id))
+        .collect();
     let mut shift = Shift {
         k,
         produced: s.produced,
-        renumber: [None; MAX_RECORDS],
-        dropped: 0,
-        prefix: [Entry::default(); MAX_RECORDS],
+        renumber: vec![None; s.produced.idx()],
+        dropped: S::RecordId::ZERO,
+        prefix: first.entries()[..k.idx()].to_vec(),
         epochs: epoch_floor(s, k),
         clamp_epochs: false,
     };
     if broken == Some(Broken::IgnoreLiveEpochs) {
-        let mut dead = *s;
+        let mut dead = s.clone();
         for r in s.ids() {
             dead.replica_mut(r).alive = false;
         }
         shift.epochs = epoch_floor(&dead, k);
         shift.clamp_epochs = true;
     }
-    for o in 0..k {
-        shift.prefix[o as usize] = first.get(o).expect("below every LEO");
-    }
-    let mut next = 0;
-    for id in 0..s.produced {
-        let h = s.records[id as usize];
-        let in_prefix = shift.prefix[..k as usize].iter().any(|e| e.id == id);
+    let in_prefix: HashSet<S::RecordId> = shift.prefix.iter().map(|e| e.id).collect();
+    let mut next = S::RecordId::ZERO;
+    for (i, h) in s.produced_records().iter().enumerate() {
+        let id = S::RecordId::at(i);
         let dead =
-            !in_a_log(id) && pending & (1 << id) == 0 && h.acked.is_none() && h.visible.is_none();
-        if dropped_by_the_move(id, in_prefix, dead, u64::from(h.offset), u64::from(k))? {
-            shift.dropped += 1;
+            !in_logs.contains(&id) && !pending(s, id) && h.acked.is_none() && h.visible.is_none();
+        let offset = h.offset.idx() as u64;
+        if dropped_by_the_move(id, in_prefix.contains(&id), dead, offset, k.idx() as u64)? {
+            shift.dropped += S::RecordId::ONE;
         } else {
-            shift.renumber[id as usize] = Some(next);
-            next += 1;
+            shift.renumber[i] = Some(next);
+            next += S::RecordId::ONE;
         }
     }
-    if shift.dropped == 0 && shift.epochs == 0 {
+    if shift.dropped == S::RecordId::ZERO && shift.epochs == S::Epoch::ZERO {
         return Err(format!(
             "nothing is settled (limited by {limit}), and epoch 0 is still named"
         ));
@@ -288,27 +323,27 @@ fn settled_as(cfg: &Config, s: &State, broken: Option<Broken>) -> Result<Shift, 
     Ok(shift)
 }
 
-impl Shift {
+impl<S: Shape> Shift<S> {
     /// A record's id after the move (None: dropped). Records produced after
     /// the move was decided (in `behaves_alike`'s steps) move down by the
     /// number dropped.
-    fn id(&self, id: RecordId) -> Option<RecordId> {
+    fn id(&self, id: S::RecordId) -> Option<S::RecordId> {
         if id < self.produced {
-            self.renumber[id as usize]
+            self.renumber[id.idx()]
         } else {
             Some(id - self.dropped)
         }
     }
 
-    fn offset(&self, o: Offset) -> Option<Offset> {
-        o.checked_sub(self.k)
+    fn offset(&self, o: S::Offset) -> Option<S::Offset> {
+        minus(o, self.k)
     }
 
     /// An epoch after the move (None: below the dropped ones).
-    fn epoch(&self, e: Epoch) -> Option<Epoch> {
+    fn epoch(&self, e: S::Epoch) -> Option<S::Epoch> {
         match self.clamp_epochs {
-            true => Some(e.saturating_sub(self.epochs)),
-            false => e.checked_sub(self.epochs),
+            true => Some(minus(e, self.epochs).unwrap_or(S::Epoch::ZERO)),
+            false => minus(e, self.epochs),
         }
     }
 }
@@ -316,23 +351,25 @@ impl Shift {
 /// `s` with the window moved by `shift`; None when `s` does not hold the
 /// settled prefix the move drops (an offset below it, another entry in
 /// it, a dropped record elsewhere).
-pub fn shift_state(cfg: &Config, s: &State, shift: &Shift) -> Option<State> {
-    let mut out = *s;
-    let k = shift.k;
+pub fn shift_state<S: Shape>(cfg: &Config, s: &State<S>, shift: &Shift<S>) -> Option<State<S>> {
+    let mut out = s.clone();
+    let k = shift.k.idx();
     for r in s.ids() {
         let x = s.replica(r);
         let y = out.replica_mut(r);
-        if x.log.entries().get(..k as usize)? != &shift.prefix[..k as usize] {
+        if x.log.entries().get(..k)? != &shift.prefix[..k] {
             return None;
         }
-        let mut log = highwater_model::state::Log::default();
-        for e in &x.log.entries()[k as usize..] {
-            log.append(Entry {
-                id: shift.id(e.id)?,
-                epoch: shift.epoch(e.epoch)?,
-            });
-        }
-        y.log = log;
+        let entries = x.log.entries()[k..]
+            .iter()
+            .map(|e| {
+                Some(Entry {
+                    id: shift.id(e.id)?,
+                    epoch: shift.epoch(e.epoch)?,
+                })
+            })
+            .collect::<Option<Vec<_>>>()?;
+        y.log = S::Log::from_entries(entries)?;
         y.epoch = match x.epoch {
             Some(e) => Some(shift.epoch(e)?),
             None => None,
@@ -354,11 +391,9 @@ pub fn shift_state(cfg: &Config, s: &State, shift: &Shift) -> Option<State> {
                 None => None,
             };
         }
-        let mut pending = 0u8;
-        for id in 0..s.produced {
-            if x.pending_acks & (1 << id) != 0 {
-                pending |= 1 << shift.id(id)?;
-            }
+        let mut pending = S::Pending::default();
+        for id in x.pending_acks.ids() {
+            pending.insert(shift.id(id)?);
         }
         y.pending_acks = pending;
     }
@@ -366,31 +401,30 @@ pub fn shift_state(cfg: &Config, s: &State, shift: &Shift) -> Option<State> {
         Some(e) => Some(shift.epoch(e)?),
         None => None,
     };
-    out.requests = [None; EPOCH_SLOTS];
-    for e in shift.epochs..EPOCH_SLOTS as Epoch {
-        out.requests[(e - shift.epochs) as usize] = s.request(e);
-    }
-    out.records = [RecordHistory::default(); MAX_RECORDS];
-    let mut produced = 0;
-    for id in 0..s.produced {
-        if let Some(new) = shift.id(id) {
-            let h = s.records[id as usize];
-            let below = |e: Option<Epoch>| e.map(|e| e.saturating_sub(shift.epochs));
-            out.records[new as usize] = RecordHistory {
+    let requests = s.requests.as_slice();
+    // The compact table's slots past the epochs kept read as empty, as
+    // they did (`Table::from_vec`).
+    let kept = requests.get(shift.epochs.idx()..).unwrap_or_default();
+    out.requests = S::Requests::from_vec(kept.to_vec())?;
+    let below = |e: Option<S::Epoch>| e.map(|e| minus(e, shift.epochs).unwrap_or(S::Epoch::ZERO));
+    let mut records = Vec::new();
+    for (i, h) in s.produced_records().iter().enumerate() {
+        if shift.id(S::RecordId::at(i)).is_some() {
+            records.push(RecordHistory {
                 offset: shift.offset(h.offset)?,
                 acked: below(h.acked),
                 visible: below(h.visible),
-            };
-            produced += 1;
+            });
         }
     }
-    out.produced = produced;
+    out.produced = S::RecordId::at(records.len());
+    out.records = S::Records::from_vec(records)?;
     Some(out)
 }
 
 /// An action as it reads after the move (None: it names a dropped record
 /// or offset).
-pub fn shift_action(a: Action, shift: &Shift) -> Option<Action> {
+pub fn shift_action<S: Shape>(a: Action<S>, shift: &Shift<S>) -> Option<Action<S>> {
     Some(match a {
         Action::Produce { leader, record } => Action::Produce {
             leader,
@@ -418,7 +452,15 @@ pub fn shift_action(a: Action, shift: &Shift) -> Option<Action> {
 /// removal the epoch budget refused) and lead to states that are again
 /// each other's move. This is the refinement argument of the
 /// window, checked on the states where it is used.
-pub fn behaves_alike(cfg: &Config, s: &State, shift: &Shift, depth: usize) -> Result<(), String> {
+pub fn behaves_alike<S: Shape>(
+    cfg: &Config,
+    s: &State<S>,
+    shift: &Shift<S>,
+    depth: usize,
+) -> Result<(), String>
+where
+    State<S>: std::hash::Hash,
+{
     let t = shift_state(cfg, s, shift)
         .ok_or("the state does not hold the settled prefix, or names a dropped epoch")?;
     let (mut before, mut after) = (Vec::new(), Vec::new());
@@ -447,8 +489,9 @@ pub fn behaves_alike(cfg: &Config, s: &State, shift: &Shift, depth: usize) -> Re
         }
         images.push(b);
     }
-    let budget_refused = s.produced >= cfg.records;
-    let epochs_refused = s.controller.next_epoch() > cfg.max_epoch;
+    let budget_refused = !within::<S, _>(s.produced, cfg.records);
+    let epochs_refused =
+        !highwater_model::shape::epoch_within::<S>(s.controller.next_epoch(), cfg.max_epoch);
     let bumps_epoch =
         |b| apply(cfg, &t, b).is_some_and(|y| y.controller.epoch != t.controller.epoch);
     for &b in &after {
@@ -511,16 +554,17 @@ impl Window {
     }
 
     /// Moves the window as the model's state moved.
-    pub fn advance(&mut self, shift: &Shift) {
-        let kept = (0..u64::from(shift.produced))
+    pub fn advance<S: Shape>(&mut self, shift: &Shift<S>) {
+        let produced = shift.produced.idx() as u64;
+        let kept = (0..produced)
             .filter(|&i| shift.renumber[i as usize].is_some())
             .map(|i| self.rebuild_id(i))
             .collect();
-        self.first_new = self.rebuild_id(u64::from(shift.produced));
+        self.first_new = self.rebuild_id(produced);
         self.kept = kept;
-        self.base += u64::from(shift.k);
-        self.dropped += u64::from(shift.dropped);
-        self.epoch_base += LeaderEpoch::from(shift.epochs);
+        self.base += shift.k.idx() as u64;
+        self.dropped += shift.dropped.idx() as u64;
+        self.epoch_base += shift.epochs.idx() as LeaderEpoch;
     }
 
     /// `snap` through the window. An implementation that goes below the
@@ -570,9 +614,15 @@ impl Window {
                         e.offset
                     )
                 })?;
+                // The message is made only when needed: this runs for
+                // every entry of every event.
+                let entry_epoch = match e.epoch.checked_sub(epochs).filter(|&e| e >= 0) {
+                    Some(e) => e,
+                    None => epoch(e.epoch, &format!("replica {r}'s entry at {}", e.offset))?,
+                };
                 log.push(LogEntry {
                     offset: e.offset - base,
-                    epoch: epoch(e.epoch, &format!("replica {r}'s entry at {}", e.offset))?,
+                    epoch: entry_epoch,
                     record_id: Some(model),
                 });
             }
@@ -1012,6 +1062,9 @@ mod tests {
                     |s, shift| {
                         behaves_alike(&cfg, s, shift, 3)
                             .unwrap_or_else(|e| panic!("{truncation:?}: {e}\n{s:?}\n{shift:?}"));
+                        if shift.epochs == 0 {
+                            the_unbounded_shape_moves_alike(&cfg, s, shift);
+                        }
                         moves += 1;
                         epoch_moves += usize::from(shift.epochs > 0);
                         true
@@ -1022,6 +1075,27 @@ mod tests {
         eprintln!("{moves} moves checked, {epoch_moves} of them dropping epochs");
         assert!(moves > 100, "the window moved: {moves}");
         assert!(epoch_moves > 50, "the window dropped epochs: {epoch_moves}");
+    }
+
+    /// The same move in the unbounded shape (the rules are one, so the
+    /// window is too): the same prefix settled, the same state after it,
+    /// and the model behaving alike from it.
+    fn the_unbounded_shape_moves_alike(cfg: &Config, s: &State, shift: &Shift) {
+        use highwater_model::state::Unbounded;
+        let wide: State<Unbounded> = s.reshape().expect("any state fits the unbounded shape");
+        let moved = settled(cfg, &wide).expect("settled in the unbounded shape too");
+        assert_eq!(
+            (moved.k as u8, moved.dropped as u8, moved.epochs),
+            (shift.k, shift.dropped, 0),
+            "the same move: {s:?}"
+        );
+        let after = shift_state(cfg, &wide, &moved).expect("shiftable");
+        assert_eq!(
+            after.reshape::<Compact>(),
+            shift_state(cfg, s, shift),
+            "the same moved state"
+        );
+        behaves_alike(cfg, &wide, &moved, 2).expect("alike in the unbounded shape");
     }
 
     /// The refusals of `behaves_alike` (two steps deep) on random walks
@@ -1085,12 +1159,12 @@ mod tests {
     fn model_ids_follow_the_moves() {
         let mut w = Window::default();
         // Records 0..4 produced; 0 and 2 dropped.
-        let shift = Shift {
+        let shift: Shift = Shift {
             k: 1,
             produced: 4,
-            renumber: [None, Some(0), None, Some(1)],
+            renumber: vec![None, Some(0), None, Some(1)],
             dropped: 2,
-            prefix: [Entry::default(); MAX_RECORDS],
+            prefix: vec![Entry::default(); 2],
             epochs: 0,
             clamp_epochs: false,
         };
@@ -1101,12 +1175,12 @@ mod tests {
         assert_eq!(w.model_id(3), Some(1));
         assert_eq!(w.model_id(4), Some(2));
         assert_eq!(w.rebuild_id(2), 4);
-        let shift = Shift {
+        let shift: Shift = Shift {
             k: 2,
             produced: 4,
-            renumber: [None, Some(0), Some(1), None],
+            renumber: vec![None, Some(0), Some(1), None],
             dropped: 2,
-            prefix: [Entry::default(); MAX_RECORDS],
+            prefix: vec![Entry::default(); 2],
             epochs: 0,
             clamp_epochs: false,
         };
