@@ -18,6 +18,7 @@ use std::collections::BTreeSet;
 use std::fmt::{Debug, Display};
 use std::hash::Hash;
 use std::ops::{Add, AddAssign, Sub};
+use std::sync::Arc;
 
 use crate::state::{CompactLog, Entry, RecordHistory, Request, EPOCH_SLOTS, MAX_RECORDS};
 
@@ -144,13 +145,14 @@ where
         &self.0
     }
     fn slot(&mut self, index: usize) -> &mut T {
-        if index >= self.0.len() {
-            self.0.resize_with(index + 1, T::default);
+        let items = Arc::make_mut(&mut self.0);
+        if index >= items.len() {
+            items.resize_with(index + 1, T::default);
         }
-        &mut self.0[index]
+        &mut items[index]
     }
     fn from_vec(items: Vec<T>) -> Option<Self> {
-        Some(UnboundedTable(items))
+        Some(UnboundedTable(Arc::new(items)))
     }
 }
 
@@ -251,9 +253,18 @@ impl Shape for Unbounded {
     const BOUNDED: bool = false;
 }
 
-/// A log of any length.
-#[derive(Clone, Default, PartialEq, Eq, PartialOrd, Ord)]
-pub struct UnboundedLog(Vec<Entry<Unbounded>>);
+/// A log of any length, shared between the states of a search until one
+/// of them changes it (a search step changes one log at most, and copying
+/// every log of every state it visits made validation quadratic in the
+/// run's length).
+#[derive(Clone, Default, Eq, PartialOrd, Ord)]
+pub struct UnboundedLog(Arc<Vec<Entry<Unbounded>>>);
+
+impl PartialEq for UnboundedLog {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0) || self.0 == other.0
+    }
+}
 
 /// Entries at the end of a log or table that its hash reads.
 const HASHED_TAIL: usize = 4;
@@ -274,14 +285,20 @@ impl Hash for UnboundedLog {
     }
 }
 
-/// A table of any length (records by id, requests by epoch), hashed as a
-/// log is.
-#[derive(Clone, Default, PartialEq, Eq, PartialOrd, Ord)]
-pub struct UnboundedTable<T>(Vec<T>);
+/// A table of any length (records by id, requests by epoch), shared and
+/// hashed as a log is.
+#[derive(Clone, Default, Eq, PartialOrd, Ord)]
+pub struct UnboundedTable<T>(Arc<Vec<T>>);
+
+impl<T: PartialEq> PartialEq for UnboundedTable<T> {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0) || self.0 == other.0
+    }
+}
 
 impl<T: Debug> Debug for UnboundedTable<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_list().entries(&self.0).finish()
+        f.debug_list().entries(self.0.iter()).finish()
     }
 }
 
@@ -293,7 +310,7 @@ impl<T: Hash> Hash for UnboundedTable<T> {
 
 impl Debug for UnboundedLog {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_list().entries(&self.0).finish()
+        f.debug_list().entries(self.0.iter()).finish()
     }
 }
 
@@ -302,13 +319,15 @@ impl LogStore<Unbounded> for UnboundedLog {
         &self.0
     }
     fn append(&mut self, entry: Entry<Unbounded>) {
-        self.0.push(entry);
+        Arc::make_mut(&mut self.0).push(entry);
     }
     fn truncate(&mut self, offset: u32) {
-        self.0.truncate(offset as usize);
+        if (offset as usize) < self.0.len() {
+            Arc::make_mut(&mut self.0).truncate(offset as usize);
+        }
     }
     fn from_entries(entries: Vec<Entry<Unbounded>>) -> Option<Self> {
-        Some(UnboundedLog(entries))
+        Some(UnboundedLog(Arc::new(entries)))
     }
 }
 

@@ -7,6 +7,7 @@
 //! atomic ones), ready for the abstraction function.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
 
 use super::window::Window;
 use super::Unsound;
@@ -108,7 +109,9 @@ pub struct Rebuild {
     requests: BTreeMap<LeaderEpoch, LeaderAndIsr>,
     /// Implementation record id -> model record id (order of append).
     ids: HashMap<RecordId, u64>,
-    records: BTreeMap<u64, RecordHistory>,
+    /// Shared with the snapshots (`snapshot`), changed in place once they
+    /// are dropped (`Arc::make_mut`).
+    records: Arc<BTreeMap<u64, RecordHistory>>,
     /// Produce request id -> the records it carried.
     request_records: HashMap<u64, Vec<RecordId>>,
     /// (follower, leader) -> the last response served.
@@ -190,7 +193,7 @@ impl Rebuild {
             controller,
             requests: BTreeMap::new(),
             ids: HashMap::new(),
-            records: BTreeMap::new(),
+            records: Arc::default(),
             request_records: HashMap::new(),
             served: HashMap::new(),
             unnoticed_crashes: BTreeSet::new(),
@@ -355,7 +358,7 @@ impl Rebuild {
                     if self.ids.insert(id, model_id).is_some() {
                         return Err(format!("record {id} appended twice"));
                     }
-                    self.records.insert(
+                    Arc::make_mut(&mut self.records).insert(
                         model_id,
                         RecordHistory {
                             offset: base + i as u64,
@@ -530,7 +533,11 @@ impl Rebuild {
             .cloned()
             .unwrap_or_default()
         {
-            if let Some(h) = self.ids.get(&id).and_then(|m| self.records.get_mut(m)) {
+            if let Some(h) = self
+                .ids
+                .get(&id)
+                .and_then(|m| Arc::make_mut(&mut self.records).get_mut(m))
+            {
                 h.acked = Some(h.acked.map_or(epoch, |a| a.min(epoch)));
             }
         }
@@ -624,7 +631,10 @@ impl Rebuild {
                 _ => 0,
             };
             for e in s.log.range(from, hw) {
-                if let Some(h) = e.record_id.and_then(|id| self.records.get_mut(&id)) {
+                if let Some(h) = e
+                    .record_id
+                    .and_then(|id| Arc::make_mut(&mut self.records).get_mut(&id))
+                {
                     h.visible = Some(h.visible.map_or(epoch, |v| v.min(epoch)));
                 }
             }
@@ -672,7 +682,7 @@ impl Rebuild {
                 frozen.log.retain(|e| e.offset >= window.base);
             }
         }
-        self.records.retain(|&id, _| window.keeps(id));
+        Arc::make_mut(&mut self.records).retain(|&id, _| window.keeps(id));
         self.requests.retain(|&e, _| e >= window.epoch_base);
     }
 
@@ -873,7 +883,7 @@ impl Rebuild {
                 .collect(),
             controller: self.controller.clone(),
             requests: self.requests.clone(),
-            records: self.records.clone(),
+            records: Arc::clone(&self.records),
             clean_crashes: self.clean_crashes,
             unclean_crashes: self.unclean_crashes,
             leader_moves: self.leader_moves,

@@ -660,7 +660,7 @@ impl Window {
             };
         }
         let mut records = BTreeMap::new();
-        for (&id, h) in &out.records {
+        for (&id, h) in out.records.iter() {
             if let Some(m) = self.model_id(id) {
                 let offset = h.offset.checked_sub(base).ok_or_else(|| {
                     format!("record {id}, still in the window, was appended below it")
@@ -678,7 +678,7 @@ impl Window {
                 );
             }
         }
-        out.records = records;
+        out.records = records.into();
         out.controller.leader_epoch =
             leader_epoch(out.controller.leader_epoch, "the controller's epoch")?;
         // Requests of dropped epochs: no replica can take them any more.
@@ -929,7 +929,7 @@ pub fn resume_at(
         epoch_base: LeaderEpoch::try_from(epoch_base).expect("no lower than an epoch named"),
     };
     let mut lost = Vec::new();
-    for (&id, h) in &snap.records {
+    for (&id, h) in snap.records.iter() {
         let done = h.acked.is_some() || h.visible.is_some();
         if !logged.contains(&id) && done && h.offset < k {
             let (property, how) = match h.acked {
@@ -1231,7 +1231,8 @@ mod tests {
                     },
                 )
             })
-            .collect();
+            .collect::<BTreeMap<_, _>>()
+            .into();
         ClusterSnapshot {
             replicas,
             controller: ControllerState {
@@ -1311,7 +1312,7 @@ mod tests {
         // A record acknowledged at offset 1 and in no log (lost, as under
         // acks=1): dropped with the prefix, and said.
         let mut lost = six_records(3);
-        lost.records.insert(
+        std::sync::Arc::make_mut(&mut lost.records).insert(
             6,
             highwater::cluster::RecordHistory {
                 offset: 1,

@@ -114,7 +114,9 @@ pub struct ClusterSnapshot {
     /// Every LeaderAndIsr the controller sent, by epoch.
     pub requests: BTreeMap<LeaderEpoch, LeaderAndIsr>,
     /// Records produced (appended), by id.
-    pub records: BTreeMap<RecordId, RecordHistory>,
+    /// Shared: a snapshot taken at every event of a long trace would
+    /// otherwise copy every record's history each time.
+    pub records: std::sync::Arc<BTreeMap<RecordId, RecordHistory>>,
     pub clean_crashes: u32,
     pub unclean_crashes: u32,
     /// Elections that moved leadership from a named leader (alive or not).
@@ -142,7 +144,7 @@ impl ClusterSnapshot {
         epoch_of: impl Fn(&RecordHistory) -> Option<LeaderEpoch>,
     ) -> Vec<RecordId> {
         let mut lost = Vec::new();
-        for (&id, h) in &self.records {
+        for (&id, h) in self.records.iter() {
             let Some(since) = epoch_of(h) else { continue };
             let ok = self
                 .replicas

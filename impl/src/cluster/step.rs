@@ -978,7 +978,7 @@ impl<L: ReplicaLog> StepCluster<L> {
             replicas,
             controller: self.controller.state(),
             requests: self.controller.requests().clone(),
-            records: self.records.clone(),
+            records: std::sync::Arc::new(self.records.clone()),
             clean_crashes: self.clean_crashes,
             unclean_crashes: self.unclean_crashes,
             leader_moves: self.leader_moves,
