@@ -387,6 +387,35 @@ fn a_soak_whose_trace_does_not_fit_fails_and_keeps_the_trace() {
     assert!(out.contains("does not fit"), "{out}");
 }
 
+/// A trace that does not fit the unbounded shape fails the soak too: a
+/// follower publishing an HW the leader never had from offset 20 on (a
+/// test-only switch), at full rate, where the unbounded shape validates
+/// every event.
+#[test]
+fn a_soak_whose_trace_does_not_fit_the_unbounded_shape_fails() {
+    let keep = tempfile::tempdir().unwrap();
+    let (code, out, err) = soak_binary(&[
+        "--seeds",
+        "1",
+        "--seconds",
+        "0.3",
+        "--rules",
+        "today",
+        "--unbounded",
+        "--inject-fault",
+        "hw-published-early-past-the-bounds",
+        "--keep-traces",
+        keep.path().to_str().unwrap(),
+    ]);
+    assert_eq!(code, 1, "{out}\n{err}");
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("unbounded shape:"))
+        .unwrap_or_else(|| panic!("the unbounded shape's line:\n{out}"));
+    assert!(line.contains(", 1 misfit(s)"), "{line}");
+    assert!(out.contains("does not fit the unbounded shape"), "{out}");
+}
+
 /// `--validate-trace` takes one rule set, and says a trace that fits fits:
 /// a paced soak's kept trace (conformance/tests/traces/).
 #[test]

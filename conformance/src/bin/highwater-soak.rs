@@ -102,6 +102,9 @@ struct Cli {
 #[derive(Clone, Copy, clap::ValueEnum)]
 enum Injected {
     HwPublishedEarly,
+    /// `hw-published-early` from offset 20 on: past the compact shape's
+    /// bounds, where only the unbounded shape (or a resumed window) sees it.
+    HwPublishedEarlyPastTheBounds,
     StaleEpochFetchResponse,
     IsrChangeAppliedTwice,
     DivergingEpochIgnored,
@@ -111,6 +114,9 @@ impl Injected {
     fn fault(self) -> InjectedFault {
         match self {
             Injected::HwPublishedEarly => InjectedFault::HwPublishedEarly,
+            Injected::HwPublishedEarlyPastTheBounds => {
+                InjectedFault::HwPublishedEarlyFrom { offset: 20 }
+            }
             Injected::StaleEpochFetchResponse => InjectedFault::StaleEpochFetchResponse,
             Injected::IsrChangeAppliedTwice => InjectedFault::IsrChangeAppliedTwice,
             Injected::DivergingEpochIgnored => InjectedFault::DivergingEpochIgnored,
@@ -186,9 +192,12 @@ fn main() -> ExitCode {
             Ok(t) => {
                 let lost_today = rules == RuleSet::Today
                     && !cli.overlap_unclean
-                    && (t.first_loss.is_some() || !t.broken.is_empty());
+                    && (t.first_loss.is_some()
+                        || !t.broken.is_empty()
+                        || !t.unbounded_broken.is_empty());
                 failed |= lost_today
                     || !t.misfits.is_empty()
+                    || !t.unbounded_misfits.is_empty()
                     || !t.unmet.is_empty()
                     || !t.unhealed.is_empty();
                 tallies.push((rules, t));
