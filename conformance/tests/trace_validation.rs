@@ -20,7 +20,7 @@ use highwater::replication::HwCheckpointPolicy;
 use highwater_conformance::lockstep::Lockstep;
 use highwater_conformance::trace_validation::{
     model_config, seeded_config, validate, validate_file, validate_file_with, validate_unsound,
-    validated_run, Misfit, MisfitKind, Mode, Unsound,
+    validate_unsound_with, validated_run, Misfit, MisfitKind, Mode, Unsound,
 };
 use highwater_model::config::Mutation;
 
@@ -984,4 +984,30 @@ fn a_long_run_in_the_unbounded_shape_drops_its_settled_prefixes() {
     assert_eq!(s.events, events, "every event validated");
     assert!(s.window_moves >= 1, "a settled prefix was dropped: {s:?}");
     assert!(s.records_dropped >= 64, "{s:?}");
+}
+
+/// A full-rate soak's trace under hw-truncation (seed 1, its first 3,722
+/// events), where a follower whose fetch at offset 908 was answered (HW
+/// 906, event 3,713) takes an error answer instead (event 3,719): it had
+/// sent the fetch again, the leader failed the second on a full disk, and
+/// the first answer is dropped as late. The rebuild shows an answer served
+/// as applied, so the model had taken it; a lost answer is a gap for that
+/// follower. Reverted (`Unsound::ErrorAnswerLosesNothing`), the follower's
+/// HW is 904 where the model's is 906, and the trace does not fit there.
+#[test]
+fn an_error_answer_taken_after_a_served_one_is_a_lost_answer() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/traces/soak-error-answer-after-a-served-one.jsonl");
+    let config = soak_config(RuleSet::HwTruncation, 1, Duration::from_secs(1));
+    let cfg = model_config(&config);
+    let events = read_trace_file(&path).unwrap().count() as u64;
+    match validate_file_with(&cfg, &config, &path, Mode::Unbounded) {
+        Ok(s) => assert_eq!(s.events, events, "every event validated"),
+        Err(m) => panic!("the trace does not fit:\n{m}"),
+    }
+    let unsound = Unsound::ErrorAnswerLosesNothing;
+    match validate_unsound_with(&cfg, &config, &path, Mode::Unbounded, unsound) {
+        Err(m) if m.kind == MisfitKind::DoesNotFit => assert_eq!(m.seq, 3719, "{m}"),
+        other => panic!("with {unsound:?} the trace fits: {other:?}"),
+    }
 }

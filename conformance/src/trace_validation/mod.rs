@@ -297,6 +297,9 @@ pub enum Unsound {
     DecisionPastANewRequest,
     /// Both of the above.
     DecisionForACrashedLeaderPastANewRequest,
+    /// The rebuild drops an answer served and shown as applied, when its
+    /// follower takes an error answer instead, without a gap.
+    ErrorAnswerLosesNothing,
 }
 
 /// [`validate`], going as far past the model's bounds as `mode` says.
@@ -318,6 +321,17 @@ pub fn validate_unsound(
     unsound: Unsound,
 ) -> Result<Summary, Box<Misfit>> {
     validate_path(cfg, concurrent, path, Mode::Resume, Some(unsound))
+}
+
+/// [`validate_unsound`] in another mode.
+pub fn validate_unsound_with(
+    cfg: &Config,
+    concurrent: &ConcurrentConfig,
+    path: &Path,
+    mode: Mode,
+    unsound: Unsound,
+) -> Result<Summary, Box<Misfit>> {
+    validate_path(cfg, concurrent, path, mode, Some(unsound))
 }
 
 fn validate_as(

@@ -161,6 +161,17 @@ impl Rebuild {
     }
 }
 
+/// Whether an answer served and not yet applied changes its follower
+/// (records, or another HW: a follower takes its leader's HW, lower or
+/// higher, as Kafka's `UnifiedLog.maybeUpdateHighWatermark` does). One
+/// that brings nothing (a held fetch at the follower's LEO and HW) is
+/// shown as applied to no effect.
+fn changes(x: &Served, s: &Shadow) -> bool {
+    let hw = s.state.as_ref().map_or(s.last_hw, |st| st.high_watermark);
+    let leo = s.log.leo() + x.entries.len() as u64;
+    !x.diverging && (!x.entries.is_empty() || x.high_watermark.min(leo) != hw)
+}
+
 fn replica_of(entry: &TraceEntry) -> Option<ReplicaId> {
     match entry.actor {
         Actor::Replica(r) => Some(r),
@@ -489,6 +500,23 @@ impl Rebuild {
                     for &e in &served.entries[..want] {
                         s.log.push(e);
                     }
+                } else if let Some(lost) =
+                    served.as_ref().filter(|x| error.is_some() && changes(x, s))
+                {
+                    // An error answer taken where an answer served before
+                    // was shown as applied: the follower had sent its fetch
+                    // again (the first timed out), and the leader failed
+                    // the second (a full disk); the first answer is dropped
+                    // as late. The model has no step for a lost answer: a
+                    // gap for that follower.
+                    let why = format!(
+                        "replica {r} took an error answer from {leader}, losing the answer \
+                         served at offset {} (HW {})",
+                        lost.fetch_offset, lost.high_watermark
+                    );
+                    if !self.reverts(&[Unsound::ErrorAnswerLosesNothing]) {
+                        self.gap_at(why, std::iter::once(r));
+                    }
                 } else if served.is_none() && error.is_none() {
                     // An error answer (NotLeaderOrFollower, fenced) holds no
                     // records and is not kept as served: taking it changes
@@ -723,15 +751,14 @@ impl Rebuild {
                 let Some(s) = self.replicas.get(f as usize) else {
                     return false;
                 };
-                // An answer that brings nothing (a held fetch at the
-                // follower's LEO and HW) is shown as applied to no effect.
-                let hw = s.state.as_ref().map_or(s.last_hw, |st| st.high_watermark);
-                let leo = s.log.leo() + x.entries.len() as u64;
-                let hw_changes = match higher_only {
-                    true => x.high_watermark.min(leo) > hw,
-                    false => x.high_watermark.min(leo) != hw,
-                };
-                !x.diverging && (!x.entries.is_empty() || hw_changes)
+                match higher_only {
+                    true => {
+                        let hw = s.state.as_ref().map_or(s.last_hw, |st| st.high_watermark);
+                        let leo = s.log.leo() + x.entries.len() as u64;
+                        !x.diverging && (!x.entries.is_empty() || x.high_watermark.min(leo) > hw)
+                    }
+                    false => changes(x, s),
+                }
             })
             .map(|(&(f, _), _)| f)
             .collect()
