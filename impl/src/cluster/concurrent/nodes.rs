@@ -144,6 +144,21 @@ impl ReplicaNode {
     /// Gives the replica one input now; a storage failure's answers are
     /// delivered and the failure returned.
     fn input(&mut self, now: u64, input: Input) -> Result<Vec<Output>> {
+        self.try_input(now, input).map_err(|(e, answers)| {
+            self.route(answers);
+            e
+        })
+    }
+
+    /// [`input`](Self::input), with the fetch answers a failed operation
+    /// made handed back with its error instead of sent: a fetch whose read
+    /// failed is answered with an error, and traced as served so (sent
+    /// untraced, the follower took an answer the trace never showed).
+    fn try_input(
+        &mut self,
+        now: u64,
+        input: Input,
+    ) -> std::result::Result<Vec<Output>, (Error, Vec<Output>)> {
         let Some(p) = self.partition.as_mut() else {
             return Ok(Vec::new());
         };
@@ -159,9 +174,14 @@ impl ReplicaNode {
                 Ok(out)
             }
             Err(e) => {
-                let answers = p.take_failure_answers();
-                self.route(answers);
-                Err(e)
+                // Only the fetch answers are handed back; any other is
+                // sent as `input` sends it.
+                let (fetches, other): (Vec<Output>, Vec<Output>) = p
+                    .take_failure_answers()
+                    .into_iter()
+                    .partition(|o| matches!(o, Output::FetchResponse { .. }));
+                self.route(other);
+                Err((e, fetches))
             }
         }
     }
@@ -632,7 +652,10 @@ impl ReplicaNode {
 
     /// The leader serves a fetch, or holds it while there is nothing to send.
     fn serve_fetch(&mut self, from: ReplicaId, req: FetchRequest, now: u64) -> Result<()> {
-        let out = self.input(now, Input::Fetch(req.clone()))?;
+        let (out, failed) = match self.try_input(now, Input::Fetch(req.clone())) {
+            Ok(out) => (out, None),
+            Err((e, answers)) => (answers, Some(e)),
+        };
         for o in out {
             let Output::FetchResponse { to, response } = o else {
                 continue;
@@ -661,7 +684,7 @@ impl ReplicaNode {
                 self.send(to, Msg::FetchResponse(response));
             }
         }
-        Ok(())
+        failed.map_or(Ok(()), Err)
     }
 
     fn maybe_expand(&mut self, follower: ReplicaId, now: u64) {
@@ -730,11 +753,11 @@ impl ReplicaNode {
                     // Held for a follower that crashed since.
                     continue;
                 }
-                let served = match self.input(now, Input::Fetch(req.clone())) {
+                let served = match self.try_input(now, Input::Fetch(req.clone())) {
                     Ok(out) => out,
-                    Err(e) => {
+                    Err((e, answers)) => {
                         failed = failed.or(Some(e));
-                        Vec::new()
+                        answers
                     }
                 };
                 for o in served {
