@@ -216,3 +216,39 @@ fn the_unbounded_shape_counts_past_a_byte() {
     assert_eq!(big.idx(), 1000);
     assert!(<u8 as Num>::try_at(1000).is_none());
 }
+
+/// The unbounded shape hashes a log by its length and last entries only
+/// (hashing every entry made trace validation quadratic), while equality
+/// still compares all: two states that differ in an early entry hash alike
+/// and stay two states.
+#[test]
+fn unbounded_states_that_differ_early_hash_alike_and_stay_apart() {
+    use highwater_model::state::{Entry, LogStore};
+    use std::collections::HashSet;
+    use std::hash::{BuildHasher, RandomState};
+    let log = |first: u32| {
+        let entries = (0..10)
+            .map(|i| Entry::<Unbounded> {
+                id: if i == 0 { first } else { i },
+                epoch: 0,
+            })
+            .collect();
+        LogStore::from_entries(entries).expect("any length fits")
+    };
+    let mut a = State::<Unbounded> {
+        n: 3,
+        ..State::default()
+    };
+    let mut b = a.clone();
+    a.replica_mut(0).log = log(0);
+    b.replica_mut(0).log = log(100);
+    let hasher = RandomState::new();
+    assert_eq!(
+        hasher.hash_one(&a),
+        hasher.hash_one(&b),
+        "only the tail is hashed"
+    );
+    assert!(a != b, "equality reads every entry");
+    let set: HashSet<State<Unbounded>> = [a, b].into_iter().collect();
+    assert_eq!(set.len(), 2);
+}

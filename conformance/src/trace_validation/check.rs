@@ -503,7 +503,7 @@ impl Checker<Unbounded> {
 /// Records the unbounded shape holds before it drops a settled prefix: a
 /// move costs a few times a state's size (`behaves_alike`), so moves are
 /// rare at this size and states stay small.
-pub const SETTLE_AT: usize = 128;
+const SETTLE_AT: usize = 128;
 
 impl<S: Shape> Checker<S>
 where

@@ -163,13 +163,18 @@ impl Rebuild {
 
 /// Whether an answer served and not yet applied changes its follower
 /// (records, or another HW: a follower takes its leader's HW, lower or
-/// higher, as Kafka's `UnifiedLog.maybeUpdateHighWatermark` does). One
-/// that brings nothing (a held fetch at the follower's LEO and HW) is
-/// shown as applied to no effect.
-fn changes(x: &Served, s: &Shadow) -> bool {
+/// higher, as Kafka's `UnifiedLog.maybeUpdateHighWatermark` does; only a
+/// higher one under `Unsound::OnlyAHigherHwChanges`). One that brings
+/// nothing (a held fetch at the follower's LEO and HW) is shown as
+/// applied to no effect.
+fn changes(x: &Served, s: &Shadow, higher_only: bool) -> bool {
     let hw = s.state.as_ref().map_or(s.last_hw, |st| st.high_watermark);
     let leo = s.log.leo() + x.entries.len() as u64;
-    !x.diverging && (!x.entries.is_empty() || x.high_watermark.min(leo) != hw)
+    let hw_changes = match higher_only {
+        true => x.high_watermark.min(leo) > hw,
+        false => x.high_watermark.min(leo) != hw,
+    };
+    !x.diverging && (!x.entries.is_empty() || hw_changes)
 }
 
 fn replica_of(entry: &TraceEntry) -> Option<ReplicaId> {
@@ -500,14 +505,14 @@ impl Rebuild {
                     for &e in &served.entries[..want] {
                         s.log.push(e);
                     }
-                } else if let Some(lost) =
-                    served.as_ref().filter(|x| error.is_some() && changes(x, s))
+                } else if let Some(lost) = served
+                    .as_ref()
+                    .filter(|x| error.is_some() && changes(x, s, false))
                 {
                     // An error answer taken where an answer served before
-                    // was shown as applied: the follower had sent its fetch
-                    // again (the first timed out), and the leader failed
-                    // the second (a full disk); the first answer is dropped
-                    // as late. The model has no step for a lost answer: a
+                    // was shown as applied: the first answer was lost (seen
+                    // after a fetch sent again and failed by the leader's
+                    // storage). The model has no step for a lost answer: a
                     // gap for that follower.
                     let why = format!(
                         "replica {r} took an error answer from {leader}, losing the answer \
@@ -748,17 +753,9 @@ impl Rebuild {
         self.served
             .iter()
             .filter(|(&(f, _), x)| {
-                let Some(s) = self.replicas.get(f as usize) else {
-                    return false;
-                };
-                match higher_only {
-                    true => {
-                        let hw = s.state.as_ref().map_or(s.last_hw, |st| st.high_watermark);
-                        let leo = s.log.leo() + x.entries.len() as u64;
-                        !x.diverging && (!x.entries.is_empty() || x.high_watermark.min(leo) > hw)
-                    }
-                    false => changes(x, s),
-                }
+                self.replicas
+                    .get(f as usize)
+                    .is_some_and(|s| changes(x, s, higher_only))
             })
             .map(|(&(f, _), _)| f)
             .collect()
