@@ -10,9 +10,10 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use common::concurrent::{caught_in, end_state, run3, schedule};
-use highwater::cluster::concurrent::{Fault, InjectedFault, RunReport};
+use highwater::cluster::concurrent::{ConcurrentConfig, Fault, InjectedFault, RunReport};
 use highwater::cluster::{Actor, Event};
 use highwater::replication::{Acks, HwCheckpointPolicy};
+use highwater_conformance::trace_validation::MisfitKind;
 
 #[test]
 fn acks_all_survives_crashes_and_failovers() {
@@ -222,20 +223,9 @@ fn acks_1_without_faults_loses_nothing_and_acks_0_gets_no_answers() {
 /// HW and its checkpoint one operation); under the periodic default no
 /// checkpoint comes within the run.
 fn failing_checkpoints(inject: Option<InjectedFault>) -> RunReport {
-    let report = run3(None, |config| {
-        config.replication.hw_checkpoint = HwCheckpointPolicy::EveryChange;
-        // At least until a leader set an HW and its checkpoint failed,
-        // however slow the machine (a fixed 400 ms once set none, 2 tries
-        // in 10 under a load of 5); 1.5 s for the chances of more.
-        config.duration = Duration::from_millis(1500);
-        config.until.checkpoint_failures = Some(1);
-        config.consumers = 2;
-        config.hw_checkpoints_fail = true;
-        config.settle_timeout = Duration::from_secs(60);
-        config.inject = inject;
-    })
-    .unwrap()
-    .fitted("failing HW checkpoints");
+    let report = run3(None, |config| checkpoints_fail(config, inject))
+        .unwrap()
+        .fitted("failing HW checkpoints");
     let failures = report
         .errors
         .iter()
@@ -252,6 +242,20 @@ fn failing_checkpoints(inject: Option<InjectedFault>) -> RunReport {
         "records were written, to be read below an HW"
     );
     report
+}
+
+/// [`failing_checkpoints`]' configuration.
+fn checkpoints_fail(config: &mut ConcurrentConfig, inject: Option<InjectedFault>) {
+    config.replication.hw_checkpoint = HwCheckpointPolicy::EveryChange;
+    // At least until a leader set an HW and its checkpoint failed,
+    // however slow the machine (a fixed 400 ms once set none, 2 tries
+    // in 10 under a load of 5); 1.5 s for the chances of more.
+    config.duration = Duration::from_millis(1500);
+    config.until.checkpoint_failures = Some(1);
+    config.consumers = 2;
+    config.hw_checkpoints_fail = true;
+    config.settle_timeout = Duration::from_secs(60);
+    config.inject = inject;
 }
 
 /// Every HW a leader set while producers ran failed its checkpoint: no
@@ -276,13 +280,27 @@ fn consumers_never_see_an_hw_whose_checkpoint_failed() {
 /// is set, before the checkpoint): the check above catches it.
 #[test]
 fn reading_the_hw_before_its_checkpoint_is_caught() {
+    let fault = Some(InjectedFault::HwPublishedBeforeCheckpoint);
     caught_in(5, "a read below a failed checkpoint's HW", || {
-        let report = failing_checkpoints(Some(InjectedFault::HwPublishedBeforeCheckpoint));
-        match report.consumed.len() {
+        let run = run3(None, |c| checkpoints_fail(c, fault)).unwrap();
+        match run.run.report.consumed.len() {
             0 => Ok(()),
             n => Err(format!("{n} records read below a failed checkpoint's HW")),
         }
     });
+    // Trace validation catches it too, on its own: the read is of records
+    // below an HW no traced event set (`Event::ConsumerRead`).
+    caught_in(
+        5,
+        "a read below a failed checkpoint's HW, by trace validation",
+        || {
+            let run = run3(None, |c| checkpoints_fail(c, fault)).unwrap();
+            match run.run.validation {
+                Err(m) if m.kind == MisfitKind::DoesNotFit => Err(m.to_string()),
+                _ => Ok(()),
+            }
+        },
+    );
 }
 
 // --- Every concurrent run in the test suites is validated ----------------------

@@ -71,6 +71,7 @@ fn every_seeded_concurrent_run_is_a_behaviour_of_the_model() {
     let results = results.into_inner().unwrap();
     let (mut validated, mut beyond, mut events, mut resyncs, mut crashes) = (0, 0, 0, 0, 0);
     let (mut moves, mut skipped, mut resumptions) = (0, 0, 0);
+    let (mut reads, mut read_visible) = (0, 0);
     let mut misfits = Vec::new();
     for (seed, run, unmoved) in &results {
         assert_eq!(run.report.unmet_goals, Vec::<String>::new(), "seed {seed}");
@@ -93,6 +94,8 @@ fn every_seeded_concurrent_run_is_a_behaviour_of_the_model() {
                     resumptions += s.resumptions;
                 }
                 events += s.events;
+                reads += s.reads;
+                read_visible += s.records_read_visible;
                 resyncs += s.resyncs;
                 moves += s.window_moves;
             }
@@ -114,8 +117,14 @@ fn every_seeded_concurrent_run_is_a_behaviour_of_the_model() {
         "{} runs, {crashes} crashes: {validated} traces validated whole; {events} events \
          validated ({resyncs} lost fetch responses taken as they were, the window moved {moves} \
          times); {beyond} went beyond the model's bounds ({skipped} events skipped there, \
-         validation resumed {resumptions} times)",
+         validation resumed {resumptions} times); {reads} consumer reads checked, \
+         {read_visible} records read found visible in the model",
         results.len()
+    );
+    // The reads were checked, not only traced.
+    assert!(
+        read_visible > 0,
+        "{reads} reads, {read_visible} records checked"
     );
     assert_eq!(results.len() as u64, RUNS);
     assert!(crashes as u64 >= RUNS, "faults happened: {crashes} crashes");
@@ -198,6 +207,59 @@ fn an_hw_published_before_it_is_safe_is_caught() {
 #[test]
 fn an_isr_change_applied_twice_is_caught() {
     assert_caught(InjectedFault::IsrChangeAppliedTwice);
+}
+
+/// Only the traced reads show these: no replica's state changes.
+#[test]
+fn a_consumer_reading_past_the_hw_is_caught() {
+    assert_caught(InjectedFault::ConsumerReadsPastHw);
+}
+
+/// The read's two checks each catch it: its bound against its leader's
+/// HW (the tests above), and the model's visibility of what it read, which
+/// alone catches it wherever the record at the HW was still uncommitted
+/// when the read was traced.
+#[test]
+fn a_read_past_the_hw_is_caught_by_the_models_visibility_alone() {
+    let mut tried = Vec::new();
+    for seed in 0..FAULT_SEEDS {
+        let dir = tempfile::tempdir().unwrap();
+        let trace = dir.path().join("trace.jsonl");
+        let mut config = seeded_config(1000 + seed, &trace);
+        config.inject = Some(InjectedFault::ConsumerReadsPastHw);
+        let run = validated_run(config.clone(), dir.path()).expect("the run starts");
+        if run.validation.is_ok() {
+            continue;
+        }
+        let cfg = model_config(&config);
+        match validate_unsound_with(
+            &cfg,
+            &config,
+            &trace,
+            Mode::Resume,
+            Unsound::ReadBoundUnchecked,
+        ) {
+            Err(m) if m.why.contains("not visible") => {
+                eprintln!("seed {}: {}", 1000 + seed, head(&m.to_string(), 4));
+                return;
+            }
+            other => tried.push(format!(
+                "{seed}: {:?}",
+                other.map(|s| s.events).map_err(|m| m.why)
+            )),
+        }
+    }
+    panic!("no read past the HW was caught by visibility alone: {tried:?}");
+}
+
+#[test]
+fn an_hw_published_to_consumers_before_its_fetch_is_checked_is_caught() {
+    assert_caught(InjectedFault::HwPublishedBeforeFetchChecked);
+}
+
+#[test]
+fn consumers_reading_the_storage_layers_hw_are_caught() {
+    assert_caught(InjectedFault::HwPublishedBeforeCheckpoint);
 }
 
 /// A trace file that is not a trace (a torn last line, another file, an

@@ -108,6 +108,12 @@ enum Injected {
     StaleEpochFetchResponse,
     IsrChangeAppliedTwice,
     DivergingEpochIgnored,
+    /// Consumers read the record at the HW too: only the traced reads show
+    /// it (no replica's state changes).
+    ConsumerReadsPastHw,
+    /// A leader publishes to consumers the HW a fetch would justify before
+    /// checking it.
+    HwPublishedBeforeFetchChecked,
 }
 
 impl Injected {
@@ -120,6 +126,8 @@ impl Injected {
             Injected::StaleEpochFetchResponse => InjectedFault::StaleEpochFetchResponse,
             Injected::IsrChangeAppliedTwice => InjectedFault::IsrChangeAppliedTwice,
             Injected::DivergingEpochIgnored => InjectedFault::DivergingEpochIgnored,
+            Injected::ConsumerReadsPastHw => InjectedFault::ConsumerReadsPastHw,
+            Injected::HwPublishedBeforeFetchChecked => InjectedFault::HwPublishedBeforeFetchChecked,
         }
     }
 }
@@ -175,6 +183,10 @@ struct Tally {
     /// With --unbounded: runs whose trace broke a property of the model at
     /// a validated step: the seed, the event and the first broken.
     unbounded_broken: Vec<String>,
+    /// With --unbounded: consumer reads checked against the model's
+    /// visibility, and the records they returned found visible there.
+    unbounded_reads: u64,
+    unbounded_records_read: u64,
     unbounded_seconds: f64,
     run_seconds: f64,
 }
@@ -302,6 +314,8 @@ fn soak(cli: &Cli, rules: RuleSet) -> Result<Tally, String> {
             match validate_file_with(&model_config(&config), &config, &trace, Mode::Unbounded) {
                 Ok(s) => {
                     t.unbounded += s.events;
+                    t.unbounded_reads += s.reads;
+                    t.unbounded_records_read += s.records_read_visible;
                     if let Some((seq, p)) = s.broken_properties.first() {
                         t.unbounded_broken
                             .push(format!("seed {seed}: at event {seq}, {p}"));
@@ -457,6 +471,10 @@ fn print_tally(cli: &Cli, rules: RuleSet, t: &Tally) {
         for m in &t.unbounded_misfits {
             println!("  {m}");
         }
+        println!(
+            "  consumer reads checked:     {} ({} records read, each visible in the model)",
+            t.unbounded_reads, t.unbounded_records_read
+        );
         println!(
             "  breaking a property:        {} (at a step validated in the unbounded shape)",
             t.unbounded_broken.len()

@@ -19,6 +19,7 @@
 //! not as a misfit.
 
 pub mod check;
+pub mod reads;
 pub mod rebuild;
 pub mod window;
 
@@ -111,6 +112,14 @@ impl Summary {
         }
     }
 
+    /// A consumer's read checked against the model (`reads.rs`).
+    fn count_read(&mut self, c: reads::ReadChecked) {
+        self.events += 1;
+        self.reads += 1;
+        self.records_read_visible += c.visible;
+        self.records_read_settled += c.settled;
+    }
+
     /// A resync taken, and why (the first eight reasons kept).
     fn count_resync(&mut self, why: &str) {
         self.resyncs += 1;
@@ -166,6 +175,12 @@ pub struct Summary {
     /// Why validation could not resume when the trace ended, if it ended
     /// in a stretch beyond the bounds.
     pub unresumed: Option<String>,
+    /// Consumer reads checked against the model (counted in `events`
+    /// too), and the records they returned: found visible in the model,
+    /// or dropped by the window as settled (`reads.rs`).
+    pub reads: u64,
+    pub records_read_visible: u64,
+    pub records_read_settled: u64,
 }
 
 impl Summary {
@@ -300,6 +315,9 @@ pub enum Unsound {
     /// The rebuild drops an answer served and shown as applied, when its
     /// follower takes an error answer instead, without a gap.
     ErrorAnswerLosesNothing,
+    /// A consumer's read is checked only against the model's visibility,
+    /// not its bound against its leader's HW (`reads.rs`).
+    ReadBoundUnchecked,
 }
 
 /// [`validate`], going as far past the model's bounds as `mode` says.
@@ -376,6 +394,33 @@ fn validate_as(
                 &checker,
                 &rebuild,
             )),
+            Ok(entry) if reads::read_of(&entry).is_some() => {
+                seq = entry.seq;
+                let event = describe(&entry);
+                let read = reads::read_of(&entry).expect("a read");
+                let checked = if skipping.is_some() {
+                    checker.skip();
+                    Ok(())
+                } else {
+                    reads::check_read(checker.model(), &window, &rebuild, &read)
+                        .map(|c| checker.summary_mut().count_read(c))
+                };
+                let m = checked.err().map(|why| {
+                    fail(
+                        MisfitKind::DoesNotFit,
+                        seq,
+                        event.clone(),
+                        why,
+                        &checker,
+                        &rebuild,
+                    )
+                });
+                before.push_back(event);
+                if before.len() > 8 {
+                    before.pop_front();
+                }
+                m
+            }
             Ok(entry) if skipping.is_some() => {
                 seq = entry.seq;
                 let event = describe(&entry);
@@ -579,6 +624,17 @@ fn validate_unbounded(
                     None,
                 )),
             ),
+            Ok(entry) if reads::read_of(&entry).is_some() => {
+                let event = describe(&entry);
+                let read = reads::read_of(&entry).expect("a read");
+                let checked = reads::check_read(checker.model(), &window, &rebuild, &read)
+                    .map(|c| {
+                        checker.summary_mut().count_read(c);
+                        Vec::new()
+                    })
+                    .map_err(|why| (MisfitKind::DoesNotFit, why, None));
+                (entry.seq, event, checked)
+            }
             Ok(entry) => {
                 let event = describe(&entry);
                 checker.hint(cut_fetch(&entry).into_iter().collect());

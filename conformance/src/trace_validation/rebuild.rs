@@ -180,7 +180,7 @@ fn changes(x: &Served, s: &Shadow, higher_only: bool) -> bool {
 fn replica_of(entry: &TraceEntry) -> Option<ReplicaId> {
     match entry.actor {
         Actor::Replica(r) => Some(r),
-        Actor::Controller => None,
+        Actor::Controller | Actor::Consumer(_) => None,
     }
 }
 
@@ -239,9 +239,11 @@ impl Rebuild {
     /// response applied that was never served, a log growing while down)
     /// is an error.
     pub fn apply(&mut self, entry: &TraceEntry) -> Result<(), String> {
-        match replica_of(entry) {
-            Some(r) => self.replica_event(r, entry)?,
-            None => self.controller_event(entry)?,
+        match (replica_of(entry), entry.actor) {
+            (Some(r), _) => self.replica_event(r, entry)?,
+            // A read changes no replica (`reads.rs` checks it).
+            (None, Actor::Consumer(_)) => return Ok(()),
+            (None, _) => self.controller_event(entry)?,
         }
         // A follower settles once its leader leads: from then on it is
         // itself (it stays so if that leader later fails).
@@ -642,6 +644,20 @@ impl Rebuild {
         s.last_hw_checkpoint = state.hw_checkpoint;
         s.state = Some(state);
         Ok(())
+    }
+
+    /// The rebuild's number of the implementation's record `id` (the
+    /// order of append), if a leader appended it.
+    pub fn record_number(&self, id: RecordId) -> Option<u64> {
+        self.ids.get(&id).copied()
+    }
+
+    /// Replica `r`'s HW, if it is up and leads in `epoch`.
+    pub fn hw_leading_in(&self, r: ReplicaId, epoch: LeaderEpoch) -> Option<u64> {
+        let s = self.replicas.get(r as usize).filter(|s| s.alive)?;
+        let st = s.state.as_ref()?;
+        (st.leader == LeaderView::Replica(r) && st.leader_epoch == Some(epoch))
+            .then_some(st.high_watermark)
     }
 
     /// Records below a presumed leader's HW are visible at its epoch.

@@ -547,7 +547,7 @@ impl Window {
     }
 
     /// The model's id of the rebuild's record `id` (None: dropped).
-    fn model_id(&self, id: u64) -> Option<u64> {
+    pub fn model_id(&self, id: u64) -> Option<u64> {
         if id >= self.first_new {
             return Some(self.kept.len() as u64 + (id - self.first_new));
         }

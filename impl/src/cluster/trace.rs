@@ -20,6 +20,8 @@ use std::sync::{Mutex, MutexGuard};
 pub enum Actor {
     Replica(ReplicaId),
     Controller,
+    /// A consumer, by its index: it reads, and changes no replica's state.
+    Consumer(u32),
 }
 
 /// One protocol event.
@@ -147,6 +149,20 @@ pub enum Event {
         log_end_offset: u64,
         high_watermark: u64,
         recovery_point: u64,
+    },
+    // Consumers.
+    /// A consumer read `records` (one per offset from `from`; `None` for an
+    /// entry without a record id) from `leader`'s log, below the HW
+    /// `high_watermark` that leader published while leading in `epoch`.
+    /// Traced once the read is done and the leader still led in `epoch`,
+    /// so after the event that set that HW: a read above the HW, or of a
+    /// record no leader had below its HW, is a misfit.
+    ConsumerRead {
+        leader: ReplicaId,
+        epoch: LeaderEpoch,
+        high_watermark: u64,
+        from: u64,
+        records: Vec<Option<RecordId>>,
     },
 }
 

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
+use super::super::trace::{Actor, Event};
 use super::report::{AckedRecord, ConsumedRecord};
 use super::{ConcurrentConfig, Msg, Shared, PRODUCER_SHIFT};
 use crate::replication::log::{read_entries, record_key};
@@ -225,6 +226,8 @@ pub(super) struct ConsumerRules {
     pub(super) reads_fail: bool,
     /// Read errors are not counted (`Regression::ConsumerErrorsDropped`).
     pub(super) drop_errors: bool,
+    /// Reads the record at the HW too (`InjectedFault::ConsumerReadsPastHw`).
+    pub(super) past_hw: bool,
 }
 
 /// The error an injected read failure returns.
@@ -238,26 +241,33 @@ fn read_failed() -> crate::replication::Error {
 
 /// A consumer reads the leader's log below the HW the leader published
 /// (`PublishedHw`), and sleeps there until it passes; every read error is
-/// counted in its result (the run's `RunReport::consumer_errors`).
+/// counted in its result (the run's `RunReport::consumer_errors`). A read
+/// counts, and is traced (`Event::ConsumerRead`), only if the leader still
+/// leads in the epoch it was read in once it is done: as Kafka's fetch
+/// reads under `Partition.leaderIsrUpdateLock` and checks the leader
+/// epoch, a read that a change of leadership overlapped is dropped.
 pub(super) fn run_consumer(k: usize, shared: Arc<Shared>, how: ConsumerRules) -> ConsumerResult {
-    let storage_hw = how.storage_hw;
     // Reads below the HW so far (for `reads_fail`).
     let mut reads = 0u64;
     let mut result = ConsumerResult::default();
-    let out = &mut result.consumed;
     let mut pos = 0u64;
     while !shared.stop_clients.load(Ordering::Relaxed) {
         let leader = shared.metadata().leader;
-        let reader = leader.and_then(|l| Some((shared.reader(l)?, shared.published_hw(l)?)));
-        let Some((reader, published)) = reader else {
+        let source = leader.and_then(|l| {
+            let cell = shared.published_hw(l)?;
+            Some((l, shared.reader(l)?, cell, cell.get()?))
+        });
+        let Some((leader, reader, cell, published)) = source else {
             thread::sleep(Duration::from_millis(1));
             continue;
         };
-        let hw = if storage_hw {
+        let hw = if how.storage_hw {
             reader.high_watermark()
         } else {
-            published.get().unwrap_or(0)
+            published.hw
         };
+        // The deliberate off-by-one (`InjectedFault::ConsumerReadsPastHw`).
+        let hw = hw + u64::from(how.past_hw && pos <= hw);
         reads += u64::from(pos < hw);
         let read = if how.reads_fail && pos < hw && !reads.is_multiple_of(2) {
             Err(read_failed())
@@ -272,24 +282,41 @@ pub(super) fn run_consumer(k: usize, shared: Arc<Shared>, how: ConsumerRules) ->
                 thread::sleep(Duration::from_millis(1));
             }
             Ok(Some(entries)) if !entries.is_empty() => {
+                if cell.get().map(|p| p.epoch) != Some(published.epoch) {
+                    // Leadership moved while it read: read again.
+                    continue;
+                }
+                let from = pos;
                 shared
                     .records_consumed
                     .fetch_add(entries.len() as u64, Ordering::SeqCst);
-                for e in entries {
+                for e in &entries {
                     pos = e.offset + 1;
-                    out.push(ConsumedRecord {
+                    result.consumed.push(ConsumedRecord {
                         consumer: k,
                         offset: e.offset,
                         epoch: e.epoch,
                         id: e.record_id,
                     });
                 }
+                if shared.tracer.enabled() {
+                    let event = Event::ConsumerRead {
+                        leader,
+                        epoch: published.epoch,
+                        high_watermark: hw,
+                        from,
+                        records: entries.iter().map(|e| e.record_id).collect(),
+                    };
+                    shared
+                        .tracer
+                        .record(Actor::Consumer(k as u32), event, None, None);
+                }
             }
-            Ok(_) if storage_hw => {
+            Ok(_) if how.storage_hw => {
                 reader.wait_for_high_watermark(pos, Duration::from_millis(5));
             }
             Ok(_) => {
-                published.wait_past(pos, Duration::from_millis(5));
+                cell.wait_past(pos, Duration::from_millis(5));
             }
         }
     }

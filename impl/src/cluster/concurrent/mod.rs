@@ -246,6 +246,13 @@ pub enum InjectedFault {
     /// it as an empty answer): it never truncates, and its log never joins
     /// the leader's again.
     DivergingEpochIgnored,
+    /// A consumer reads the record at the HW too (an off-by-one in the
+    /// read's bound): it may read a record before it is committed.
+    ConsumerReadsPastHw,
+    /// A leader publishes to consumers the HW a fetch would let it reach
+    /// before it checks the fetch (a fenced or refused fetch then makes
+    /// uncommitted records visible) and before its HW advance is traced.
+    HwPublishedBeforeFetchChecked,
 }
 
 impl ConcurrentConfig {
@@ -559,6 +566,7 @@ pub fn run(root: &Path, config: ConcurrentConfig) -> Result<RunReport> {
                 storage_hw: config.inject == Some(InjectedFault::HwPublishedBeforeCheckpoint),
                 reads_fail: config.consumer_reads_fail,
                 drop_errors: config.regress == Some(Regression::ConsumerErrorsDropped),
+                past_hw: config.inject == Some(InjectedFault::ConsumerReadsPastHw),
             };
             thread::spawn(move || run_consumer(k, sh, how))
         })

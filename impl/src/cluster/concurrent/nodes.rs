@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use super::super::trace::{Actor, Event};
 use super::disk::NemesisDisk;
+use super::published::Published;
 use super::{ConcurrentConfig, CtlMsg, Msg, Shared, PRODUCER_SHIFT};
 use super::{InjectedFault, Regression};
 use crate::replication::log::record_id;
@@ -113,6 +114,42 @@ impl ReplicaNode {
             self.shared
                 .tracer
                 .record(Actor::Replica(self.id), event, state, None);
+            // Only now that the event which set it is in the trace: a
+            // consumer's read, traced after it, follows it.
+            self.publish_hw();
+        }
+    }
+
+    /// Publishes to consumers the HW this replica holds, while it leads
+    /// (`PublishedHw`). Called once an operation completed, its checkpoint
+    /// included: after its event is traced (`trace`), or at once when
+    /// nothing is traced (`try_input`).
+    fn publish_hw(&self) {
+        let Some(cell) = self.shared.published_hw(self.id) else {
+            return;
+        };
+        let leading = self
+            .partition
+            .as_ref()
+            .map(|p| p.core())
+            .filter(|c| c.is_leader());
+        cell.publish(leading.and_then(|c| {
+            Some(Published {
+                epoch: c.leader_epoch()?,
+                hw: c.log_state().high_watermark,
+            })
+        }));
+    }
+
+    /// Takes back what consumers may read, before an operation that may
+    /// change the log below the HW (a LeaderAndIsr: truncation as a
+    /// follower). Kafka's `Partition.makeFollower` runs under the write
+    /// lock of `leaderIsrUpdateLock`, which a fetch's read holds shared;
+    /// a consumer here checks the epoch it read in is still published
+    /// after its read (`run_consumer`).
+    fn withdraw_hw(&self) {
+        if let Some(cell) = self.shared.published_hw(self.id) {
+            cell.publish(None);
         }
     }
 
@@ -166,10 +203,10 @@ impl ReplicaNode {
             Ok(out) => {
                 // The operation, its checkpoint included, completed: only
                 // now may consumers read below its HW (a failed one was
-                // set back and is never published).
-                let hw = p.core().log_state().high_watermark;
-                if let Some(cell) = self.shared.published_hw(self.id) {
-                    cell.publish(Some(hw));
+                // set back and is never published). A traced run
+                // publishes once the event is traced (`trace`).
+                if !self.shared.tracer.enabled() {
+                    self.publish_hw();
                 }
                 Ok(out)
             }
@@ -210,10 +247,6 @@ impl ReplicaNode {
         // fetch held by the leader, released as this broker crashed).
         p.set_correlation_base(self.shared.incarnation(self.id) << 32);
         self.shared.set_reader(self.id, Some(p.log().reader()));
-        if let Some(cell) = self.shared.published_hw(self.id) {
-            // The HW recovered from the checkpoint.
-            cell.publish(Some(p.core().log_state().high_watermark));
-        }
         self.partition = Some(p);
         self.down_unclean = false;
         self.trace(Event::Restart {
@@ -221,6 +254,9 @@ impl ReplicaNode {
             high_watermark: report.high_watermark,
             recovery_point: report.recovery_point,
         });
+        if !self.shared.tracer.enabled() {
+            self.publish_hw();
+        }
         Ok(())
     }
 
@@ -236,9 +272,7 @@ impl ReplicaNode {
             });
         }
         self.shared.set_reader(self.id, None);
-        if let Some(cell) = self.shared.published_hw(self.id) {
-            cell.publish(None);
-        }
+        self.withdraw_hw();
         self.parked.clear();
         // Its connections drop: what it sent and is still unread is lost.
         if let Some(i) = self.shared.incarnations.get(self.id as usize) {
@@ -630,7 +664,14 @@ impl ReplicaNode {
 
     fn leader_and_isr(&mut self, req: LeaderAndIsr, now: u64) -> Result<()> {
         let (epoch, leader) = (req.leader_epoch, req.leader);
-        match self.input(now, Input::LeaderAndIsr(req)) {
+        self.withdraw_hw();
+        let taken = self.input(now, Input::LeaderAndIsr(req));
+        if !self.shared.tracer.enabled() {
+            // Published again whatever the outcome (a refused request left
+            // the log as it was).
+            self.publish_hw();
+        }
+        match taken {
             Ok(out) => {
                 self.parked.clear();
                 let event = if leader == Some(self.id) {
@@ -650,8 +691,35 @@ impl ReplicaNode {
         }
     }
 
+    /// `HwPublishedBeforeFetchChecked` (deliberately broken): the HW `req`
+    /// would let the leader reach, were it accepted (the least of the ISR's
+    /// positions, the fetch offset for `from`), published to consumers
+    /// before the fetch is checked or its HW advance traced.
+    fn publish_hw_of_unchecked_fetch(&self, from: ReplicaId, req: &FetchRequest) {
+        let (Some(p), Some(cell)) = (self.partition.as_ref(), self.shared.published_hw(self.id))
+        else {
+            return;
+        };
+        let st = p.core().state();
+        let (Some(epoch), true) = (st.leader_epoch, p.core().is_leader()) else {
+            return;
+        };
+        let position = |r: ReplicaId| match r {
+            r if r == self.id => Some(st.log_end_offset),
+            r if r == from => Some(req.fetch_offset),
+            r => st.followers.get(&r).and_then(|f| f.log_end_offset),
+        };
+        let least = st.isr.iter().map(|&r| position(r)).min().flatten();
+        if let Some(hw) = least.filter(|&hw| hw > st.high_watermark) {
+            cell.publish(Some(Published { epoch, hw }));
+        }
+    }
+
     /// The leader serves a fetch, or holds it while there is nothing to send.
     fn serve_fetch(&mut self, from: ReplicaId, req: FetchRequest, now: u64) -> Result<()> {
+        if self.injected(InjectedFault::HwPublishedBeforeFetchChecked) {
+            self.publish_hw_of_unchecked_fetch(from, &req);
+        }
         let (out, failed) = match self.try_input(now, Input::Fetch(req.clone())) {
             Ok(out) => (out, None),
             Err((e, answers)) => (answers, Some(e)),

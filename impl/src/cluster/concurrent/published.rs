@@ -35,27 +35,37 @@ impl MetadataCell {
     }
 }
 
-/// A replica's HW as published to its consumers (`None` while it is down).
-/// The replica thread publishes an HW only once the operation that set it,
-/// its checkpoint included, has completed (`ReplicaNode::input`): a
-/// consumer never reads below an HW whose checkpoint failed and was set
-/// back. Consumers waiting for the HW to pass their position sleep here and
-/// are woken by the publication.
+/// A leader's HW as published to its consumers, with the leader epoch it
+/// leads in (`None` while the replica is down or not leading: Kafka
+/// answers a consumer's fetch to a replica that does not lead with
+/// NOT_LEADER_OR_FOLLOWER). The replica thread publishes an HW only once
+/// the operation that set it, its checkpoint included, has completed and
+/// its event is in the trace (`ReplicaNode::publish_hw`): a consumer never
+/// reads below an HW whose checkpoint failed and was set back, nor one the
+/// trace has not shown yet. Consumers waiting for the HW to pass their
+/// position sleep here and are woken by the publication.
 #[derive(Debug, Default)]
 pub(crate) struct PublishedHw {
-    hw: Mutex<Option<u64>>,
+    hw: Mutex<Option<Published>>,
     changed: Condvar,
 }
 
+/// An HW a leader published, in the epoch it leads in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Published {
+    pub(crate) epoch: crate::replication::LeaderEpoch,
+    pub(crate) hw: u64,
+}
+
 impl PublishedHw {
-    pub(crate) fn get(&self) -> Option<u64> {
+    pub(crate) fn get(&self) -> Option<Published> {
         *lock(&self.hw)
     }
 
     /// Publishes `hw`, then wakes the waiters: the update and the check a
     /// waiter makes before sleeping are under one lock, so no waiter can
     /// check the old value and then sleep through the notification.
-    pub(crate) fn publish(&self, hw: Option<u64>) {
+    pub(crate) fn publish(&self, hw: Option<Published>) {
         let mut g = lock(&self.hw);
         if *g != hw {
             *g = hw;
@@ -68,7 +78,7 @@ impl PublishedHw {
         let deadline = Instant::now() + timeout;
         let mut g = lock(&self.hw);
         loop {
-            if g.is_some_and(|hw| hw > pos) {
+            if g.is_some_and(|p| p.hw > pos) {
                 return true;
             }
             let now = Instant::now();
@@ -195,14 +205,14 @@ mod loom_tests {
     fn consumer_wakes(notify_first: bool) {
         loom::model(move || {
             let hw = Arc::new(PublishedHw::default());
-            hw.publish(Some(0));
+            hw.publish(Some(Published { epoch: 0, hw: 0 }));
             let h2 = hw.clone();
             let replica = loom::thread::spawn(move || {
                 if notify_first {
                     h2.changed.notify_all();
                     *lock(&h2.hw) = Some(1);
                 } else {
-                    h2.publish(Some(1));
+                    h2.publish(Some(Published { epoch: 0, hw: 1 }));
                 }
             });
             assert!(hw.wait_past(0, Duration::from_secs(3600)));
