@@ -341,6 +341,11 @@ pub(super) enum Msg {
     /// fails (its checkpoints cannot be written).
     CrashOnFullDisk,
     Restart,
+    /// The nemesis's fence ends: the broker, if it is up, is heard from
+    /// again (`CtlMsg::BrokerHeartbeat`). Sent through the broker's own
+    /// thread, so that it is never heard from while down: a restart still
+    /// queued, or a crash, comes first.
+    Unfence,
     /// The broker stops handling messages this long (a pause).
     Pause(Duration),
     /// The broker says on `held` that it stopped handling messages, and
@@ -361,6 +366,8 @@ pub(super) enum CtlMsg {
         req: AlterPartitionRequest,
     },
     BrokerStopped(ReplicaId),
+    /// A broker that is up is heard from (the nemesis's fence ended).
+    BrokerHeartbeat(ReplicaId),
     BrokerRegistered {
         replica: ReplicaId,
         unclean: bool,

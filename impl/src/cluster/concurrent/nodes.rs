@@ -377,6 +377,12 @@ impl ReplicaNode {
                     self.open()?;
                 }
             }
+            Msg::Unfence => {
+                // Down, it registers when it restarts.
+                if self.partition.is_some() {
+                    let _ = self.controller.send(CtlMsg::BrokerHeartbeat(self.id));
+                }
+            }
             Msg::Pause(d) => std::thread::sleep(d),
             Msg::Hold { held, release } => {
                 let _ = held.send(());
@@ -571,6 +577,7 @@ impl ReplicaNode {
             | Msg::Crash { .. }
             | Msg::CrashOnFullDisk
             | Msg::Restart
+            | Msg::Unfence
             | Msg::Pause(_)
             | Msg::Hold { .. }
             | Msg::Barrier(_)
@@ -1060,6 +1067,49 @@ impl ControllerNode {
         self.shared.metadata.publish(self.current_metadata());
     }
 
+    /// A broker registered (it started, or a fenced one is heard from
+    /// again): the controller takes it back, answers it with the epoch it
+    /// holds, and sends it the latest LeaderAndIsr.
+    fn broker_registered(
+        &mut self,
+        replica: ReplicaId,
+        unclean: bool,
+        reply: Sender<Option<crate::replication::LeaderEpoch>>,
+    ) {
+        let first = self
+            .started
+            .get_mut(replica as usize)
+            .map(|s| !std::mem::replace(s, true))
+            .unwrap_or(false);
+        let isr_before = self.controller.isr();
+        // A first registration finds the broker already
+        // counted in: nothing to change.
+        let registered = if first {
+            Ok(None)
+        } else {
+            self.controller.broker_registered(replica, unclean)
+        };
+        // Traced and published before anyone hears of the
+        // change (a leader's IsrUpdated was traced before the
+        // registration that caused it, and the leader then
+        // took the older ISR still published: unclean soak
+        // seed 18).
+        self.trace(Event::BrokerRegistered { replica, unclean });
+        self.publish();
+        match registered {
+            Ok(Some(req)) => self.broadcast(&req),
+            Ok(None) if self.controller.isr() != isr_before => self.send_isr_update(),
+            _ => {}
+        }
+        let _ = reply.send(self.controller.leader_epoch());
+        // The restarted broker learns the current state.
+        if let Some(req) = self.controller.latest_request() {
+            if let Some(s) = self.replicas.get(replica as usize) {
+                let _ = s.send(Msg::LeaderAndIsr(req.clone()));
+            }
+        }
+    }
+
     pub(super) fn run(mut self, inbox: Receiver<CtlMsg>) -> Controller {
         loop {
             match inbox.recv_timeout(Duration::from_millis(2)) {
@@ -1107,38 +1157,17 @@ impl ControllerNode {
                     replica,
                     unclean,
                     reply,
-                }) => {
-                    let first = self
-                        .started
-                        .get_mut(replica as usize)
-                        .map(|s| !std::mem::replace(s, true))
-                        .unwrap_or(false);
-                    let isr_before = self.controller.isr();
-                    // A first registration finds the broker already
-                    // counted in: nothing to change.
-                    let registered = if first {
-                        Ok(None)
-                    } else {
-                        self.controller.broker_registered(replica, unclean)
-                    };
-                    // Traced and published before anyone hears of the
-                    // change (a leader's IsrUpdated was traced before the
-                    // registration that caused it, and the leader then
-                    // took the older ISR still published: unclean soak
-                    // seed 18).
-                    self.trace(Event::BrokerRegistered { replica, unclean });
-                    self.publish();
-                    match registered {
-                        Ok(Some(req)) => self.broadcast(&req),
-                        Ok(None) if self.controller.isr() != isr_before => self.send_isr_update(),
-                        _ => {}
-                    }
-                    let _ = reply.send(self.controller.leader_epoch());
-                    // The restarted broker learns the current state.
-                    if let Some(req) = self.controller.latest_request() {
-                        if let Some(s) = self.replicas.get(replica as usize) {
-                            let _ = s.send(Msg::LeaderAndIsr(req.clone()));
-                        }
+                }) => self.broker_registered(replica, unclean, reply),
+                Ok(CtlMsg::BrokerHeartbeat(replica)) => {
+                    // A broker the controller fenced is heard from again:
+                    // it is unfenced, as after a clean registration
+                    // (KRaft's `ReplicationControlManager.
+                    // processBrokerHeartbeat`, which unfences a broker
+                    // whose heartbeat no longer asks to be fenced). One
+                    // the controller holds alive changes nothing.
+                    if !self.controller.state().alive.contains(&replica) {
+                        let (reply, _) = mpsc::channel();
+                        self.broker_registered(replica, false, reply);
                     }
                 }
                 Err(RecvTimeoutError::Timeout) => {}
