@@ -366,8 +366,13 @@ pub(super) enum CtlMsg {
         req: AlterPartitionRequest,
     },
     BrokerStopped(ReplicaId),
-    /// A broker that is up is heard from (the nemesis's fence ended).
-    BrokerHeartbeat(ReplicaId),
+    /// A broker that is up is heard from (the nemesis's fence ended); it
+    /// waits for the answer, so that nothing it does (a crash) comes
+    /// between its heartbeat and the controller taking it.
+    BrokerHeartbeat {
+        replica: ReplicaId,
+        reply: Sender<Option<LeaderEpoch>>,
+    },
     BrokerRegistered {
         replica: ReplicaId,
         unclean: bool,

@@ -380,7 +380,18 @@ impl ReplicaNode {
             Msg::Unfence => {
                 // Down, it registers when it restarts.
                 if self.partition.is_some() {
-                    let _ = self.controller.send(CtlMsg::BrokerHeartbeat(self.id));
+                    let (reply, answer) = mpsc::channel();
+                    let heartbeat = CtlMsg::BrokerHeartbeat {
+                        replica: self.id,
+                        reply,
+                    };
+                    if self.controller.send(heartbeat).is_ok() {
+                        // Taken before this broker does anything else: a
+                        // heartbeat still in flight when the broker
+                        // crashed would unfence a broker that is down
+                        // (paced soak, seed 30; see spec/differences.md).
+                        let _ = answer.recv();
+                    }
                 }
             }
             Msg::Pause(d) => std::thread::sleep(d),
@@ -1158,15 +1169,16 @@ impl ControllerNode {
                     unclean,
                     reply,
                 }) => self.broker_registered(replica, unclean, reply),
-                Ok(CtlMsg::BrokerHeartbeat(replica)) => {
+                Ok(CtlMsg::BrokerHeartbeat { replica, reply }) => {
                     // A broker the controller fenced is heard from again:
                     // it is unfenced, as after a clean registration
                     // (KRaft's `ReplicationControlManager.
                     // processBrokerHeartbeat`, which unfences a broker
                     // whose heartbeat no longer asks to be fenced). One
                     // the controller holds alive changes nothing.
-                    if !self.controller.state().alive.contains(&replica) {
-                        let (reply, _) = mpsc::channel();
+                    if self.controller.state().alive.contains(&replica) {
+                        let _ = reply.send(self.controller.leader_epoch());
+                    } else {
                         self.broker_registered(replica, false, reply);
                     }
                 }
