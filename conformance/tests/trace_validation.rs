@@ -1073,3 +1073,35 @@ fn an_error_answer_taken_after_a_served_one_is_a_lost_answer() {
         other => panic!("with {unsound:?} the trace fits: {other:?}"),
     }
 }
+
+/// A paced soak's trace (today's rules, seed 5): replica 0, leading epoch
+/// 56, answered replica 2's fetch at 44 with a diverging epoch (event
+/// 1,035: its epoch began at 41), became a follower in epoch 58 (event
+/// 1,048), and only then did replica 2 take the answer and truncate to 41
+/// (event 1,061), as Kafka's follower does while its fetch state is still
+/// of epoch 56. The model's atomic FollowerFetch cannot place it (its
+/// leader no longer leads): the rebuild now takes it as a gap for the
+/// follower, and with that rule reverted
+/// (`Unsound::LateDivergingAnswerAsAny`) the trace does not fit there.
+#[test]
+fn a_diverging_answer_taken_after_its_leader_moved_on_is_a_gap() {
+    let (path, config, cfg) = soak_recorded(
+        "soak-diverging-answer-after-its-leader-moved-on.jsonl",
+        RuleSet::Today,
+        5,
+    );
+    match validate_file_with(&cfg, &config, &path, Mode::Unbounded) {
+        Ok(s) => assert!(s.events > 1061, "{s:?}"),
+        Err(m) => panic!("the trace does not fit the unbounded shape:\n{m}"),
+    }
+    let unsound = Unsound::LateDivergingAnswerAsAny;
+    match validate_unsound_with(&cfg, &config, &path, Mode::Unbounded, unsound) {
+        Err(m) if m.kind == MisfitKind::DoesNotFit => assert_eq!(m.seq, 1061, "{m}"),
+        other => panic!("a late diverging answer taken as any: {other:?}"),
+    }
+    // Through the window too, past its stretches beyond the bounds.
+    match validate_file_with(&cfg, &config, &path, Mode::Resume) {
+        Ok(s) => assert!(s.events + s.events_skipped > 1061, "{s:?}"),
+        Err(m) => panic!("the trace does not fit through the window:\n{m}"),
+    }
+}

@@ -315,6 +315,9 @@ pub enum Unsound {
     /// The rebuild drops an answer served and shown as applied, when its
     /// follower takes an error answer instead, without a gap.
     ErrorAnswerLosesNothing,
+    /// The rebuild takes a diverging answer applied after its leader left
+    /// the epoch it served in as any other (not a gap).
+    LateDivergingAnswerAsAny,
     /// A consumer's read is checked only against the model's visibility,
     /// not its bound against its leader's HW (`reads.rs`).
     ReadBoundUnchecked,

@@ -29,6 +29,8 @@ struct Served {
     /// A diverging epoch (KIP-320): no records, and the follower truncates
     /// when it takes it, so it is not shown as applied before then.
     diverging: bool,
+    /// The epoch the follower fetched in.
+    epoch: LeaderEpoch,
 }
 
 /// A replica's log as rebuilt, from the window's first offset on: the
@@ -475,6 +477,7 @@ impl Rebuild {
                         entries,
                         high_watermark: *high_watermark,
                         diverging: *diverging,
+                        epoch: *follower_epoch,
                     },
                 );
             }
@@ -486,6 +489,26 @@ impl Rebuild {
                 ..
             } => {
                 let served = self.served.remove(&(r, *leader));
+                // A diverging answer taken after its leader left the epoch
+                // it served in (it crashed, or became a follower): the
+                // follower truncates as Kafka's does (the fetch state is
+                // still of that epoch, and the leader's epoch history it
+                // was told is still true), but the model's atomic
+                // FollowerFetch needs the leader to lead at the moment
+                // the follower takes it. A gap: the follower is taken as
+                // it is.
+                if let Some(x) = served.as_ref().filter(|x| x.diverging) {
+                    let leads = self.hw_leading_in(*leader, x.epoch).is_some();
+                    if !leads && !self.reverts(&[Unsound::LateDivergingAnswerAsAny]) {
+                        let why = format!(
+                            "replica {r} took a diverging answer {leader} served in epoch {}, \
+                             which {leader} has since left",
+                            x.epoch
+                        );
+                        self.gap_at(why, std::iter::once(r));
+                        return self.take_entry_state(r, entry);
+                    }
+                }
                 let s = self.shadow(r)?;
                 let len = s.log.leo();
                 if *log_end_offset > len {
