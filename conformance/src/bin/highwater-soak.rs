@@ -114,6 +114,10 @@ enum Injected {
     /// A leader publishes to consumers the HW a fetch would justify before
     /// checking it.
     HwPublishedBeforeFetchChecked,
+    /// Consumers read the storage layer's HW, set before its checkpoint.
+    HwPublishedBeforeCheckpoint,
+    /// A leader shrinks its ISR copy as soon as it asks the controller.
+    HwFromUnconfirmedIsr,
 }
 
 impl Injected {
@@ -128,6 +132,8 @@ impl Injected {
             Injected::DivergingEpochIgnored => InjectedFault::DivergingEpochIgnored,
             Injected::ConsumerReadsPastHw => InjectedFault::ConsumerReadsPastHw,
             Injected::HwPublishedBeforeFetchChecked => InjectedFault::HwPublishedBeforeFetchChecked,
+            Injected::HwPublishedBeforeCheckpoint => InjectedFault::HwPublishedBeforeCheckpoint,
+            Injected::HwFromUnconfirmedIsr => InjectedFault::HwFromUnconfirmedIsr,
         }
     }
 }
