@@ -96,6 +96,11 @@ struct Cli {
     /// partition did not heal, is kept.
     #[arg(long, default_value_os_t = std::env::temp_dir().join("highwater-soak-misfits"))]
     keep_traces: PathBuf,
+    /// Keep every run's trace in --keep-traces, not only those that did
+    /// not fit or heal (to validate or study them later with
+    /// --validate-trace).
+    #[arg(long)]
+    keep_every_trace: bool,
 }
 
 /// The driver's injected faults the soak can be run with.
@@ -387,6 +392,12 @@ fn soak(cli: &Cli, rules: RuleSet) -> Result<Tally, String> {
                 t.misfits.push(format!("seed {seed}: trace {kept}"));
                 format!("does not fit at event {} (trace {kept})", m.seq)
             }
+        };
+        let validation = if cli.keep_every_trace && !validation.contains("(trace kept") {
+            let kept = keep_trace(&cli.keep_traces, rules, seed, dir.path());
+            format!("{validation} (trace {kept})")
+        } else {
+            validation
         };
         println!(
             "{rules:?} seed {seed}: sent {} acked {} lost {} vanished {} disagreeing-below-hw {} \
