@@ -39,13 +39,18 @@ pub struct Checker<S: Shape = Compact> {
     /// allocated once (a fresh map of up to `MAX_SEARCH` states at every
     /// event spent most of validation's time growing and faulting pages).
     #[allow(clippy::type_complexity)]
-    visited: std::cell::RefCell<HashMap<State<S>, Option<(State<S>, Action<S>)>>>,
+    visited: std::cell::RefCell<Visited<S>>,
     /// Actions the next event names that `enabled` does not list (a fetch
     /// cut short at its length): tried too, where `allowed`.
     hints: Vec<Action<S>>,
     /// Records produced at which the unbounded shape next tries to drop a
     /// settled prefix (`trim`).
     next_trim: usize,
+    /// The always-properties the model's state breaks, once computed: an
+    /// event that leaves the state as it was (a stutter, half of a run's
+    /// events) breaks the same (the properties read nothing `comparable`
+    /// drops). Forgotten whenever the model's state is set otherwise.
+    last_broken: Option<Vec<String>>,
 }
 
 /// A step the checker took: a model action, or, at a gap, the followers
@@ -111,6 +116,10 @@ fn fetch_of<S: Shape>(step: &Taken<S>) -> Option<u8> {
 
 type StepError = (MisfitKind, String, Option<String>);
 
+/// The search's visited states, each with the state and action it was
+/// reached from (ahash: SipHash was a tenth of validation's time).
+type Visited<S> = HashMap<State<S>, Option<(State<S>, Action<S>)>, ahash::RandomState>;
+
 /// The always-properties (model/src/properties.rs) that `s` breaks, each
 /// with the model's explanation.
 pub fn broken_properties<S: Shape>(s: &State<S>) -> Vec<String> {
@@ -137,9 +146,10 @@ where
             summary: Summary::default(),
             recent: VecDeque::new(),
             window_stuck: None,
-            visited: std::cell::RefCell::new(HashMap::new()),
+            visited: std::cell::RefCell::new(Visited::default()),
             hints: Vec::new(),
             next_trim: SETTLE_AT,
+            last_broken: None,
         }
     }
 
@@ -191,6 +201,7 @@ where
     pub fn resume(&mut self, state: State<S>) -> Vec<String> {
         let broken = broken_properties(&state);
         self.model = state;
+        self.last_broken = None;
         self.recent.clear();
         self.window_stuck = None;
         self.summary.resumptions += 1;
@@ -223,12 +234,17 @@ where
         };
         // A state that breaks one is a misfit only if the model cannot
         // reach it: under a historical rule set it can.
-        let broken = broken_properties(&imp);
         let target = comparable(&imp);
         if comparable(&self.model) == target {
             self.summary.stutters += 1;
+            let broken = match self.last_broken.take() {
+                Some(b) => b,
+                None => broken_properties(&imp),
+            };
+            self.last_broken = Some(broken.clone());
             return Ok(broken);
         }
+        let broken = broken_properties(&imp);
         let model = self.model.clone();
         let acts = |p: Vec<Action<S>>| p.into_iter().map(Taken::Act).collect::<Vec<_>>();
         // Only the followers that lost a served response are taken as the
@@ -303,6 +319,7 @@ where
                     }
                 }
                 self.model = state;
+                self.last_broken = Some(broken.clone());
                 Ok(broken)
             }
             None => {
@@ -581,6 +598,7 @@ where
         }
         self.recent = recent;
         self.model = model;
+        self.last_broken = None;
         self.window_stuck = None;
         self.summary.window_moves += 1;
         self.summary.offsets_dropped += shift.k.idx() as u64;
