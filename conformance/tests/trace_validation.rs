@@ -24,6 +24,9 @@ use highwater_conformance::trace_validation::{
 };
 use highwater_model::config::Mutation;
 
+#[path = "../../testkit/long_tier.rs"]
+mod long_tier;
+
 /// Seeded concurrent runs with faults, every trace validated.
 const RUNS: u64 = 200;
 /// Runs at once (they mostly wait on timers).
@@ -207,6 +210,16 @@ fn an_hw_published_before_it_is_safe_is_caught() {
 #[test]
 fn an_isr_change_applied_twice_is_caught() {
     assert_caught(InjectedFault::IsrChangeAppliedTwice);
+}
+
+/// Rarer in the seeded runs than the others (a diverging answer needs a
+/// follower ahead of its new leader): up to the whole budget of seeds.
+#[test]
+fn a_follower_ignoring_a_diverging_epoch_is_caught() {
+    if !long_tier::enabled("up to 120 seeded runs, a minute or two") {
+        return;
+    }
+    assert_caught(InjectedFault::DivergingEpochIgnored);
 }
 
 /// Only the traced reads show these: no replica's state changes.
