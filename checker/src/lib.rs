@@ -77,7 +77,9 @@ impl<M: Model> Debug for Goal<M> {
 /// searches it.
 ///
 /// `init_states` and `actions` must be deterministic: paths are found again
-/// by replaying actions in the order `actions` lists them.
+/// by replaying actions in the order `actions` lists them. stateright's
+/// `within_boundary` is honoured as its checkers honour it: a state outside
+/// it is no state of the model at all.
 pub trait Checkable:
     Model<
         State: Clone + Debug + Eq + Hash + Send + Sync,
