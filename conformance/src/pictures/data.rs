@@ -112,8 +112,10 @@ pub fn from_trace_file(
 
 /// The pictures of a concurrent run from its trace entries.
 ///
-/// Acknowledgements are the leaders' successful produce answers (their
-/// latency measured from the leader's append of the request); faults are
+/// Acknowledgements are the leaders' successful produce answers: an
+/// acks=all answer's latency is measured from the leader's append of the
+/// request to its answer, and an answer given at the append (acks=1) has
+/// none (the trace does not see the producer's send); faults are
 /// crashes (from a replica's `Crash` to its `Restart`) and fences of a live
 /// broker (from the controller's `BrokerStopped` of a broker that did not
 /// crash to its `BrokerRegistered`); a follower's pause is not traced. The
@@ -135,6 +137,10 @@ pub fn from_trace(entries: &[TraceEntry], title: &str, lost: &[RecordId], misfit
     // Open faults, by broker: crash (kind, start) and fence start.
     let mut crashed: BTreeMap<ReplicaId, (String, f64)> = BTreeMap::new();
     let mut fenced: BTreeMap<ReplicaId, f64> = BTreeMap::new();
+    // Crashed brokers whose crash the controller has not yet heard of: the
+    // first `BrokerStopped` after a crash is the crash's own, a fence
+    // otherwise.
+    let mut unheard = std::collections::BTreeSet::new();
     let mut hw_of: BTreeMap<ReplicaId, u64> = BTreeMap::new();
     let mut leader: Option<ReplicaId> = None;
     let mut end = 0.0f64;
@@ -161,8 +167,25 @@ pub fn from_trace(entries: &[TraceEntry], title: &str, lost: &[RecordId], misfit
                     result: Ok(_),
                 },
             ) => {
-                // Answered by its ProduceAnswered (at once under acks=1).
-                produced.insert((*r, *request_id), (e.micros, records.clone()));
+                let waits = e
+                    .replica
+                    .as_ref()
+                    .is_some_and(|s| s.waiting_acks.contains(request_id));
+                if waits {
+                    // Answered by its ProduceAnswered.
+                    produced.insert((*r, *request_id), (e.micros, records.clone()));
+                } else {
+                    // Answered at once (acks=1, or the HW already past
+                    // it), not traced again.
+                    for id in records {
+                        acked_at.entry(*id).or_insert(at);
+                    }
+                    t.acks.push(Ack {
+                        at,
+                        records: records.len() as u64,
+                        latency_ms: None,
+                    });
+                }
             }
             (
                 Actor::Replica(r),
@@ -187,6 +210,7 @@ pub fn from_trace(entries: &[TraceEntry], title: &str, lost: &[RecordId], misfit
             (Actor::Replica(r), Event::Crash { clean }) => {
                 let kind = if *clean { "crash" } else { "unclean crash" };
                 crashed.entry(*r).or_insert((kind.to_string(), at));
+                unheard.insert(*r);
             }
             (Actor::Replica(r), Event::Restart { .. }) => {
                 if let Some((kind, start)) = crashed.remove(r) {
@@ -198,9 +222,7 @@ pub fn from_trace(entries: &[TraceEntry], title: &str, lost: &[RecordId], misfit
                     });
                 }
             }
-            (Actor::Controller, Event::BrokerStopped { replica })
-                if !crashed.contains_key(replica) =>
-            {
+            (Actor::Controller, Event::BrokerStopped { replica }) if !unheard.remove(replica) => {
                 fenced.entry(*replica).or_insert(at);
             }
             (Actor::Controller, Event::BrokerRegistered { replica, .. }) => {

@@ -113,12 +113,22 @@ pub fn svg(t: &Timeline) -> Result<String, String> {
                 )
             }))
             .map_err(drawing)?;
+        // One mark per thousandth of the run that lost records: thousands
+        // of losses draw as their spans, not as thousands of circles.
+        let mut lost_at: Vec<i64> = t
+            .losses
+            .iter()
+            .map(|l| (l.at / end * 1000.0).round() as i64)
+            .collect();
+        lost_at.dedup();
         chart
-            .draw_series(
-                t.losses
-                    .iter()
-                    .map(|l| Circle::new((l.at, most * 0.75), 4, colour::LOSS.filled())),
-            )
+            .draw_series(lost_at.into_iter().map(|x| {
+                Circle::new(
+                    (x as f64 * end / 1000.0, most * 0.75),
+                    4,
+                    colour::LOSS.filled(),
+                )
+            }))
             .map_err(drawing)?;
         chart
             .draw_series(t.misfits.iter().map(|m| {
@@ -193,6 +203,15 @@ pub fn svg(t: &Timeline) -> Result<String, String> {
                 .legend(move |(x, y)| {
                     PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2))
                 });
+        }
+        if t.acks.iter().all(|a| a.latency_ms.is_none()) {
+            lower
+                .draw_text(
+                    "no latency measured (every answer was given at the leader's append: acks=1)",
+                    &("sans-serif", 13).into_font().color(&BLACK),
+                    (90, 20),
+                )
+                .map_err(drawing)?;
         }
         chart
             .configure_series_labels()
