@@ -25,21 +25,39 @@ type Index = HashMap<u64, u32, ahash::RandomState>;
 /// state of the bounded model.
 type Chain = Vec<(u64, bool)>;
 
-/// What the workers send each other.
+/// A successor, to its owner: the state (its class's representative), its
+/// parent, and its key: the parent's rank in its level and the index of
+/// the action in the parent's list.
 #[derive(Clone, Serialize, Deserialize)]
 #[serde(bound(serialize = "S: Serialize", deserialize = "S: DeserializeOwned"))]
-enum Msg<S> {
-    /// A successor, to its owner: the state (its class's representative),
-    /// its parent and the parent's rank in its level, and the index of the
-    /// action in the parent's list.
-    State {
-        fp: u64,
-        parent: u64,
-        parent_rank: u32,
-        action: u32,
-        in_bounds: bool,
-        state: S,
-    },
+struct StateMsg<S> {
+    fp: u64,
+    parent: u64,
+    key: (u32, u32),
+    in_bounds: bool,
+    state: S,
+}
+
+/// A state new to its owner in this level: the least key (and its parent)
+/// by which it was reached within the bounds, and beyond them.
+struct Arrival<S> {
+    bounded: Option<((u32, u32), u64)>,
+    recovery: Option<((u32, u32), u64)>,
+    state: S,
+}
+
+/// States expanded by each worker in one round: a level goes out in
+/// slices, so that only one slice's successors are in flight.
+const SLICE: usize = 8192;
+
+/// The rounds a level of at most `widest` states a worker takes.
+fn slices(widest: u64) -> usize {
+    (widest as usize).div_ceil(SLICE).max(1)
+}
+
+/// What the workers send each other, but states.
+#[derive(Clone, Serialize, Deserialize)]
+enum Msg {
     /// A new state's key, to the worker that ranks this range of parents'
     /// ranks.
     Key {
@@ -51,9 +69,7 @@ enum Msg<S> {
     /// A new state's rank, back to its owner.
     Rank { local: u32, rank: u32 },
     /// One worker's figures, to every worker.
-    Summary(Summary),
-    /// A fault-free edge, to its target's owner.
-    Edge { target: u64, source: u64 },
+    Summary(Box<Summary>),
     /// The way back to an initial state, to the owner of `at`.
     Chase {
         query: u32,
@@ -70,6 +86,8 @@ struct Summary {
     from: u32,
     /// Keys this worker ranks (states new in the next level).
     keys: u64,
+    /// States this worker holds in the next level.
+    frontier: u64,
     transitions: u64,
     unique: u64,
     recovery: u64,
@@ -257,7 +275,10 @@ where
     sh: &'a Shared<M>,
     me: usize,
     peers: usize,
-    rounds: Rounds<Msg<M::State>>,
+    rounds: Rounds<Msg>,
+    states: Rounds<StateMsg<M::State>>,
+    /// Fault-free edges (target, source), to the target's owner.
+    edges: Rounds<(u64, u64)>,
     store: Store,
     fig: Figures,
     stop: &'a AtomicBool,
@@ -278,11 +299,15 @@ where
     let me = worker.index();
     let peers = worker.peers();
     let rounds = Rounds::new(worker);
+    let states = Rounds::new(worker);
+    let edges = Rounds::new(worker);
     let mut run = Run {
         sh,
         me,
         peers,
         rounds,
+        states,
+        edges,
         store: Store::default(),
         fig: Figures {
             first: vec![None; sh.properties.len()],
@@ -315,14 +340,14 @@ where
     fn all_gather(&mut self, worker: &mut Worker, mut s: Summary) -> Vec<Summary> {
         s.from = self.me as u32;
         for w in 0..self.peers {
-            self.rounds.send(w, Msg::Summary(s.clone()));
+            self.rounds.send(w, Msg::Summary(Box::new(s.clone())));
         }
         let mut out: Vec<Summary> = self
             .rounds
             .finish(worker)
             .into_iter()
             .filter_map(|m| match m {
-                Msg::Summary(s) => Some(s),
+                Msg::Summary(s) => Some(*s),
                 _ => None,
             })
             .collect();
@@ -357,6 +382,8 @@ where
             level_size += 1;
         }
         self.fig.progress.unique_states = u64::from(level_size);
+        // The most states any worker has in the level.
+        let mut widest = u64::from(level_size);
         let mut completion = Completion::Exhaustive;
         let mut recovery_states: Vec<(u32, M::State)> = Vec::new();
         let mut stop_depth: Option<u8> = None;
@@ -370,86 +397,102 @@ where
             }
             let mut first: Vec<Option<(u32, u64)>> = vec![None; sh.properties.len()];
             let mut transitions = 0u64;
-            for (n, rank, s) in frontier.drain(..) {
-                let fp = self.store.fps[n as usize];
-                let e = expand(sh, Phase::Bounded, &s, true, &mut enabled);
-                self.store.flags[n as usize] |= e.flags | flag::EXPANDED;
-                for (i, f) in first.iter_mut().enumerate() {
-                    if e.properties & (1 << i) != 0 && f.is_none() {
-                        *f = Some((rank, fp));
+            // The level goes out in slices, each one round, so that only a
+            // slice's successors are on their way at once; what arrives is
+            // kept once per state, with the least key that reached it.
+            let mut pending: HashMap<u64, Arrival<M::State>, ahash::RandomState> =
+                HashMap::default();
+            let mut converted = false;
+            let mut level = std::mem::take(&mut frontier).into_iter();
+            for _ in 0..slices(widest) {
+                for (n, rank, s) in level.by_ref().take(SLICE) {
+                    let fp = self.store.fps[n as usize];
+                    let e = expand(sh, Phase::Bounded, &s, true, &mut enabled);
+                    self.store.flags[n as usize] |= e.flags | flag::EXPANDED;
+                    for (i, f) in first.iter_mut().enumerate() {
+                        if e.properties & (1 << i) != 0 && f.is_none() {
+                            *f = Some((rank, fp));
+                        }
                     }
+                    let edge_start = self.store.edges.len() as u32;
+                    let mut edge_len = 0u16;
+                    for succ in e.successors {
+                        if self.lost(succ.fp) {
+                            continue;
+                        }
+                        if succ.in_bounds {
+                            transitions += 1;
+                        }
+                        if sh.keeps_progress && !succ.fault {
+                            self.store.edges.push(succ.fp);
+                            edge_len += 1;
+                        }
+                        let to = self.owner(succ.fp);
+                        let msg = StateMsg {
+                            fp: succ.fp,
+                            parent: fp,
+                            key: (rank, succ.action),
+                            in_bounds: succ.in_bounds,
+                            state: succ.rep,
+                        };
+                        self.states.send(to, msg);
+                    }
+                    self.store.edge_start[n as usize] = edge_start;
+                    self.store.edge_len[n as usize] = edge_len;
                 }
-                let edge_start = self.store.edges.len() as u32;
-                let mut edge_len = 0u16;
-                for succ in e.successors {
-                    if self.lost(succ.fp) {
+                for m in self.states.finish(worker) {
+                    if let Some(&known) = self.store.index.get(&m.fp) {
+                        converted |= m.in_bounds && !self.store.in_bounds(known);
                         continue;
                     }
-                    if succ.in_bounds {
-                        transitions += 1;
-                    }
-                    if sh.keeps_progress && !succ.fault {
-                        self.store.edges.push(succ.fp);
-                        edge_len += 1;
-                    }
-                    let to = self.owner(succ.fp);
-                    let msg = Msg::State {
-                        fp: succ.fp,
-                        parent: fp,
-                        parent_rank: rank,
-                        action: succ.action,
-                        in_bounds: succ.in_bounds,
-                        state: succ.rep,
+                    let last_wins = sh.flaw == Flaw::LastParentWins;
+                    let arrival = pending.entry(m.fp).or_insert_with(|| Arrival {
+                        bounded: None,
+                        recovery: None,
+                        state: m.state,
+                    });
+                    let slot = if m.in_bounds {
+                        &mut arrival.bounded
+                    } else {
+                        &mut arrival.recovery
                     };
-                    self.rounds.send(to, msg);
+                    // The single-process merge's order: the parent's place
+                    // in the queue, then the action's in its list.
+                    let better = match slot {
+                        None => true,
+                        Some((key, _)) => (m.key < *key) != last_wins,
+                    };
+                    if better {
+                        *slot = Some((m.key, m.parent));
+                    }
                 }
-                self.store.edge_start[n as usize] = edge_start;
-                self.store.edge_len[n as usize] = edge_len;
             }
-            let mut received: Vec<_> = self
-                .rounds
-                .finish(worker)
-                .into_iter()
-                .filter_map(|m| match m {
-                    Msg::State {
-                        fp,
-                        parent,
-                        parent_rank,
-                        action,
-                        in_bounds,
-                        state,
-                    } => Some((parent_rank, action, fp, parent, in_bounds, state)),
-                    _ => None,
-                })
-                .collect();
-            // The single-process merge's order: the parent's place in the
-            // queue, then the action's in its list.
-            received.sort_unstable_by_key(|r| (r.0, r.1));
-            if sh.flaw == Flaw::LastParentWins {
-                received.reverse();
-            }
+            drop(level);
+            let mut arrived: Vec<(u64, Arrival<M::State>)> = pending.into_iter().collect();
+            arrived.sort_unstable_by_key(|(_, a)| a.bounded.or(a.recovery).map(|k| k.0));
             let mut next: Vec<(u32, M::State)> = Vec::new();
             let mut keys: Vec<(u32, u32, u32)> = Vec::new();
-            let (mut unique, mut recovery, mut converted) = (0u64, 0u64, false);
-            for (parent_rank, action, fp, parent, in_bounds, state) in received {
-                match self.store.index.get(&fp) {
-                    None => {
-                        let flags = if in_bounds { flag::IN_BOUNDS } else { 0 };
-                        let n = self.store.add(fp, parent, depth.saturating_add(1), flags);
-                        if in_bounds {
-                            unique += 1;
-                            next.push((n, state));
-                            keys.push((parent_rank, action, n));
-                        } else {
-                            recovery += 1;
-                            recovery_states.push((n, state));
-                        }
+            let (mut unique, mut recovery) = (0u64, 0u64);
+            for (fp, a) in arrived {
+                match (a.bounded, a.recovery) {
+                    (Some((key, parent)), recovery_key) => {
+                        // Reached beyond the bounds first, then within: the
+                        // single-process engine would turn a recovery state
+                        // into a bounded one.
+                        converted |= recovery_key.is_some_and(|(k, _)| k < key);
+                        let n =
+                            self.store
+                                .add(fp, parent, depth.saturating_add(1), flag::IN_BOUNDS);
+                        unique += 1;
+                        next.push((n, a.state));
+                        keys.push((key.0, key.1, n));
                     }
-                    Some(&m) => {
-                        if in_bounds && !self.store.in_bounds(m) {
-                            converted = true;
-                        }
+                    (None, Some((_, parent))) => {
+                        let n = self.store.add(fp, parent, depth.saturating_add(1), 0);
+                        recovery += 1;
+                        recovery_states.push((n, a.state));
                     }
+                    (None, None) => unreachable!("an arrival has a key"),
                 }
             }
             // Rank the next level: each key to the worker of its range of
@@ -486,6 +529,7 @@ where
                 worker,
                 Summary {
                     keys: ranked.len() as u64,
+                    frontier: next.len() as u64,
                     transitions,
                     unique,
                     recovery,
@@ -516,6 +560,7 @@ where
                         .map(|(_, fp)| (depth, fp));
                 }
             }
+            widest = summaries.iter().map(|s| s.frontier).max().unwrap_or(0);
             let offset: u64 = summaries[..self.me].iter().map(|s| s.keys).sum();
             let next_size: u64 = summaries.iter().map(|s| s.keys).sum();
             for (pos, &(_, _, owner, local)) in ranked.iter().enumerate() {
@@ -563,50 +608,55 @@ where
         if sh.keeps_progress && completion == Completion::Exhaustive {
             self.fig.progress.recovery_phase = true;
             let mut level = recovery_states;
-            loop {
+            let sizes = self.all_gather(
+                worker,
+                Summary {
+                    keys: level.len() as u64,
+                    ..Summary::default()
+                },
+            );
+            let mut widest = sizes.iter().map(|s| s.keys).max().unwrap_or(0);
+            while widest > 0 {
                 let mut walked = 0u64;
-                for (n, s) in level.drain(..) {
-                    let fp = self.store.fps[n as usize];
-                    let e = expand(sh, Phase::Recovery, &s, true, &mut enabled);
-                    self.store.flags[n as usize] |= e.flags | flag::EXPANDED;
-                    if e.walked {
-                        walked += 1;
-                        continue;
-                    }
-                    let edge_start = self.store.edges.len() as u32;
-                    let mut edge_len = 0u16;
-                    for succ in e.successors {
-                        if self.lost(succ.fp) {
+                let mut recovery = 0u64;
+                let mut states = std::mem::take(&mut level).into_iter();
+                for _ in 0..slices(widest) {
+                    for (n, s) in states.by_ref().take(SLICE) {
+                        let fp = self.store.fps[n as usize];
+                        let e = expand(sh, Phase::Recovery, &s, true, &mut enabled);
+                        self.store.flags[n as usize] |= e.flags | flag::EXPANDED;
+                        if e.walked {
+                            walked += 1;
                             continue;
                         }
-                        if !succ.fault {
-                            self.store.edges.push(succ.fp);
-                            edge_len += 1;
+                        let edge_start = self.store.edges.len() as u32;
+                        let mut edge_len = 0u16;
+                        for succ in e.successors {
+                            if self.lost(succ.fp) {
+                                continue;
+                            }
+                            if !succ.fault {
+                                self.store.edges.push(succ.fp);
+                                edge_len += 1;
+                            }
+                            let to = self.owner(succ.fp);
+                            let msg = StateMsg {
+                                fp: succ.fp,
+                                parent: fp,
+                                key: (0, succ.action),
+                                in_bounds: false,
+                                state: succ.rep,
+                            };
+                            self.states.send(to, msg);
                         }
-                        let to = self.owner(succ.fp);
-                        let msg = Msg::State {
-                            fp: succ.fp,
-                            parent: fp,
-                            parent_rank: 0,
-                            action: succ.action,
-                            in_bounds: false,
-                            state: succ.rep,
-                        };
-                        self.rounds.send(to, msg);
+                        self.store.edge_start[n as usize] = edge_start;
+                        self.store.edge_len[n as usize] = edge_len;
                     }
-                    self.store.edge_start[n as usize] = edge_start;
-                    self.store.edge_len[n as usize] = edge_len;
-                }
-                let mut recovery = 0u64;
-                for m in self.rounds.finish(worker) {
-                    if let Msg::State {
-                        fp, parent, state, ..
-                    } = m
-                    {
-                        if !self.store.index.contains_key(&fp) {
-                            let n = self.store.add(fp, parent, 0, 0);
+                    for m in self.states.finish(worker) {
+                        if !self.store.index.contains_key(&m.fp) {
+                            let n = self.store.add(m.fp, m.parent, 0, 0);
                             recovery += 1;
-                            level.push((n, state));
+                            level.push((n, m.state));
                         }
                     }
                 }
@@ -628,9 +678,7 @@ where
                     completion = Completion::Interrupted;
                     break;
                 }
-                if summaries.iter().all(|s| s.keys == 0) {
-                    break;
-                }
+                widest = summaries.iter().map(|s| s.keys).max().unwrap_or(0);
             }
         }
         if let (Some(d), Completion::StoppedAtCounterexample) = (stop_depth, completion) {
@@ -730,18 +778,14 @@ where
             let start = self.store.edge_start[n] as usize;
             for i in 0..self.store.edge_len[n] as usize {
                 let target = self.store.edges[start + i];
-                self.rounds
-                    .send(self.owner(target), Msg::Edge { target, source });
+                self.edges.send(self.owner(target), (target, source));
             }
         }
         let mut incoming: Vec<(u32, u64)> = self
-            .rounds
+            .edges
             .finish(worker)
             .into_iter()
-            .filter_map(|m| match m {
-                Msg::Edge { target, source } => Some((self.store.index[&target], source)),
-                _ => None,
-            })
+            .map(|(target, source)| (self.store.index[&target], source))
             .collect();
         incoming.sort_unstable();
         let nodes = self.store.fps.len();
