@@ -46,6 +46,41 @@ struct Arrival<S> {
     state: S,
 }
 
+/// Takes in a successor sent to its owner: kept once per state new to the
+/// owner, with the least key that reached it (within the bounds, and
+/// beyond them). True when it reaches a recovery state within the bounds
+/// (not supported).
+fn arrive<S>(
+    store: &Store,
+    pending: &mut HashMap<u64, Arrival<S>, ahash::RandomState>,
+    m: StateMsg<S>,
+    flaw: Flaw,
+) -> bool {
+    if let Some(&known) = store.index.get(&m.fp) {
+        return m.in_bounds && !store.in_bounds(known);
+    }
+    let arrival = pending.entry(m.fp).or_insert_with(|| Arrival {
+        bounded: None,
+        recovery: None,
+        state: m.state,
+    });
+    let slot = if m.in_bounds {
+        &mut arrival.bounded
+    } else {
+        &mut arrival.recovery
+    };
+    // The single-process merge's order: the parent's place in the queue,
+    // then the action's in its list (the planted flaw: the last wins).
+    let better = match slot {
+        None => true,
+        Some((key, _)) => (m.key < *key) != (flaw == Flaw::LastParentWins),
+    };
+    if better {
+        *slot = Some((m.key, m.parent));
+    }
+    false
+}
+
 /// States expanded by each worker in one round: a level goes out in
 /// slices, so that only one slice's successors are in flight.
 const SLICE: usize = 8192;
@@ -435,36 +470,18 @@ where
                             in_bounds: succ.in_bounds,
                             state: succ.rep,
                         };
-                        self.states.send(to, msg);
+                        // A state of this worker's own needs no round.
+                        if to == self.me {
+                            converted |= arrive(&self.store, &mut pending, msg, sh.flaw);
+                        } else {
+                            self.states.send(to, msg);
+                        }
                     }
                     self.store.edge_start[n as usize] = edge_start;
                     self.store.edge_len[n as usize] = edge_len;
                 }
                 for m in self.states.finish(worker) {
-                    if let Some(&known) = self.store.index.get(&m.fp) {
-                        converted |= m.in_bounds && !self.store.in_bounds(known);
-                        continue;
-                    }
-                    let last_wins = sh.flaw == Flaw::LastParentWins;
-                    let arrival = pending.entry(m.fp).or_insert_with(|| Arrival {
-                        bounded: None,
-                        recovery: None,
-                        state: m.state,
-                    });
-                    let slot = if m.in_bounds {
-                        &mut arrival.bounded
-                    } else {
-                        &mut arrival.recovery
-                    };
-                    // The single-process merge's order: the parent's place
-                    // in the queue, then the action's in its list.
-                    let better = match slot {
-                        None => true,
-                        Some((key, _)) => (m.key < *key) != last_wins,
-                    };
-                    if better {
-                        *slot = Some((m.key, m.parent));
-                    }
+                    converted |= arrive(&self.store, &mut pending, m, sh.flaw);
                 }
             }
             drop(level);
@@ -647,7 +664,13 @@ where
                                 in_bounds: false,
                                 state: succ.rep,
                             };
-                            self.states.send(to, msg);
+                            if to != self.me {
+                                self.states.send(to, msg);
+                            } else if !self.store.index.contains_key(&msg.fp) {
+                                let n = self.store.add(msg.fp, msg.parent, 0, 0);
+                                recovery += 1;
+                                level.push((n, msg.state));
+                            }
                         }
                         self.store.edge_start[n as usize] = edge_start;
                         self.store.edge_len[n as usize] = edge_len;
