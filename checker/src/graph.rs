@@ -160,37 +160,11 @@ impl<M: Checkable> Graph<M> {
             chain.push(p);
         }
         chain.reverse();
-        let root_fp = self.fps[chain[0] as usize];
-        let mut state = self
-            .model
-            .init_states()
-            .into_iter()
-            .find(|s| fingerprint(&self.model, s) == root_fp)
-            .expect("a parent chain starts at an initial state");
-        let mut trace = vec![(state.clone(), None)];
-        let mut enabled = Vec::new();
-        for &want in &chain[1..] {
-            let bounded = self.in_bounds(want);
-            let m = if bounded { &self.model } else { &self.recovery };
-            let want_fp = self.fps[want as usize];
-            enabled.clear();
-            m.actions(&state, &mut enabled);
-            let (action, next) = enabled
-                .drain(..)
-                .find_map(|a| {
-                    let next = m.next_state(&state, a.clone())?;
-                    let fp = if bounded {
-                        fingerprint(&self.model, &next)
-                    } else {
-                        fingerprint(&self.model, &self.model.recovery_view(next.clone()))
-                    };
-                    (fp == want_fp).then_some((a, next))
-                })
-                .expect("every node on a parent chain has an action from its parent");
-            trace.push((next.clone(), Some(action)));
-            state = next;
-        }
-        trace
+        let chain: Vec<(u64, bool)> = chain
+            .iter()
+            .map(|&m| (self.fps[m as usize], self.in_bounds(m)))
+            .collect();
+        replay_chain(&self.model, &self.recovery, &chain)
     }
 
     pub(crate) fn add_node(
@@ -239,4 +213,42 @@ pub fn fault_free_edge<M: Checkable>(
     } else {
         model.heals(s, a)
     }
+}
+
+/// The path through a chain of nodes, each given as its fingerprint and
+/// whether it is a state of the bounded model, from an initial state: at
+/// each step the first enabled action (under the bounded model, or the
+/// recovery model into a recovery state) whose successor is in the next
+/// node's class ([`Graph::path_to`]; the distributed search finds its
+/// chains across workers and replays them here, so that both engines print
+/// the same steps).
+pub fn replay_chain<M: Checkable>(model: &M, recovery: &M, chain: &[(u64, bool)]) -> Trace<M> {
+    let root_fp = chain[0].0;
+    let mut state = model
+        .init_states()
+        .into_iter()
+        .find(|s| fingerprint(model, s) == root_fp)
+        .expect("a parent chain starts at an initial state");
+    let mut trace = vec![(state.clone(), None)];
+    let mut enabled = Vec::new();
+    for &(want_fp, bounded) in &chain[1..] {
+        let m = if bounded { model } else { recovery };
+        enabled.clear();
+        m.actions(&state, &mut enabled);
+        let (action, next) = enabled
+            .drain(..)
+            .find_map(|a| {
+                let next = m.next_state(&state, a.clone())?;
+                let fp = if bounded {
+                    fingerprint(model, &next)
+                } else {
+                    fingerprint(model, &model.recovery_view(next.clone()))
+                };
+                (fp == want_fp).then_some((a, next))
+            })
+            .expect("every node on a parent chain has an action from its parent");
+        trace.push((next.clone(), Some(action)));
+        state = next;
+    }
+    trace
 }

@@ -26,9 +26,11 @@
 //! recovery does beyond them, the progress goals, and the symmetry
 //! representative its fingerprints are taken of.
 
+pub mod distributed;
 pub mod fingerprint_table;
 pub mod graph;
 pub mod lasso;
+pub mod outcome;
 pub mod progress;
 pub mod recovery_walk;
 pub mod search;
@@ -36,6 +38,7 @@ pub mod shortest;
 pub mod verdict;
 
 pub use graph::{Graph, NodeId};
+pub use outcome::Outcome;
 pub use search::{search, Completion, ProgressOptions, SearchOptions, SearchProgress, Until};
 pub use verdict::Verdict;
 

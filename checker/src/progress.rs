@@ -190,6 +190,20 @@ fn stuck_report<M: Checkable>(
 /// reach (all stuck: stuck states lead only to stuck states), and that
 /// component's size. Every fault-free future of `n` ends in such a trap.
 fn trap<M: Checkable>(graph: &Graph<M>, n: NodeId, from: M::State) -> (Trace<M>, u64) {
+    let (chain, size) = trap_chain(n, |m| graph.edges(m));
+    let path = concrete_path(&graph.model, &graph.recovery, from, &chain, |s, want| {
+        graph.node_of(s) == Some(want)
+    });
+    (path, size)
+}
+
+/// [`trap`] on any graph, given by each node's successors in the order the
+/// search recorded them: the nodes from `n`'s successor into the trap (`n`
+/// itself left out), and the trap's size.
+pub(crate) fn trap_chain<'a>(
+    n: NodeId,
+    edges: impl Fn(NodeId) -> &'a [NodeId],
+) -> (Vec<NodeId>, u64) {
     // The states reachable from n, breadth-first, with parents.
     let mut order = vec![n];
     let mut parent = std::collections::HashMap::from([(n, n)]);
@@ -197,18 +211,18 @@ fn trap<M: Checkable>(graph: &Graph<M>, n: NodeId, from: M::State) -> (Trace<M>,
     while i < order.len() {
         let m = order[i];
         i += 1;
-        for &t in graph.edges(m) {
+        for &t in edges(m) {
             if let std::collections::hash_map::Entry::Vacant(v) = parent.entry(t) {
                 v.insert(m);
                 order.push(t);
             }
         }
     }
-    let component = strongly_connected(graph, &order);
+    let component = strongly_connected(&edges, &order);
     // A component is a trap when no edge leaves it.
     let mut leaves = std::collections::HashSet::new();
     for &m in &order {
-        for &t in graph.edges(m) {
+        for &t in edges(m) {
             if component[&t] != component[&m] {
                 leaves.insert(component[&m]);
             }
@@ -230,12 +244,19 @@ fn trap<M: Checkable>(graph: &Graph<M>, n: NodeId, from: M::State) -> (Trace<M>,
         chain.push(parent[&last]);
     }
     chain.reverse();
-    (concrete_path(graph, from, &chain[1..]), size)
+    chain.remove(0);
+    (chain, size)
 }
 
-/// Concrete fault-free steps from `from` through the nodes of `chain`.
-fn concrete_path<M: Checkable>(graph: &Graph<M>, from: M::State, chain: &[NodeId]) -> Trace<M> {
-    let recovery = &graph.recovery;
+/// Concrete fault-free steps from `from` through the nodes of `chain`
+/// (`is(state, node)`: the state is in that node's class).
+pub(crate) fn concrete_path<M: Checkable>(
+    model: &M,
+    recovery: &M,
+    from: M::State,
+    chain: &[NodeId],
+    is: impl Fn(&M::State, NodeId) -> bool,
+) -> Trace<M> {
     let mut state = from;
     let mut trace = vec![(state.clone(), None)];
     for &want in chain {
@@ -245,7 +266,8 @@ fn concrete_path<M: Checkable>(graph: &Graph<M>, from: M::State, chain: &[NodeId
             .into_iter()
             .find_map(|a| {
                 let next = recovery.next_state(&state, a.clone())?;
-                let edge = graph.is_edge(&state, &a, &next) && graph.node_of(&next) == Some(want);
+                let edge =
+                    crate::graph::fault_free_edge(model, &state, &a, &next) && is(&next, want);
                 edge.then_some((a, next))
             })
             .expect("an edge of the graph is an enabled fault-free action");
@@ -257,8 +279,8 @@ fn concrete_path<M: Checkable>(graph: &Graph<M>, from: M::State, chain: &[NodeId
 
 /// Tarjan's strongly connected components of the subgraph on `nodes`
 /// (closed under edges), iteratively: component id per node.
-fn strongly_connected<M: Checkable>(
-    graph: &Graph<M>,
+fn strongly_connected<'a>(
+    edges: &impl Fn(NodeId) -> &'a [NodeId],
     nodes: &[NodeId],
 ) -> std::collections::HashMap<NodeId, u32> {
     use std::collections::HashMap;
@@ -283,8 +305,8 @@ fn strongly_connected<M: Checkable>(
                 stack.push(v);
                 on_stack.insert(v);
             }
-            let edges = graph.edges(v);
-            if let Some(&w) = edges.get(*e) {
+            let out = edges(v);
+            if let Some(&w) = out.get(*e) {
                 *e += 1;
                 if !index.contains_key(&w) {
                     work.push((w, 0));

@@ -8,9 +8,12 @@ use highwater_checker::progress::{self, ProgressReport};
 use highwater_checker::recovery_walk::RecoveryWalk;
 use highwater_checker::search::{self, ProgressOptions, SearchOptions, Until};
 use highwater_checker::{Checkable, Goal, Verdict};
+use serde::{Deserialize, Serialize};
 use stateright::Model;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+mod common;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 enum Phase {
     Idle,
     Running,
@@ -22,7 +25,7 @@ enum Phase {
     Lost,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 struct Job {
     attempts: u8,
     phase: Phase,
@@ -275,4 +278,27 @@ fn a_job_that_spins_is_caught_in_a_loop_of_two_states() {
     );
     let last = lasso.last().unwrap().0;
     assert_eq!(model.next_state(&last, Step::Poll), Some(lasso[at].0));
+}
+
+/// The distributed engine (`src/distributed/`) agrees with this one on
+/// every figure of the progress check: recovery beyond the bounds, walked
+/// recovery states, stuck and exempt counts, the stuck state, its exits,
+/// trap and continuation, on 1, 2 and 3 workers.
+#[test]
+fn the_distributed_check_finds_what_one_process_finds() {
+    use highwater_checker::distributed::Flaw as Planted;
+    for flaw in [Flaw::None, Flaw::GiveUpAfterTwo, Flaw::SpinAfterTwo] {
+        let model = retries(flaw);
+        let want = common::describe(&common::single(&model, true, Until::Exhausted));
+        for workers in 1..=3 {
+            let got = common::describe(&common::spread(
+                &model,
+                true,
+                Until::Exhausted,
+                workers,
+                Planted::None,
+            ));
+            assert_eq!(got, want, "{flaw:?} on {workers} worker(s)");
+        }
+    }
 }

@@ -9,9 +9,11 @@ use crate::presets::Expect;
 use crate::progress;
 use crate::render;
 use crate::state::State;
+use highwater_checker::distributed::{self, Cluster, DistributedOptions};
 use highwater_checker::search::{self, Completion, ProgressOptions, SearchOptions};
 use highwater_checker::search::{SearchProgress, Until};
 use highwater_checker::shortest;
+use highwater_checker::Outcome as CheckOutcome;
 use serde::Serialize;
 use stateright::{Checker, Expectation, HasDiscoveries, Model, UniformChooser};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -335,6 +337,74 @@ pub fn run(
         Search::Graph => run_graph(cfg, opts, &mut on_progress),
         _ => run_stateright(cfg, opts, &mut on_progress),
     };
+    report_of(cfg, preset, expect, opts, found)
+}
+
+/// Runs the default search distributed over timely dataflow's workers
+/// (`checker/src/distributed/`): this process's part of it. Process 0
+/// gets the report, the same as [`run`]'s with the default search but for
+/// its times and memory; the other processes get None.
+pub fn run_distributed(
+    cfg: Config,
+    preset: Option<&'static str>,
+    expect: Option<Expect>,
+    opts: &RunOptions,
+    cluster: Cluster,
+    flaw: distributed::Flaw,
+    mut on_progress: impl FnMut(Progress),
+) -> Result<Option<Report>, String> {
+    if opts.search != Search::Graph {
+        return Err(
+            "only the default search runs distributed (drop --dfs, --bfs or --simulate)".into(),
+        );
+    }
+    let model = PartitionModel::new(cfg);
+    let names: Vec<&str>;
+    let until = match opts.stop_at {
+        StopAt::Never => Until::Exhausted,
+        StopAt::Property(name) => {
+            names = vec![name];
+            Until::AllBroken(&names)
+        }
+        StopAt::AnyCounterexample => Until::AnyBroken,
+    };
+    let ended = std::sync::Mutex::new(None);
+    let stop = |p: &SearchProgress| {
+        let why = opts.should_stop(p.seconds, p.unique_states);
+        if why.is_some() {
+            *ended.lock().expect("not poisoned") = why;
+        }
+        why.is_some()
+    };
+    let mut report = |p: &SearchProgress| on_progress(progress_of(p, Phase::Search));
+    let outcome = distributed::search(
+        &model,
+        DistributedOptions {
+            cluster,
+            progress: Some(ProgressOptions::of(&model)),
+            properties: None,
+            until,
+            stop: &stop,
+            on_progress: &mut report,
+            flaw,
+        },
+    )?;
+    let Some(outcome) = outcome else {
+        return Ok(None);
+    };
+    let limited = *ended.lock().expect("not poisoned");
+    let found = found_of(&model, outcome, limited);
+    Ok(Some(report_of(cfg, preset, expect, opts, found)))
+}
+
+/// The report of what a search found, held against the expectation.
+fn report_of(
+    cfg: Config,
+    preset: Option<&'static str>,
+    expect: Option<Expect>,
+    opts: &RunOptions,
+    found: Found,
+) -> Report {
     let mismatches = expect
         .map(|e| mismatches(e, &found.properties))
         .unwrap_or_default();
@@ -448,33 +518,45 @@ fn run_graph(cfg: Config, opts: &RunOptions, on_progress: &mut impl FnMut(Progre
             on_progress: &mut report,
         },
     );
-    let complete = g.completion == Completion::Exhaustive;
-    let mut properties: Vec<PropertyResult> = g
+    let outcome = CheckOutcome::of_graph(&g, || {
+        on_progress(progress_of(&g.progress, Phase::ProgressCheck))
+    });
+    drop(g);
+    let limited = *ended.lock().expect("not poisoned");
+    found_of(&model, outcome, limited)
+}
+
+/// What the default search found (either engine's outcome), as the
+/// report's properties and figures.
+fn found_of(
+    model: &PartitionModel,
+    o: CheckOutcome<PartitionModel>,
+    limited: Option<Ended>,
+) -> Found {
+    let mut properties: Vec<PropertyResult> = o
         .properties
         .iter()
-        .zip(&g.first)
-        .zip(g.verdicts())
-        .map(|((p, first), verdict)| {
+        .zip(&o.first)
+        .zip(&o.verdicts)
+        .map(|((p, first), &verdict)| {
             let always = p.expectation == Expectation::Always;
             let mut r =
                 PropertyResult::new(p.name, if always { "always" } else { "sometimes" }, verdict);
             match (always, first) {
-                (true, Some(n)) => r.counterexample = Some(steps(&model, &g.path_to(*n))),
-                (false, Some(n)) => r.example = Some(steps(&model, &g.path_to(*n))),
+                (true, Some(t)) => r.counterexample = Some(steps(model, t)),
+                (false, Some(t)) => r.example = Some(steps(model, t)),
                 _ => {}
             }
             r
         })
         .collect();
     let mut progress_check = None;
-    if complete {
-        on_progress(progress_of(&g.progress, Phase::ProgressCheck));
-        let check = highwater_checker::progress::check(&g);
+    if let Some(check) = o.check {
         for p in &check.properties {
             let mut r = PropertyResult::new(p.name, "progress", p.verdict());
             r.stuck_states = Some(p.stuck_states);
             if let Some(stuck) = &p.counterexample {
-                r.counterexample = Some(steps(&model, &stuck.trace));
+                r.counterexample = Some(steps(model, &stuck.trace));
                 r.stuck_exits = Some(
                     stuck
                         .exits
@@ -482,7 +564,7 @@ fn run_graph(cfg: Config, opts: &RunOptions, on_progress: &mut impl FnMut(Progre
                         .map(|&(a, s)| Step::new(s, Some(a), None))
                         .collect(),
                 );
-                r.stuck_continuation = Some(steps(&model, &stuck.continuation));
+                r.stuck_continuation = Some(steps(model, &stuck.continuation));
                 r.trap_states = Some(stuck.trap_states);
             }
             properties.push(r);
@@ -490,11 +572,11 @@ fn run_graph(cfg: Config, opts: &RunOptions, on_progress: &mut impl FnMut(Progre
         progress_check = Some(ProgressSummary {
             // Held against the first goal, the partition healing.
             offline_states: check.properties.first().map_or(0, |p| p.exempt_states),
-            offline_example: check.exempt_example.map(|t| steps(&model, &t)),
+            offline_example: check.exempt_example.map(|t| steps(model, &t)),
             edges: check.edges,
             recovery_states: check.recovery_states,
             recovery_walked: check.recovery_walked,
-            graph_bytes: g.memory_bytes() as u64,
+            graph_bytes: o.graph_bytes,
             seconds: check.seconds,
         });
     } else {
@@ -502,14 +584,13 @@ fn run_graph(cfg: Config, opts: &RunOptions, on_progress: &mut impl FnMut(Progre
             properties.push(PropertyResult::new(name, "progress", Verdict::NotChecked));
         }
     }
-    let limited = *ended.lock().expect("not poisoned");
     Found {
-        ended: match g.completion {
+        ended: match o.completion {
             Completion::Exhaustive => Ended::Exhaustive,
             Completion::StoppedAtCounterexample => Ended::StoppedAtCounterexample,
             Completion::Interrupted => limited.unwrap_or(Ended::Limited),
         },
-        progress: progress_of(&g.progress, Phase::Search),
+        progress: progress_of(&o.progress, Phase::Search),
         shortest_seconds: 0.0,
         properties,
         progress_check,

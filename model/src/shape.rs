@@ -222,7 +222,21 @@ pub trait Shape: Copy + Default + Debug + Eq + Ord + Hash + Send + Sync + 'stati
 }
 
 /// The checker's shape. See the module's documentation.
-#[derive(Clone, Copy, Default, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+/// Serializable, so that states can be sent between the distributed
+/// checker's processes.
+#[derive(
+    Clone,
+    Copy,
+    Default,
+    Debug,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    serde::Serialize,
+    serde::Deserialize,
+)]
 pub struct Compact;
 
 impl Shape for Compact {
@@ -238,7 +252,19 @@ impl Shape for Compact {
 }
 
 /// Trace validation's shape. See the module's documentation.
-#[derive(Clone, Copy, Default, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(
+    Clone,
+    Copy,
+    Default,
+    Debug,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    serde::Serialize,
+    serde::Deserialize,
+)]
 pub struct Unbounded;
 
 impl Shape for Unbounded {

@@ -7,7 +7,7 @@
 //! real run at its own size. The names without a shape (`State`, `Replica`,
 //! `Offset`, ...) are the compact ones.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 pub use crate::shape::{Compact, IdSet, LogStore, Num, Shape, Table, Unbounded};
 
@@ -30,7 +30,7 @@ pub type Offset = u8;
 pub type RecordId = u8;
 
 /// A set of replica ids, as a bit mask.
-#[derive(Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct ReplicaSet(pub u8);
 
 impl ReplicaSet {
@@ -112,7 +112,7 @@ impl<Id: Num> std::fmt::Display for RecordName<Id> {
 }
 
 /// One log entry: which record, written by the leader of which epoch.
-#[derive(Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct Entry<S: Shape = Compact> {
     pub id: S::RecordId,
     pub epoch: S::Epoch,
@@ -129,7 +129,7 @@ pub type Log = CompactLog;
 
 /// A replica's log in the compact shape. Each record id is appended once,
 /// at one offset, so a log never holds more entries than there are records.
-#[derive(Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct CompactLog {
     len: u8,
     entries: [Entry; MAX_RECORDS],
@@ -202,7 +202,9 @@ impl std::fmt::Debug for CompactLog {
 }
 
 /// What a replica believes about the partition's leader.
-#[derive(Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
+#[derive(
+    Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Debug, Serialize, Deserialize,
+)]
 pub enum LeaderView {
     /// Never told, or restarted and not yet told.
     #[default]
@@ -213,7 +215,11 @@ pub enum LeaderView {
 }
 
 /// One replica (broker) of the partition.
-#[derive(Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
+#[derive(Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Debug, Serialize, Deserialize)]
+#[serde(bound(
+    serialize = "S::Log: Serialize, S::Offset: Serialize, S::Epoch: Serialize, S::Pending: Serialize",
+    deserialize = "S::Log: Deserialize<'de>, S::Offset: Deserialize<'de>, S::Epoch: Deserialize<'de>, S::Pending: Deserialize<'de>"
+))]
 pub struct Replica<S: Shape = Compact> {
     pub alive: bool,
     pub log: S::Log,
@@ -281,7 +287,13 @@ impl<S: Shape> Replica<S> {
 }
 
 /// The controller's quorum state for the partition (ZooKeeper or KRaft).
-#[derive(Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
+#[derive(
+    Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Debug, Serialize, Deserialize,
+)]
+#[serde(bound(
+    serialize = "S::Epoch: Serialize",
+    deserialize = "S::Epoch: Deserialize<'de>"
+))]
 pub struct Controller<S: Shape = Compact> {
     pub leader: Option<ReplicaId>,
     /// The current leader epoch; None before the first election.
@@ -313,14 +325,22 @@ impl<S: Shape> Controller<S> {
 
 /// A LeaderAndIsr request. There is at most one per epoch, so the epoch is
 /// its slot in [`State::requests`].
-#[derive(Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
+#[derive(
+    Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Debug, Serialize, Deserialize,
+)]
 pub struct Request {
     pub leader: Option<ReplicaId>,
     pub isr: ReplicaSet,
 }
 
 /// What happened to one record, for the properties.
-#[derive(Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
+#[derive(
+    Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Debug, Serialize, Deserialize,
+)]
+#[serde(bound(
+    serialize = "S::Offset: Serialize, S::Epoch: Serialize",
+    deserialize = "S::Offset: Deserialize<'de>, S::Epoch: Deserialize<'de>"
+))]
 pub struct RecordHistory<S: Shape = Compact> {
     /// Where the leader appended it.
     pub offset: S::Offset,
@@ -332,7 +352,11 @@ pub struct RecordHistory<S: Shape = Compact> {
 }
 
 /// The whole model state.
-#[derive(Clone, Default, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(bound(
+    serialize = "Replica<S>: Serialize, Controller<S>: Serialize, S::Requests: Serialize, S::RecordId: Serialize, S::Records: Serialize, S::Count: Serialize",
+    deserialize = "Replica<S>: Deserialize<'de>, Controller<S>: Deserialize<'de>, S::Requests: Deserialize<'de>, S::RecordId: Deserialize<'de>, S::Records: Deserialize<'de>, S::Count: Deserialize<'de>"
+))]
 pub struct State<S: Shape = Compact> {
     /// Replica count (constant; kept here because symmetry reduction is a
     /// plain function of the state).

@@ -2,6 +2,7 @@
 //! turn flags into a configuration and run options (or a clear error).
 
 use clap::{Args, Parser, Subcommand};
+use highwater_checker::distributed::Cluster;
 use highwater_model::config::{Acks, Config, HwCheckpoint, Mutation, Truncation};
 use highwater_model::presets::{Expect, Preset, PRESETS};
 use highwater_model::progress;
@@ -365,6 +366,83 @@ pub struct SearchArgs {
     /// first by default).
     #[arg(long, conflicts_with = "simulate")]
     pub exhaustive: bool,
+    /// Distributed on timely dataflow: worker threads in each process
+    /// (timely's -w). Any of --workers, --processes, --process or
+    /// --hostfile runs the default search distributed, with the same
+    /// report as one process.
+    #[arg(long, short = 'w', value_name = "N", help_heading = "Distributed (timely dataflow)",
+          conflicts_with_all = ["threads", "dfs", "bfs", "simulate"])]
+    pub workers: Option<usize>,
+    /// Processes of a distributed check (timely's -n), each started with
+    /// the same flags and its own --process.
+    #[arg(long, short = 'n', value_name = "N", help_heading = "Distributed (timely dataflow)",
+          conflicts_with_all = ["threads", "dfs", "bfs", "simulate"])]
+    pub processes: Option<usize>,
+    /// This process's index, 0 to --processes minus 1 (timely's -p; here
+    /// -p is --preset). Process 0 prints the report.
+    #[arg(long, value_name = "I", help_heading = "Distributed (timely dataflow)",
+          conflicts_with_all = ["threads", "dfs", "bfs", "simulate"])]
+    pub process: Option<usize>,
+    /// Where the processes listen: one host:port per line, line i for
+    /// process i (timely's -h; here -h is --help). Default: 127.0.0.1,
+    /// ports 2101, 2102, ...
+    #[arg(long, value_name = "FILE", help_heading = "Distributed (timely dataflow)",
+          conflicts_with_all = ["threads", "dfs", "bfs", "simulate"])]
+    pub hostfile: Option<std::path::PathBuf>,
+    /// How long a process waits for the others to start, in seconds.
+    #[arg(long, value_name = "SECONDS", default_value_t = 60, help_heading = "Distributed (timely dataflow)",
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub connect_timeout: u64,
+    /// A mistake planted in the distributed engine, for the tests that
+    /// show its comparison with one process failing.
+    #[arg(long, hide = true, value_name = "FLAW")]
+    pub planted_flaw: Option<PlantedFlaw>,
+}
+
+/// `--planted-flaw`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum PlantedFlaw {
+    LastParentWins,
+    DropSomeSent,
+}
+
+impl SearchArgs {
+    /// The distributed run asked for, if any: its workers and processes,
+    /// checked, and the address of each process.
+    pub fn cluster(&self, token: u64) -> Result<Option<Cluster>, String> {
+        if self.workers.is_none()
+            && self.processes.is_none()
+            && self.process.is_none()
+            && self.hostfile.is_none()
+        {
+            return Ok(None);
+        }
+        let processes = self.processes.unwrap_or(1);
+        let addresses = match &self.hostfile {
+            Some(path) => highwater_checker::distributed::read_hostfile(path)?,
+            None => Cluster::localhost(processes, 2101),
+        };
+        let cluster = Cluster {
+            workers: self.workers.unwrap_or(1),
+            processes,
+            process: self.process.unwrap_or(0),
+            addresses,
+            connect_timeout: Duration::from_secs(self.connect_timeout),
+            token,
+        };
+        cluster.validate()?;
+        Ok(Some(cluster))
+    }
+
+    /// The planted flaw, as the engine names it.
+    pub fn flaw(&self) -> highwater_checker::distributed::Flaw {
+        use highwater_checker::distributed::Flaw;
+        match self.planted_flaw {
+            None => Flaw::None,
+            Some(PlantedFlaw::LastParentWins) => Flaw::LastParentWins,
+            Some(PlantedFlaw::DropSomeSent) => Flaw::DropSomeSent,
+        }
+    }
 }
 
 #[derive(Args)]

@@ -29,17 +29,23 @@ pub fn check(args: CheckArgs) -> Result<ExitCode, String> {
     let resolved = args.model.resolve()?;
     let expect = args.expectation(&resolved);
     let mut opts = args.run_options(expect)?;
-    if let Some(dir) = &args.trace_out {
+    let cfg = resolved.config;
+    let cluster = args.search.cluster(token(&cfg, &opts, expect))?;
+    if let Some(c) = &cluster {
+        opts.threads = c.peers();
+    }
+    // In a distributed run, process 0 speaks for all.
+    let speaks = cluster.as_ref().is_none_or(|c| c.process == 0);
+    if let (Some(dir), true) = (&args.trace_out, speaks) {
         prepare_trace_dir(dir, args.force)?;
     }
     opts.interrupt = Some(install_interrupt());
-    let cfg = resolved.config;
     let known = (!resolved.changed)
         .then_some(resolved.preset.measured)
         .flatten()
         .map(|m| m.unique_states)
         .filter(|_| opts.search == Search::Graph);
-    let mut display = Display::new(args.json, args.quiet, known);
+    let mut display = Display::new(args.json, args.quiet || !speaks, known);
     let describe = if resolved.changed {
         format!("preset {} with overrides: {cfg}", resolved.preset.name)
     } else {
@@ -50,7 +56,22 @@ pub fn check(args: CheckArgs) -> Result<ExitCode, String> {
     } else {
         vec![]
     };
-    if args.json {
+    if let Some(c) = &cluster {
+        if speaks && !args.quiet {
+            eprintln!(
+                "distributed on timely dataflow: {} process(es) of {} worker(s){}",
+                c.processes,
+                c.workers,
+                if c.processes > 1 {
+                    format!(", this one {} at {}", c.process, c.addresses[c.process])
+                } else {
+                    String::new()
+                }
+            );
+        }
+    }
+    if !speaks {
+    } else if args.json {
         for w in &warnings {
             eprintln!("warning: {w}");
         }
@@ -78,8 +99,30 @@ pub fn check(args: CheckArgs) -> Result<ExitCode, String> {
     }
     display.start();
     let preset = (!resolved.changed).then_some(resolved.preset.name);
-    let mut report = run::run(cfg, preset, expect, &opts, |p| display.update(&p));
+    let report = match cluster {
+        None => Some(run::run(cfg, preset, expect, &opts, |p| display.update(&p))),
+        Some(c) => {
+            let flaw = args.search.flaw();
+            let done = run::run_distributed(cfg, preset, expect, &opts, c.clone(), flaw, |p| {
+                display.update(&p)
+            });
+            if done.is_err() {
+                display.finish();
+            }
+            let done = done?;
+            if done.is_none() && !args.quiet {
+                eprintln!(
+                    "process {} of {}: done (process 0 prints the report)",
+                    c.process, c.processes
+                );
+            }
+            done
+        }
+    };
     display.finish();
+    let Some(mut report) = report else {
+        return Ok(ExitCode::SUCCESS);
+    };
     report.expected = expect.map(|e| e.text());
     if args.json {
         let out = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
@@ -91,6 +134,25 @@ pub fn check(args: CheckArgs) -> Result<ExitCode, String> {
         write_traces(dir, &report, args.json, args.force)?;
     }
     Ok(ExitCode::from(report.exit_status))
+}
+
+/// What every process of a distributed check must agree on: the
+/// configuration and how the run stops. A process started with other
+/// settings is refused at the handshake.
+fn token(
+    cfg: &highwater_model::Config,
+    opts: &run::RunOptions,
+    expect: Option<highwater_model::presets::Expect>,
+) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::hash::DefaultHasher::new();
+    serde_json::to_string(cfg).unwrap_or_default().hash(&mut h);
+    format!(
+        "{:?} {:?} {:?} {:?}",
+        opts.stop_at, opts.max_states, opts.time_limit, expect
+    )
+    .hash(&mut h);
+    h.finish()
 }
 
 pub fn search_text(s: Search) -> String {

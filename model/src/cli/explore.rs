@@ -31,6 +31,12 @@ pub fn explore(args: ExploreArgs) -> Result<ExitCode, String> {
     let resolved = args.check.model.resolve()?;
     let cfg = resolved.config;
     let expect = args.check.expectation(&resolved);
+    if args.check.search.cluster(0)?.is_some() {
+        return Err(
+            "explore runs in one process: drop --workers, --processes, --process and --hostfile"
+                .to_string(),
+        );
+    }
     let opts = args.check.run_options(expect)?;
     let (listener, addr, any) = bind(&args.addr)?;
     let second = reserve(&args, addr, any, "when the check ends")?;

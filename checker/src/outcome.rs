@@ -1,0 +1,53 @@
+//! What a whole check says, whichever engine ran it: the single-process
+//! search and progress check over one state graph ([`Outcome::of_graph`]),
+//! or the distributed one (`distributed/`), whose workers each hold part
+//! of the graph. A report built from an outcome is the same for both.
+
+use crate::graph::Graph;
+use crate::progress::{self, ProgressReport};
+use crate::search::{Completion, SearchProgress};
+use crate::{Checkable, Goal, Trace, Verdict};
+use stateright::Property;
+
+/// A check's answers.
+pub struct Outcome<M: Checkable> {
+    /// The properties evaluated, in the order of `first` and `verdicts`.
+    pub properties: Vec<Property<M>>,
+    /// The progress goals recorded.
+    pub goals: Vec<Goal<M>>,
+    /// Per property: the path to the first state in search order that
+    /// breaks it (always) or satisfies it (sometimes).
+    pub first: Vec<Option<Trace<M>>>,
+    pub verdicts: Vec<Verdict>,
+    pub completion: Completion,
+    /// The search's figures at its end.
+    pub progress: SearchProgress,
+    /// The progress check, when the search kept its fault-free edges and
+    /// saw every state.
+    pub check: Option<ProgressReport<M>>,
+    /// Bytes held by the state graph (by every worker, added up).
+    pub graph_bytes: u64,
+}
+
+impl<M: Checkable> Outcome<M> {
+    /// The outcome of a single-process search: its paths, and the progress
+    /// check when the graph is complete and kept its edges
+    /// (`before_check` is called just before it starts).
+    pub fn of_graph(g: &Graph<M>, before_check: impl FnOnce()) -> Outcome<M> {
+        let first = g.first.iter().map(|f| f.map(|n| g.path_to(n))).collect();
+        let check = (g.keeps_progress && g.completion == Completion::Exhaustive).then(|| {
+            before_check();
+            progress::check(g)
+        });
+        Outcome {
+            properties: g.properties.clone(),
+            goals: g.goals.clone(),
+            first,
+            verdicts: g.verdicts(),
+            completion: g.completion,
+            progress: g.progress,
+            check,
+            graph_bytes: g.memory_bytes() as u64,
+        }
+    }
+}
