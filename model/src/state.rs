@@ -317,6 +317,13 @@ impl<S: Shape> Controller<S> {
 pub struct Request {
     pub leader: Option<ReplicaId>,
     pub isr: ReplicaSet,
+    /// The ISR the controller held when it left this epoch, kept only
+    /// while the epoch's leader still leads in it and has something to
+    /// learn from it (empty otherwise, and while the epoch is current). A
+    /// broker applies a partition's metadata in order, so a leader left
+    /// behind may still take the last ISR change of its own epoch after
+    /// the controller moved on (LeaderLearnsIsr).
+    pub last_isr: ReplicaSet,
 }
 
 /// What happened to one record, for the properties.
