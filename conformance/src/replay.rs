@@ -1,8 +1,8 @@
 //! Replay of a model counterexample on the implementation: the shortest path
 //! to a state that breaks a property, as the model checker finds it.
 
+use highwater_checker::shortest::shortest_counterexamples;
 use highwater_model::properties::properties;
-use highwater_model::shortest::shortest_counterexamples;
 use highwater_model::{Action, Config, PartitionModel};
 
 /// The actions of the shortest path under `cfg` to a state that breaks the

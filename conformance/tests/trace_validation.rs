@@ -212,14 +212,44 @@ fn an_isr_change_applied_twice_is_caught() {
     assert_caught(InjectedFault::IsrChangeAppliedTwice);
 }
 
-/// Rarer in the seeded runs than the others (a diverging answer needs a
-/// follower ahead of its new leader): up to the whole budget of seeds.
+/// A follower ignoring a diverging epoch (`InjectedFault::DivergingEpochIgnored`)
+/// shows nothing the model forbids: a diverging answer taken as an empty
+/// one leaves the follower as it was, a stutter (the model may always not
+/// fetch). It is a liveness fault, and the soak's settle check is the
+/// layer that catches it: under the strand schedule (the leader crashes
+/// with records its held followers lack, so it comes back as a follower
+/// ahead of the new leader and meets a diverging epoch) the partition
+/// never heals with the fault, and heals without it. (In the CI test's
+/// seeded runs the fault strikes only on a loaded machine: 0 of 120 on
+/// an idle one.)
 #[test]
-fn a_follower_ignoring_a_diverging_epoch_is_caught() {
-    if !long_tier::enabled("up to 120 seeded runs, a minute or two") {
+fn a_follower_ignoring_a_diverging_epoch_never_heals() {
+    if !long_tier::enabled("two paced strand runs, a minute or so") {
         return;
     }
-    assert_caught(InjectedFault::DivergingEpochIgnored);
+    let run = |inject| {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = soak_config(RuleSet::Today, 0, Duration::from_secs(1));
+        if let Some(n) = config.nemesis.as_mut() {
+            n.faults = vec![RuleSet::Today.strand()];
+        }
+        pace_for_validation(&mut config);
+        config.inject = inject;
+        validated_run(config, dir.path()).expect("the run starts")
+    };
+    let broken = run(Some(InjectedFault::DivergingEpochIgnored));
+    assert!(
+        !broken.report.settled,
+        "the fault left the partition healed: {}",
+        broken.describe()
+    );
+    eprintln!("with the fault: not healed; trace {}", broken.describe());
+    let sound = run(None);
+    assert!(
+        sound.report.settled,
+        "without the fault the schedule heals: {}",
+        sound.describe()
+    );
 }
 
 /// Only the traced reads show these: no replica's state changes.

@@ -46,11 +46,12 @@
 use crate::actions::Action;
 use crate::config::Config;
 use crate::controller::Election;
-use crate::graph::Trace;
+use crate::model::{PartitionModel, Trace};
 use crate::state::{
     record_name, replica_name, Entry, LeaderView, Log, RecordHistory, ReplicaId, ReplicaSet,
     Request, State, EPOCH_SLOTS, MAX_RECORDS, RECOVERY_EPOCHS,
 };
+use highwater_checker::Checkable;
 use serde_json::{json, Map, Value};
 
 /// The version of highwater's ITF mapping, in `#meta.highwater.schema`.
@@ -79,13 +80,57 @@ pub struct ItfTrace {
 impl ItfTrace {
     /// The configuration its steps run under: the run's, and for a progress
     /// trace also the leader epochs recovery may use beyond the bound (its
-    /// fault-free future may take them: `graph::recovery_config`).
+    /// fault-free future may take them: `recovery::recovery_config`).
     pub fn step_config(&self) -> Config {
         if self.kind.as_deref() == Some("progress") {
-            crate::graph::recovery_config(&self.config, RECOVERY_EPOCHS)
+            crate::recovery::recovery_config(&self.config, RECOVERY_EPOCHS)
         } else {
             self.config
         }
+    }
+}
+
+/// A trace's loop, held against the model: the last state's successor, by
+/// an enabled action, is the loop state; for a progress trace by a
+/// fault-free step (the engine's lassos, `checker/src/lasso.rs`), and a
+/// loop at the last state (stuttering) only where no fault-free step is
+/// enabled.
+pub fn check_loop(t: &ItfTrace) -> Result<()> {
+    let Some(l) = t.loop_index else {
+        return Ok(());
+    };
+    let last = t.states.len() - 1;
+    let (from, to) = (&t.states[last], &t.states[l]);
+    let progress = t.kind.as_deref() == Some("progress");
+    let model = PartitionModel::new(t.config);
+    let fault_free =
+        || highwater_checker::lasso::fault_free_steps(&model, &model.recovery_model(), from);
+    if l == last {
+        return match fault_free().first() {
+            Some((a, _)) if progress => Err(format!(
+                "loop: the trace ends stuttering in state {last}, but {a} is enabled there \
+                 without a fault"
+            )),
+            _ => Ok(()),
+        };
+    }
+    let cfg = t.step_config();
+    let closes = if progress {
+        fault_free().iter().any(|(_, next)| next == to)
+    } else {
+        let mut enabled = Vec::new();
+        crate::actions::enabled(&cfg, from, &mut enabled);
+        enabled
+            .into_iter()
+            .any(|a| crate::actions::apply(&cfg, from, a).as_ref() == Some(to))
+    };
+    if closes {
+        Ok(())
+    } else {
+        Err(format!(
+            "loop: no {}step leads from the last state (state {last}) back to state {l}",
+            if progress { "fault-free " } else { "" }
+        ))
     }
 }
 

@@ -3,8 +3,13 @@
 use crate::actions::{self, Action};
 use crate::config::Config;
 use crate::presets::Preset;
-use crate::state::{Controller, Replica, ReplicaSet, State};
-use stateright::{Model, Property};
+use crate::recovery;
+use crate::state::{Controller, Replica, ReplicaSet, State, RECOVERY_EPOCHS};
+use highwater_checker::{Checkable, Goal};
+use stateright::{Model, Property, Representative};
+
+/// A path: the initial state, then each action with the state it leads to.
+pub type Trace = highwater_checker::Trace<PartitionModel>;
 
 /// One partition under one configuration.
 #[derive(Clone, Debug)]
@@ -73,5 +78,56 @@ impl Model for PartitionModel {
 
     fn properties(&self) -> Vec<Property<Self>> {
         crate::properties::properties()
+    }
+}
+
+/// What the engine asks beyond stateright's `Model`: the faults, replica
+/// symmetry, the epoch bound and recovery beyond it (`recovery.rs`), and
+/// the progress goals (`progress.rs`).
+impl Checkable for PartitionModel {
+    #[inline]
+    fn is_fault(&self, state: &State, action: &Action) -> bool {
+        action.is_fault(state)
+    }
+
+    /// `next_state` compares the states to refuse a step that changes
+    /// nothing; `enabled` lists no such step (`enabled_means_changes.rs`),
+    /// and the comparison was a twentieth of the search's time.
+    #[inline]
+    fn successor(&self, state: &State, action: Action) -> Option<State> {
+        Some(actions::successor(&self.cfg, state, action))
+    }
+
+    #[inline]
+    fn representative(&self, state: &State) -> State {
+        state.representative()
+    }
+
+    #[inline]
+    fn within_bounds(&self, state: &State) -> bool {
+        recovery::within(self.cfg.max_epoch, state)
+    }
+
+    fn recovery_model(&self) -> Self {
+        PartitionModel::new(recovery::recovery_config(&self.cfg, RECOVERY_EPOCHS))
+    }
+
+    #[inline]
+    fn heals(&self, state: &State, action: &Action) -> bool {
+        recovery::heals(state, *action)
+    }
+
+    #[inline]
+    fn recovery_view(&self, state: State) -> State {
+        recovery::recovery_view(self.cfg, state)
+    }
+
+    fn progress_goals(&self) -> Vec<Goal<Self>> {
+        crate::progress::goals()
+    }
+
+    #[inline]
+    fn exempt(&self, state: &State) -> bool {
+        crate::progress::offline_by_design(&self.cfg, state)
     }
 }

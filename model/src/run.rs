@@ -4,13 +4,14 @@
 
 use crate::actions::Action;
 use crate::config::Config;
-use crate::graph::{self, Completion, SearchOptions, SearchProgress, Trace, Until};
-use crate::model::PartitionModel;
+use crate::model::{PartitionModel, Trace};
 use crate::presets::Expect;
 use crate::progress;
 use crate::render;
-use crate::shortest;
 use crate::state::State;
+use highwater_checker::search::{self, Completion, ProgressOptions, SearchOptions};
+use highwater_checker::search::{SearchProgress, Until};
+use highwater_checker::shortest;
 use serde::Serialize;
 use stateright::{Checker, Expectation, HasDiscoveries, Model, UniformChooser};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -22,7 +23,8 @@ use std::time::{Duration, Instant};
 pub enum Search {
     /// highwater's own exhaustive breadth-first search with symmetry
     /// reduction (the default): safety, shortest counterexamples and the
-    /// progress check in one pass (`graph.rs`, `progress.rs`).
+    /// progress check in one pass (the engine, `checker/`: `search.rs`,
+    /// `progress.rs`).
     Graph,
     /// stateright's exhaustive depth-first search with symmetry reduction
     /// (no progress check).
@@ -146,25 +148,8 @@ impl Progress {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Verdict {
-    /// An always-property held in every reachable state (a progress
-    /// property: every reachable state can heal).
-    Holds,
-    /// An always-property failed: a counterexample exists (a progress
-    /// property: a reachable state cannot heal without a fault).
-    Counterexample,
-    /// A sometimes-property was seen.
-    Reached,
-    /// A sometimes-property was never seen.
-    NotReached,
-    /// A non-exhaustive search saw no counterexample.
-    NoneFound,
-    /// The run stopped at an earlier counterexample before deciding this one,
-    /// or (progress) its search keeps no state graph.
-    NotChecked,
-}
+/// A property's verdict (the engine's, for every search).
+pub use highwater_checker::Verdict;
 
 #[derive(Clone, Debug, Serialize)]
 pub struct PropertyResult {
@@ -225,7 +210,7 @@ pub struct ProgressSummary {
     pub edges: u64,
     pub recovery_states: u64,
     /// Of those, the ones a fault-free walk took to every goal, so never
-    /// expanded (`witness.rs`).
+    /// expanded (`checker/src/recovery_walk.rs`).
     pub recovery_walked: u64,
     /// Bytes held by the state graph at its largest.
     pub graph_bytes: u64,
@@ -448,8 +433,8 @@ fn run_graph(cfg: Config, opts: &RunOptions, on_progress: &mut impl FnMut(Progre
         why.is_some()
     };
     let mut report = |p: &SearchProgress| on_progress(progress_of(p, Phase::Search));
-    let g = graph::search(
-        cfg,
+    let g = search::search(
+        &model,
         SearchOptions {
             threads: opts.threads,
             properties: None,
@@ -457,31 +442,20 @@ fn run_graph(cfg: Config, opts: &RunOptions, on_progress: &mut impl FnMut(Progre
             // when none comes, the search is complete and the progress
             // check needs every fault-free edge (without them every state
             // would look stuck).
-            progress: Some(progress::PREDICATES),
-            recovery_epochs: crate::state::RECOVERY_EPOCHS,
-            recovery_walk: Default::default(),
+            progress: Some(ProgressOptions::of(&model)),
             until,
             stop: &stop,
             on_progress: &mut report,
         },
     );
     let complete = g.completion == Completion::Exhaustive;
-    let stopped = g.completion == Completion::StoppedAtCounterexample;
-    let mut properties: Vec<PropertyResult> = model
-        .properties()
+    let mut properties: Vec<PropertyResult> = g
+        .properties
         .iter()
         .zip(&g.first)
-        .map(|(p, first)| {
+        .zip(g.verdicts())
+        .map(|((p, first), verdict)| {
             let always = p.expectation == Expectation::Always;
-            let verdict = match (always, first.is_some()) {
-                (true, true) => Verdict::Counterexample,
-                (_, false) if stopped => Verdict::NotChecked,
-                (true, false) if complete => Verdict::Holds,
-                (true, false) => Verdict::NoneFound,
-                (false, true) => Verdict::Reached,
-                (false, false) if complete => Verdict::NotReached,
-                (false, false) => Verdict::NotChecked,
-            };
             let mut r =
                 PropertyResult::new(p.name, if always { "always" } else { "sometimes" }, verdict);
             match (always, first) {
@@ -495,14 +469,9 @@ fn run_graph(cfg: Config, opts: &RunOptions, on_progress: &mut impl FnMut(Progre
     let mut progress_check = None;
     if complete {
         on_progress(progress_of(&g.progress, Phase::ProgressCheck));
-        let check = progress::check(&g);
+        let check = highwater_checker::progress::check(&g);
         for p in &check.properties {
-            let verdict = if p.stuck_states == 0 {
-                Verdict::Holds
-            } else {
-                Verdict::Counterexample
-            };
-            let mut r = PropertyResult::new(p.name, "progress", verdict);
+            let mut r = PropertyResult::new(p.name, "progress", p.verdict());
             r.stuck_states = Some(p.stuck_states);
             if let Some(stuck) = &p.counterexample {
                 r.counterexample = Some(steps(&model, &stuck.trace));
@@ -519,8 +488,9 @@ fn run_graph(cfg: Config, opts: &RunOptions, on_progress: &mut impl FnMut(Progre
             properties.push(r);
         }
         progress_check = Some(ProgressSummary {
-            offline_states: check.offline_states,
-            offline_example: check.offline_example.map(|t| steps(&model, &t)),
+            // Held against the first goal, the partition healing.
+            offline_states: check.properties.first().map_or(0, |p| p.exempt_states),
+            offline_example: check.exempt_example.map(|t| steps(&model, &t)),
             edges: check.edges,
             recovery_states: check.recovery_states,
             recovery_walked: check.recovery_walked,
@@ -747,7 +717,7 @@ fn attach_shortest_until(
 fn attach(
     model: &PartitionModel,
     properties: &mut [PropertyResult],
-    found: Vec<(&'static str, Option<shortest::Trace>)>,
+    found: Vec<(&'static str, Option<Trace>)>,
 ) {
     for (name, trace) in found {
         if let (Some(p), Some(trace)) = (properties.iter_mut().find(|p| p.name == name), trace) {

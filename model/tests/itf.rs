@@ -5,9 +5,9 @@
 mod bin;
 
 use bin::{highwater, text};
+use highwater_checker::shortest::shortest_counterexamples;
 use highwater_model::itf;
 use highwater_model::presets::{Expect, PRESETS};
-use highwater_model::shortest::shortest_counterexamples;
 use highwater_model::{Config, PartitionModel, Truncation};
 use stateright::Model;
 use std::path::Path;

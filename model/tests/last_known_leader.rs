@@ -17,11 +17,11 @@ mod common;
 use common::*;
 #[path = "../../testkit/long_tier.rs"]
 mod long_tier;
+use highwater_checker::shortest::shortest_counterexamples;
 use highwater_model::controller::Election;
 use highwater_model::presets::SAFE;
 use highwater_model::properties::{properties, COMMITTED_RECORDS_SURVIVE};
 use highwater_model::render::state_table;
-use highwater_model::shortest::shortest_counterexamples;
 use highwater_model::{Action, Config, PartitionModel, State};
 use stateright::Property;
 

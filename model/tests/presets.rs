@@ -4,12 +4,12 @@
 
 #[path = "../../testkit/long_tier.rs"]
 mod long_tier;
+use highwater_checker::shortest::shortest_counterexamples;
 use highwater_model::config::Mutation;
 use highwater_model::presets::{Expect, Preset, PRESETS};
 use highwater_model::properties::STRONG_ISR;
 use highwater_model::rerun;
 use highwater_model::run::{self, RunOptions, Search, StopAt, Verdict};
-use highwater_model::shortest::shortest_counterexamples;
 use highwater_model::{Action, Config, PartitionModel};
 use stateright::{Checker, Model};
 

@@ -7,15 +7,18 @@ mod common;
 mod long_tier;
 
 use common::*;
+use highwater_checker::progress::ProgressReport;
+use highwater_checker::recovery_walk::RecoveryWalk;
+use highwater_checker::search::{self, ProgressOptions, SearchOptions, Until};
+use highwater_checker::Goal;
 use highwater_model::config::Mutation;
 use highwater_model::controller::Election;
-use highwater_model::graph::{self, SearchOptions};
 use highwater_model::presets::{Preset, SAFE};
-use highwater_model::progress::{self, ProgressReport, ACKED_REPLICATED, RECOVERABLE};
+use highwater_model::progress::{self, ACKED_REPLICATED, RECOVERABLE};
+use highwater_model::recovery::recovery_config;
 use highwater_model::run::{self, Report, RunOptions, Search, Verdict};
 use highwater_model::state::{LeaderView, State, RECOVERY_EPOCHS};
-use highwater_model::witness::RecoveryWalk;
-use highwater_model::{Action, Config};
+use highwater_model::{Action, Config, PartitionModel};
 
 fn check(cfg: Config) -> Report {
     let opts = RunOptions::new(2, Search::Graph);
@@ -252,21 +255,28 @@ struct UnderWalk {
 }
 
 /// The progress check of an exhaustive search of `cfg`.
-fn progress_report(cfg: Config, recovery_epochs: u8, walk: RecoveryWalk) -> ProgressReport {
-    let g = graph::search(
-        cfg,
+fn progress_report(
+    cfg: Config,
+    recovery_epochs: u8,
+    walk: RecoveryWalk,
+) -> ProgressReport<PartitionModel> {
+    let model = PartitionModel::new(cfg);
+    let g = search::search(
+        &model,
         SearchOptions {
             threads: 2,
             properties: None,
-            progress: Some(progress::PREDICATES),
-            recovery_epochs,
-            recovery_walk: walk,
-            until: graph::Until::Exhausted,
+            progress: Some(ProgressOptions {
+                recovery: PartitionModel::new(recovery_config(&cfg, recovery_epochs)),
+                goals: progress::goals(),
+                walk,
+            }),
+            until: Until::Exhausted,
             stop: &|_| false,
             on_progress: &mut |_| {},
         },
     );
-    progress::check(&g)
+    highwater_checker::progress::check(&g)
 }
 
 fn progress_under(cfg: Config, walk: RecoveryWalk) -> UnderWalk {
@@ -280,14 +290,14 @@ fn progress_under(cfg: Config, walk: RecoveryWalk) -> UnderWalk {
                 (p.stuck_states, first)
             })
             .collect(),
-        offline: report.offline_states,
+        offline: report.properties[0].exempt_states,
         recovery: report.recovery_states,
         walked: report.recovery_walked,
     }
 }
 
 /// A recovery state a walk takes to every goal is not expanded
-/// (`witness.rs`). The verdicts must be those of expanding every recovery
+/// (`checker/src/recovery_walk.rs`). The verdicts must be those of expanding every recovery
 /// state: the same stuck states, the same first one, the same offline
 /// count, on configurations where walks succeed for some recovery states
 /// and fall short for others (the stall under the old ISR rule; two unclean
@@ -384,24 +394,31 @@ fn a_broker_that_never_restarts_is_a_partition_that_never_heals() {
                 })
             })
     }
-    let g = graph::search(
-        cfg,
+    let model = PartitionModel::new(cfg);
+    let g = search::search(
+        &model,
         SearchOptions {
             threads: 2,
             properties: None,
-            progress: Some(graph::NodePredicates {
-                healthy: live_only_healthy,
-                offline: progress::offline_by_design,
-                acked_replicated: live_only_acked,
+            progress: Some(ProgressOptions {
+                goals: vec![
+                    Goal {
+                        name: RECOVERABLE,
+                        condition: |m, s| live_only_healthy(&m.cfg, s),
+                    },
+                    Goal {
+                        name: ACKED_REPLICATED,
+                        condition: |m, s| live_only_acked(&m.cfg, s),
+                    },
+                ],
+                ..ProgressOptions::of(&model)
             }),
-            recovery_epochs: RECOVERY_EPOCHS,
-            recovery_walk: RecoveryWalk::Greedy,
-            until: graph::Until::Exhausted,
+            until: Until::Exhausted,
             stop: &|_| false,
             on_progress: &mut |_| {},
         },
     );
-    let live_only = progress::check(&g);
+    let live_only = highwater_checker::progress::check(&g);
     for p in &live_only.properties {
         assert_eq!(
             p.stuck_states, 0,

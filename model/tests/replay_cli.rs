@@ -6,10 +6,11 @@
 mod bin;
 
 use bin::{highwater, text};
+use highwater_checker::shortest::shortest_counterexamples;
 use highwater_model::itf;
 use highwater_model::presets::{Expect, Preset, PRESETS};
 use highwater_model::rerun;
-use highwater_model::shortest::{shortest_counterexamples, Trace};
+use highwater_model::Trace;
 use highwater_model::{Action, PartitionModel};
 use serde_json::{json, Value};
 use stateright::Model;

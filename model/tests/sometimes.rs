@@ -56,17 +56,15 @@ fn a_record_commits_only_through_an_hw_advance() {
 /// Which premises of the always-properties (`properties::premises`) some
 /// state of `cfg` meets, by the always-property's name.
 fn premises_met(cfg: highwater_model::Config) -> Vec<(&'static str, bool)> {
-    use highwater_model::graph::{self, SearchOptions, Until};
+    use highwater_checker::search::{self, SearchOptions, Until};
     let premises = premises();
     let names: Vec<&'static str> = premises.iter().map(|p| p.name).collect();
-    let g = graph::search(
-        cfg,
+    let g = search::search(
+        &highwater_model::PartitionModel::new(cfg),
         SearchOptions {
             threads: 2,
             properties: Some(premises),
             progress: None,
-            recovery_epochs: highwater_model::state::RECOVERY_EPOCHS,
-            recovery_walk: Default::default(),
             until: Until::Exhausted,
             stop: &|_| false,
             on_progress: &mut |_| {},

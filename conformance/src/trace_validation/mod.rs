@@ -418,10 +418,7 @@ fn validate_as(
                         &rebuild,
                     )
                 });
-                before.push_back(event);
-                if before.len() > 8 {
-                    before.pop_front();
-                }
+                remember(&mut before, event);
                 m
             }
             Ok(entry) if skipping.is_some() => {
@@ -477,10 +474,7 @@ fn validate_as(
                         None
                     }
                 };
-                before.push_back(event);
-                if before.len() > 8 {
-                    before.pop_front();
-                }
+                remember(&mut before, event);
                 m
             }
             Ok(entry) => {
@@ -509,10 +503,7 @@ fn validate_as(
                             } else {
                                 Ok(())
                             };
-                            before.push_back(event.clone());
-                            if before.len() > 8 {
-                                before.pop_front();
-                            }
+                            remember(&mut before, event.clone());
                             moved.err().map(|why| {
                                 fail(MisfitKind::DoesNotFit, seq, event, why, &checker, &rebuild)
                             })
@@ -526,10 +517,7 @@ fn validate_as(
                                 s.stretches.push((seq, why.clone()));
                             }
                             skipping = Some(why);
-                            before.push_back(event);
-                            if before.len() > 8 {
-                                before.pop_front();
-                            }
+                            remember(&mut before, event);
                             None
                         }
                         Err((kind, why, imp)) => {
@@ -657,10 +645,7 @@ fn validate_unbounded(
         match stepped {
             Ok(broken) => {
                 checker.summary_mut().count_broken(seq, &broken, "");
-                before.push_back(event);
-                if before.len() > 8 {
-                    before.pop_front();
-                }
+                remember(&mut before, event);
             }
             Err((kind, why, implementation)) => {
                 return Err(Box::new(Misfit {
@@ -682,6 +667,14 @@ fn validate_unbounded(
         }
     }
     Ok(checker.into_summary())
+}
+
+/// Keeps `event` among the last eight, shown around a misfit.
+fn remember(before: &mut VecDeque<String>, event: String) {
+    before.push_back(event);
+    if before.len() > 8 {
+        before.pop_front();
+    }
 }
 
 /// The model's fetch cut short at the length a served fetch says, if it

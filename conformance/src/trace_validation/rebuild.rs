@@ -501,9 +501,11 @@ impl Rebuild {
                 let served = self.served.remove(&(r, *leader));
                 // A diverging answer taken after its leader left the epoch
                 // it served in (it crashed, or became a follower): the
-                // follower truncates as Kafka's does (the fetch state is
-                // still of that epoch, and the leader's epoch history it
-                // was told is still true), but the model's atomic
+                // follower truncates as Kafka's does (its fetch state is
+                // still of that epoch: `AbstractFetcherThread.processFetchRequest`
+                // takes an answer while the partition's leader epoch is the
+                // request's, and `truncateOnFetchResponse` cuts at the
+                // diverging epoch's end), but the model's atomic
                 // FollowerFetch needs the leader to lead at the moment
                 // the follower takes it. A gap: the follower is taken as
                 // it is.

@@ -4,8 +4,10 @@
 use super::args::{bound_warnings, CheckArgs};
 use super::display::Display;
 use super::report::print_report;
+use highwater_checker::Checkable;
 use highwater_model::render::Style;
 use highwater_model::run::{self, Search};
+use highwater_model::PartitionModel;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -173,8 +175,8 @@ fn prepare_trace_dir(dir: &std::path::Path, force: bool) -> Result<(), String> {
 
 /// Writes each counterexample as an ITF trace in `dir`, one file per
 /// property (a progress property's as a lasso: its path runs on into its
-/// trap and round it, `lasso.rs`). Existing files are overwritten only with
-/// `force`.
+/// trap and round it, `checker/src/lasso.rs`). Existing files are
+/// overwritten only with `force`.
 fn write_traces(
     dir: &std::path::Path,
     report: &run::Report,
@@ -189,7 +191,13 @@ fn write_traces(
         let mut loop_index = None;
         if let Some(cont) = &p.stuck_continuation {
             let cont: Vec<_> = cont.iter().map(|s| s.raw).collect();
-            let (lasso, at) = highwater_model::lasso::progress_lasso(&report.config, &trace, &cont);
+            let model = PartitionModel::new(report.config);
+            let (lasso, at) = highwater_checker::lasso::progress_lasso(
+                &model,
+                &model.recovery_model(),
+                &trace,
+                &cont,
+            );
             (trace, loop_index) = (lasso, Some(at));
         }
         let doc = highwater_model::itf::to_itf(&report.config, p.name, p.kind, &trace, loop_index);

@@ -50,7 +50,7 @@ pub fn replay(args: ReplayArgs) -> Result<ExitCode, String> {
             return Ok(ExitCode::from(1));
         }
     };
-    if let Err(e) = highwater_model::lasso::check_loop(&trace) {
+    if let Err(e) = highwater_model::itf::check_loop(&trace) {
         println!("NOT a behaviour of the model: {e}");
         return Ok(ExitCode::from(1));
     }

@@ -1,7 +1,10 @@
 //! A replica's log as the concurrent driver runs it: a [`DiskLog`] whose
-//! disk the nemesis can fill. While full, every write fails as a full disk
-//! does (ENOSPC), and a clean shutdown cannot complete; reads still work.
-//! The driver takes a replica whose log failed offline (`nodes.rs`).
+//! disk the nemesis can fill. While full, every storage operation fails as
+//! a write to a full disk does (ENOSPC), even one that writes nothing (an
+//! HW moved in memory while a leader serves a fetch; a real full disk
+//! would let it through: spec/coverage.md), and a clean shutdown cannot
+//! complete; reads of the log's entries still work. The driver takes a
+//! replica whose log failed offline (`nodes.rs`).
 
 use std::io;
 use std::path::Path;

@@ -210,7 +210,7 @@ mod loom_tests {
             let replica = loom::thread::spawn(move || {
                 if notify_first {
                     h2.changed.notify_all();
-                    *lock(&h2.hw) = Some(1);
+                    *lock(&h2.hw) = Some(Published { epoch: 0, hw: 1 });
                 } else {
                     h2.publish(Some(Published { epoch: 0, hw: 1 }));
                 }

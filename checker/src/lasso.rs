@@ -2,100 +2,61 @@
 //! liveness counterexamples take: a path, then a loop that repeats forever.
 //!
 //! The progress check (`progress.rs`) reports a path to a state that cannot
-//! heal and the shortest fault-free continuation from it into a trap (a
-//! bottom strongly connected component of the fault-free graph, none of
-//! its states healthy). That continuation stops at the first trap state it
-//! reaches; it does not go round. Here it is closed: from that state, the
-//! shortest fault-free walk back to it; or, when the trap is one state with
-//! no fault-free step at all (as is every trap the mutations have shown so
-//! far), nothing more: the partition stutters there forever. The lasso's
-//! loop state is that first trap state, and the last state's fault-free
-//! successor is it (itself, when it stutters).
+//! reach its goal and the shortest fault-free continuation from it into a
+//! trap (a bottom strongly connected component of the fault-free graph, no
+//! goal among its states). That continuation stops at the first trap state
+//! it reaches; it does not go round. Here it is closed: from that state,
+//! the shortest fault-free walk back to it; or, when the trap is one state
+//! with no fault-free step at all, nothing more: the system stutters there
+//! forever. The lasso's loop state is that first trap state, and the last
+//! state's fault-free successor is it (itself, when it stutters).
 //!
 //! The walk is on concrete states, over the edges the graph keeps
-//! ([`graph::fault_free_edge`], under the recovery configuration its
-//! continuations use), so it stays inside the trap. A concrete state may
-//! return to its trap state only up to symmetry (a permutation of the
-//! replicas) or up to what recovery states forget; then the first state
-//! the walk repeats is the loop state instead.
+//! ([`graph::fault_free_edge`], under the recovery model its continuations
+//! use), so it stays inside the trap. A concrete state may return to its
+//! trap state only up to symmetry or up to what recovery states forget;
+//! then the first state the walk repeats is the loop state instead.
 
-use crate::actions::{self, Action};
-use crate::config::Config;
-use crate::graph::{self, Trace};
-use crate::itf::ItfTrace;
-use crate::state::{State, RECOVERY_EPOCHS};
+use crate::graph;
+use crate::{Checkable, Trace};
 use std::collections::HashMap;
 use std::hash::Hash;
 
 /// The progress counterexample `path` (to the stuck state) continued by
 /// `continuation` (from the stuck state into the trap) as one lasso: the
-/// trace, and the index of the state the last one's successor is.
-pub fn progress_lasso(cfg: &Config, path: &Trace, continuation: &Trace) -> (Trace, usize) {
+/// trace, and the index of the state the last one's successor is. `model`
+/// is the bounded model, `recovery` the model recovery runs under.
+pub fn progress_lasso<M: Checkable>(
+    model: &M,
+    recovery: &M,
+    path: &Trace<M>,
+    continuation: &Trace<M>,
+) -> (Trace<M>, usize) {
     let mut trace = path.clone();
-    trace.extend(continuation.iter().skip(1).copied());
+    trace.extend(continuation.iter().skip(1).cloned());
     let entry = trace.len() - 1;
-    let start = trace[entry].0;
-    let (round, at) = close(start, |s| fault_free_steps(cfg, s));
+    let start = trace[entry].0.clone();
+    let (round, at) = close(start, |s| fault_free_steps(model, recovery, s));
     trace.extend(round.into_iter().skip(1));
     (trace, entry + at)
 }
 
 /// The fault-free steps from `s` the progress check follows: every action
-/// enabled under the recovery configuration whose step is one of the
-/// graph's edges.
-pub fn fault_free_steps(cfg: &Config, s: &State) -> Vec<(Action, State)> {
-    let recovery = graph::recovery_config(cfg, RECOVERY_EPOCHS);
+/// the recovery model enables whose step is one of the graph's edges.
+pub fn fault_free_steps<M: Checkable>(
+    model: &M,
+    recovery: &M,
+    s: &M::State,
+) -> Vec<(M::Action, M::State)> {
     let mut enabled = Vec::new();
-    actions::enabled(&recovery, s, &mut enabled);
+    recovery.actions(s, &mut enabled);
     enabled
         .into_iter()
         .filter_map(|a| {
-            let next = actions::apply(&recovery, s, a)?;
-            graph::fault_free_edge(cfg.max_epoch, s, a, &next).then_some((a, next))
+            let next = recovery.next_state(s, a.clone())?;
+            graph::fault_free_edge(model, s, &a, &next).then_some((a, next))
         })
         .collect()
-}
-
-/// A trace's loop, held against the model: the last state's successor, by
-/// an enabled action, is the loop state; for a progress trace by a
-/// fault-free step, and a loop at the last state (stuttering) only where
-/// no fault-free step is enabled.
-pub fn check_loop(t: &ItfTrace) -> Result<(), String> {
-    let Some(l) = t.loop_index else {
-        return Ok(());
-    };
-    let last = t.states.len() - 1;
-    let (from, to) = (&t.states[last], &t.states[l]);
-    let progress = t.kind.as_deref() == Some("progress");
-    if l == last {
-        return match fault_free_steps(&t.config, from).first() {
-            Some((a, _)) if progress => Err(format!(
-                "loop: the trace ends stuttering in state {last}, but {a} is enabled there \
-                 without a fault"
-            )),
-            _ => Ok(()),
-        };
-    }
-    let cfg = t.step_config();
-    let closes = if progress {
-        fault_free_steps(&t.config, from)
-            .iter()
-            .any(|(_, next)| next == to)
-    } else {
-        let mut enabled = Vec::new();
-        actions::enabled(&cfg, from, &mut enabled);
-        enabled
-            .into_iter()
-            .any(|a| actions::apply(&cfg, from, a).as_ref() == Some(to))
-    };
-    if closes {
-        Ok(())
-    } else {
-        Err(format!(
-            "loop: no {}step leads from the last state (state {last}) back to state {l}",
-            if progress { "fault-free " } else { "" }
-        ))
-    }
 }
 
 /// A lasso from `start` along `steps`: a path from `start` (with the action

@@ -1,20 +1,18 @@
-//! Shortest counterexamples, by the state graph's breadth-first search
-//! (`graph.rs`): the first state found breaking a property is at the least
-//! depth, and its parent chain is a shortest path.
+//! Shortest counterexamples, by the search (`search.rs`): the first state
+//! found breaking a property is at the least depth, and its parent chain in
+//! the state graph is a shortest path.
 
-use crate::graph::{self, Completion, SearchOptions, Until};
-use crate::model::PartitionModel;
+use crate::search::{self, Completion, SearchOptions, Until};
+use crate::{Checkable, Trace};
 use stateright::Property;
-
-pub use crate::graph::Trace;
 
 /// For each always-property in `targets`, the shortest trace to a state that
 /// breaks it; None for those that hold. The search stops once every target
 /// has broken (or the state space is exhausted).
-pub fn shortest_counterexamples(
-    model: &PartitionModel,
-    targets: &[Property<PartitionModel>],
-) -> Vec<(&'static str, Option<Trace>)> {
+pub fn shortest_counterexamples<M: Checkable>(
+    model: &M,
+    targets: &[Property<M>],
+) -> Vec<(&'static str, Option<Trace<M>>)> {
     let names: Vec<&str> = targets.iter().map(|p| p.name).collect();
     search(model, targets, Until::AllBroken(&names))
 }
@@ -23,28 +21,26 @@ pub fn shortest_counterexamples(
 /// the level `until` names: every target broken within that many steps gets
 /// its shortest trace, the others None. The answer is the same in every
 /// run, whatever else a search stumbled on.
-pub fn shortest_counterexamples_until(
-    model: &PartitionModel,
-    targets: &[Property<PartitionModel>],
+pub fn shortest_counterexamples_until<M: Checkable>(
+    model: &M,
+    targets: &[Property<M>],
     until: Until<'_>,
-) -> Vec<(&'static str, Option<Trace>)> {
+) -> Vec<(&'static str, Option<Trace<M>>)> {
     search(model, targets, until)
 }
 
-fn search(
-    model: &PartitionModel,
-    targets: &[Property<PartitionModel>],
+fn search<M: Checkable>(
+    model: &M,
+    targets: &[Property<M>],
     until: Until<'_>,
-) -> Vec<(&'static str, Option<Trace>)> {
+) -> Vec<(&'static str, Option<Trace<M>>)> {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let g = graph::search(
-        model.cfg,
+    let g = search::search(
+        model,
         SearchOptions {
             threads,
             properties: Some(targets.to_vec()),
             progress: None,
-            recovery_epochs: 0,
-            recovery_walk: Default::default(),
             until,
             stop: &|_| false,
             on_progress: &mut |_| {},

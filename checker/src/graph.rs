@@ -1,0 +1,242 @@
+//! The state graph the search builds: one node per symmetry class of the
+//! states found, each stored as its representative's 64-bit fingerprint
+//! with a parent pointer (towards an initial state, on a shortest path),
+//! its depth and a few flags; and, when the progress check is asked for,
+//! each node's fault-free edges, which the check (`progress.rs`) walks
+//! backwards. The states themselves are not kept: a path is found again by
+//! replaying actions from an initial state ([`Graph::path_to`]).
+//!
+//! Nodes are of two kinds: states of the bounded model (within the
+//! model's bounds, checked against its properties) and recovery states
+//! (beyond the bounds, reached by fault-free steps while the progress check
+//! is on; `search.rs` says why).
+
+use crate::fingerprint_table::FingerprintTable;
+use crate::search::{Completion, SearchProgress};
+use crate::{fingerprint, verdict, Checkable, Goal, Trace, Verdict};
+use stateright::{Expectation, Property};
+
+/// Index of a state in the graph.
+pub type NodeId = u32;
+
+/// The index's value for a node: its id, with [`IN_BOUNDS_TAG`] set once the
+/// bounded model reaches it (expansion threads read the tag, not the flags
+/// the merge is writing).
+pub(crate) const IN_BOUNDS_TAG: u32 = 1 << 31;
+
+#[inline]
+pub(crate) fn index_value(n: NodeId, in_bounds: bool) -> u32 {
+    if in_bounds {
+        n | IN_BOUNDS_TAG
+    } else {
+        n
+    }
+}
+
+/// Facts about a state that the progress check needs, kept per node in one
+/// byte.
+pub mod flag {
+    /// Reachable in the bounded model (not a recovery state).
+    pub const IN_BOUNDS: u8 = 1;
+    /// Expanded: its successors and edges are known.
+    pub const EXPANDED: u8 = 2;
+    /// The model owes no progress here ([`Checkable::exempt`](crate::Checkable::exempt)).
+    pub const EXEMPT: u8 = 4;
+    /// Goal i's bit is `GOAL << i`: the state meets goal i, or (a recovery
+    /// state) a fault-free walk from it met it (`recovery_walk.rs`).
+    pub const GOAL: u8 = 8;
+}
+
+/// The most progress goals a search records: one flag bit each.
+pub const MAX_GOALS: usize = 5;
+
+/// The flag bits of every goal of `goals` goals.
+#[inline]
+pub(crate) fn all_goals(goals: usize) -> u8 {
+    (((1u16 << goals) - 1) as u8) * flag::GOAL
+}
+
+/// The searched graph and what the properties said about it.
+pub struct Graph<M: Checkable> {
+    pub model: M,
+    /// The model recovery states run under
+    /// ([`Checkable::recovery_model`]; the model itself when the search
+    /// kept no progress data).
+    pub recovery: M,
+    /// The properties evaluated, in the order of [`Graph::first`].
+    pub properties: Vec<Property<M>>,
+    /// The progress goals recorded, in the order of their flag bits.
+    pub goals: Vec<Goal<M>>,
+    pub(crate) fps: Vec<u64>,
+    pub(crate) parent: Vec<NodeId>,
+    pub(crate) depth: Vec<u8>,
+    pub(crate) flags: Vec<u8>,
+    /// Fault-free successors of node n: `edges[edge_start[n]..][..edge_len[n]]`.
+    pub(crate) edge_start: Vec<u32>,
+    pub(crate) edge_len: Vec<u16>,
+    pub(crate) edges: Vec<NodeId>,
+    pub(crate) index: FingerprintTable,
+    /// Per property: the first state in search order that breaks it
+    /// (always) or satisfies it (sometimes).
+    pub first: Vec<Option<NodeId>>,
+    pub completion: Completion,
+    pub progress: SearchProgress,
+    /// Whether the search kept the fault-free edges and the progress
+    /// flags ([`SearchOptions::progress`](crate::SearchOptions::progress)).
+    pub keeps_progress: bool,
+}
+
+impl<M: Checkable> Graph<M> {
+    /// Whether the progress check follows `a` from `s` to `next` (the
+    /// graph's fault-free edges).
+    pub fn is_edge(&self, s: &M::State, a: &M::Action, next: &M::State) -> bool {
+        fault_free_edge(&self.model, s, a, next)
+    }
+
+    pub fn len(&self) -> usize {
+        self.fps.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.fps.is_empty()
+    }
+    pub fn flags(&self, n: NodeId) -> u8 {
+        self.flags[n as usize]
+    }
+    pub fn depth(&self, n: NodeId) -> u8 {
+        self.depth[n as usize]
+    }
+    pub fn in_bounds(&self, n: NodeId) -> bool {
+        self.flags(n) & flag::IN_BOUNDS != 0
+    }
+    pub fn edges(&self, n: NodeId) -> &[NodeId] {
+        let start = self.edge_start[n as usize] as usize;
+        &self.edges[start..start + self.edge_len[n as usize] as usize]
+    }
+    pub fn edge_count(&self) -> usize {
+        self.edges.len()
+    }
+    /// The node of a state of the bounded model, or of a recovery state.
+    pub fn node_of(&self, s: &M::State) -> Option<NodeId> {
+        let fp = if self.model.within_bounds(s) {
+            fingerprint(&self.model, s)
+        } else {
+            fingerprint(&self.model, &self.model.recovery_view(s.clone()))
+        };
+        self.index.get(fp).map(|v| v & !IN_BOUNDS_TAG)
+    }
+    /// Bytes held by the graph (index, per-node arrays and edges).
+    pub fn memory_bytes(&self) -> usize {
+        let per_node = 8 + 4 + 1 + 1 + 4 + 2;
+        self.fps.capacity() * per_node + self.index.memory_bytes() + self.edges.capacity() * 4
+    }
+
+    /// Each property's verdict, in [`Graph::properties`] order, from what
+    /// the search saw and how it ended.
+    pub fn verdicts(&self) -> Vec<Verdict> {
+        self.properties
+            .iter()
+            .zip(&self.first)
+            .map(|(p, first)| {
+                verdict::of_search(
+                    p.expectation == Expectation::Always,
+                    first.is_some(),
+                    self.completion,
+                )
+            })
+            .collect()
+    }
+
+    /// The path from an initial state to node `n`, on concrete states: at
+    /// each step the first enabled action whose successor is in the next
+    /// state's class. A recovery state's path ends with fault-free steps
+    /// beyond the bounds.
+    pub fn path_to(&self, n: NodeId) -> Trace<M> {
+        let mut chain = vec![n];
+        while let Some(&last) = chain.last() {
+            let p = self.parent[last as usize];
+            if p == last {
+                break;
+            }
+            chain.push(p);
+        }
+        chain.reverse();
+        let root_fp = self.fps[chain[0] as usize];
+        let mut state = self
+            .model
+            .init_states()
+            .into_iter()
+            .find(|s| fingerprint(&self.model, s) == root_fp)
+            .expect("a parent chain starts at an initial state");
+        let mut trace = vec![(state.clone(), None)];
+        let mut enabled = Vec::new();
+        for &want in &chain[1..] {
+            let bounded = self.in_bounds(want);
+            let m = if bounded { &self.model } else { &self.recovery };
+            let want_fp = self.fps[want as usize];
+            enabled.clear();
+            m.actions(&state, &mut enabled);
+            let (action, next) = enabled
+                .drain(..)
+                .find_map(|a| {
+                    let next = m.next_state(&state, a.clone())?;
+                    let fp = if bounded {
+                        fingerprint(&self.model, &next)
+                    } else {
+                        fingerprint(&self.model, &self.model.recovery_view(next.clone()))
+                    };
+                    (fp == want_fp).then_some((a, next))
+                })
+                .expect("every node on a parent chain has an action from its parent");
+            trace.push((next.clone(), Some(action)));
+            state = next;
+        }
+        trace
+    }
+
+    pub(crate) fn add_node(
+        &mut self,
+        index: &FingerprintTable,
+        fp: u64,
+        parent: Option<NodeId>,
+        flags: u8,
+    ) -> NodeId {
+        let n = NodeId::try_from(self.fps.len())
+            .ok()
+            .filter(|n| n & IN_BOUNDS_TAG == 0)
+            .expect("fewer than 2^31 states");
+        self.fps.push(fp);
+        self.parent.push(parent.unwrap_or(n));
+        self.depth
+            .push(parent.map_or(0, |p| self.depth[p as usize].saturating_add(1)));
+        self.flags.push(flags);
+        self.edge_start.push(0);
+        self.edge_len.push(0);
+        index.insert(fp, index_value(n, flags & flag::IN_BOUNDS != 0));
+        if flags & flag::IN_BOUNDS != 0 {
+            self.progress.unique_states += 1;
+            self.progress.max_depth = self
+                .progress
+                .max_depth
+                .max(u64::from(self.depth[n as usize]));
+        } else {
+            self.progress.recovery_states += 1;
+        }
+        n
+    }
+}
+
+/// Whether the progress check follows `a` from `s` to `next`: a fault-free
+/// step within the bounds, or a healing step beyond them or from a recovery
+/// state ([`Graph::is_edge`]; `lasso.rs` walks the same edges).
+pub fn fault_free_edge<M: Checkable>(
+    model: &M,
+    s: &M::State,
+    a: &M::Action,
+    next: &M::State,
+) -> bool {
+    if model.within_bounds(s) && model.within_bounds(next) {
+        !model.is_fault(s, a)
+    } else {
+        model.heals(s, a)
+    }
+}

@@ -1,0 +1,372 @@
+//! The progress check: from every state of the bounded model, with no
+//! further fault, some goal state can still be reached. Safety alone is not
+//! enough: a system that never does anything breaks no invariant.
+//!
+//! Each progress property is "always, eventually possible" (AG EF) over the
+//! state graph: every state of the bounded model can reach a state meeting
+//! its goal ([`Checkable::progress_goals`]) by fault-free steps
+//! ([`Checkable::is_fault`]). stateright 0.31's `eventually` cannot say
+//! this (it follows single paths and is unsound on cycles), so it is
+//! computed here: backward reachability from the goal states over the
+//! graph's fault-free edges (`graph.rs`). Symmetry is sound for it: the
+//! goals are unchanged by the model's symmetry, and so is the transition
+//! relation, so a class reaches a goal exactly when each of its members
+//! does.
+//!
+//! A model may owe no progress in some states by design
+//! ([`Checkable::exempt`]: a system waiting for an operator); a state from
+//! which every fault-free future can end there is counted, not reported as
+//! stuck.
+
+use crate::graph::{flag, Graph, NodeId};
+use crate::search::Completion;
+use crate::{Checkable, Trace};
+
+/// One progress property's verdict.
+#[derive(Clone, Debug)]
+pub struct ProgressResult<M: Checkable> {
+    /// The goal's name.
+    pub name: &'static str,
+    /// States of the bounded model that cannot reach the goal (nor an
+    /// exempt state) without a fault.
+    pub stuck_states: u64,
+    /// States of the bounded model that cannot reach the goal but can
+    /// reach an exempt state (counted, not violations).
+    pub exempt_states: u64,
+    /// The shortest path to a stuck state, if any.
+    pub counterexample: Option<Stuck<M>>,
+}
+
+impl<M: Checkable> ProgressResult<M> {
+    pub fn verdict(&self) -> crate::Verdict {
+        crate::verdict::of_progress(self.stuck_states)
+    }
+}
+
+/// A stuck state, with the way to it and the way it cannot get out.
+#[derive(Clone, Debug)]
+pub struct Stuck<M: Checkable> {
+    pub trace: Trace<M>,
+    /// Every fault-free action enabled in the stuck state, each leading to
+    /// another stuck state.
+    pub exits: Vec<(M::Action, M::State)>,
+    /// The shortest fault-free continuation from the stuck state into a
+    /// trap: a set of states that lead only to each other, none a goal.
+    pub continuation: Trace<M>,
+    /// How many states the trap holds.
+    pub trap_states: u64,
+}
+
+/// What the progress check found.
+#[derive(Clone, Debug)]
+pub struct ProgressReport<M: Checkable> {
+    /// One per goal, in the graph's goal order.
+    pub properties: Vec<ProgressResult<M>>,
+    /// A shortest path to an exempt state, if any.
+    pub exempt_example: Option<Trace<M>>,
+    /// Fault-free edges walked, and recovery states beyond the bounds.
+    pub edges: u64,
+    pub recovery_states: u64,
+    /// Recovery states a walk showed to reach every goal
+    /// (`recovery_walk.rs`).
+    pub recovery_walked: u64,
+    pub seconds: f64,
+}
+
+/// Runs the progress check on a complete graph that kept its fault-free
+/// edges (on any other graph every state would look stuck).
+pub fn check<M: Checkable>(graph: &Graph<M>) -> ProgressReport<M> {
+    assert!(
+        graph.keeps_progress && graph.completion == Completion::Exhaustive,
+        "the progress check needs a complete graph with its fault-free edges"
+    );
+    let start = std::time::Instant::now();
+    let reverse = Reverse::of(graph);
+    // Independent backward searches over the same reversed graph, one per
+    // goal and one for the exempt states. A recovery state a walk took to
+    // a goal carries the goal's flag: it reaches the goal too.
+    let reachable = |bits: u8| reverse.reachable_from(graph, move |f| f & bits != 0);
+    let goal_bits: Vec<u8> = (0..graph.goals.len()).map(|i| flag::GOAL << i).collect();
+    let (exempt, reach) = std::thread::scope(|scope| {
+        let exempt = scope.spawn(|| reachable(flag::EXEMPT));
+        let mut handles = Vec::new();
+        let mut last = None;
+        for (i, &bits) in goal_bits.iter().enumerate() {
+            if i + 1 == goal_bits.len() {
+                last = Some(reachable(bits));
+            } else {
+                handles.push(scope.spawn(move || reachable(bits)));
+            }
+        }
+        let join = |h: std::thread::ScopedJoinHandle<'_, Vec<bool>>| {
+            h.join().expect("a backward search panicked")
+        };
+        let mut reach: Vec<Vec<bool>> = handles.into_iter().map(join).collect();
+        reach.extend(last);
+        (join(exempt), reach)
+    });
+    let by_depth = nodes_by_depth(graph);
+    let exempt_example = by_depth
+        .iter()
+        .find(|&&n| graph.flags(n) & flag::EXEMPT != 0)
+        .map(|&n| graph.path_to(n));
+    let properties = graph
+        .goals
+        .iter()
+        .zip(&reach)
+        .map(|(goal, reach)| {
+            let stuck = |n: NodeId| !reach[n as usize] && !exempt[n as usize];
+            let mut count = 0;
+            let mut exempt_states = 0;
+            let mut first = None;
+            for &n in &by_depth {
+                if stuck(n) {
+                    count += 1;
+                    first.get_or_insert(n);
+                } else if !reach[n as usize] {
+                    exempt_states += 1;
+                }
+            }
+            ProgressResult {
+                name: goal.name,
+                stuck_states: count,
+                exempt_states,
+                counterexample: first.map(|n| stuck_report(graph, n, &stuck)),
+            }
+        })
+        .collect();
+    ProgressReport {
+        properties,
+        exempt_example,
+        edges: graph.edge_count() as u64,
+        recovery_states: graph.progress.recovery_states,
+        recovery_walked: graph.progress.recovery_walked,
+        seconds: start.elapsed().as_secs_f64(),
+    }
+}
+
+/// The bounded model's states, shallowest first (ties in search order).
+fn nodes_by_depth<M: Checkable>(graph: &Graph<M>) -> Vec<NodeId> {
+    let mut order: Vec<NodeId> = (0..graph.len() as NodeId)
+        .filter(|&n| graph.in_bounds(n))
+        .collect();
+    order.sort_by_key(|&n| (graph.depth(n), n));
+    order
+}
+
+fn stuck_report<M: Checkable>(
+    graph: &Graph<M>,
+    n: NodeId,
+    stuck: &dyn Fn(NodeId) -> bool,
+) -> Stuck<M> {
+    let trace = graph.path_to(n);
+    let last = trace.last().expect("a path has a state").0.clone();
+    let recovery = &graph.recovery;
+    let mut enabled = Vec::new();
+    recovery.actions(&last, &mut enabled);
+    let exits = enabled
+        .into_iter()
+        .filter_map(|a| Some((a.clone(), recovery.next_state(&last, a)?)))
+        .filter(|(a, next)| graph.is_edge(&last, a, next))
+        .inspect(|(a, next)| {
+            assert!(
+                graph.node_of(next).is_some_and(stuck),
+                "{} leads out of a stuck state: the progress check is wrong",
+                graph.model.format_action(a)
+            );
+        })
+        .collect();
+    let (continuation, trap_states) = trap(graph, n, last);
+    Stuck {
+        trace,
+        exits,
+        continuation,
+        trap_states,
+    }
+}
+
+/// From stuck node `n` (concrete state `from`), the shortest fault-free
+/// path into a bottom strongly connected component of the states it can
+/// reach (all stuck: stuck states lead only to stuck states), and that
+/// component's size. Every fault-free future of `n` ends in such a trap.
+fn trap<M: Checkable>(graph: &Graph<M>, n: NodeId, from: M::State) -> (Trace<M>, u64) {
+    // The states reachable from n, breadth-first, with parents.
+    let mut order = vec![n];
+    let mut parent = std::collections::HashMap::from([(n, n)]);
+    let mut i = 0;
+    while i < order.len() {
+        let m = order[i];
+        i += 1;
+        for &t in graph.edges(m) {
+            if let std::collections::hash_map::Entry::Vacant(v) = parent.entry(t) {
+                v.insert(m);
+                order.push(t);
+            }
+        }
+    }
+    let component = strongly_connected(graph, &order);
+    // A component is a trap when no edge leaves it.
+    let mut leaves = std::collections::HashSet::new();
+    for &m in &order {
+        for &t in graph.edges(m) {
+            if component[&t] != component[&m] {
+                leaves.insert(component[&m]);
+            }
+        }
+    }
+    let target = *order
+        .iter()
+        .find(|m| !leaves.contains(&component[m]))
+        .expect("a finite graph has a bottom component");
+    let size = order
+        .iter()
+        .filter(|m| component[m] == component[&target])
+        .count() as u64;
+    let mut chain = vec![target];
+    while let Some(&last) = chain.last() {
+        if last == n {
+            break;
+        }
+        chain.push(parent[&last]);
+    }
+    chain.reverse();
+    (concrete_path(graph, from, &chain[1..]), size)
+}
+
+/// Concrete fault-free steps from `from` through the nodes of `chain`.
+fn concrete_path<M: Checkable>(graph: &Graph<M>, from: M::State, chain: &[NodeId]) -> Trace<M> {
+    let recovery = &graph.recovery;
+    let mut state = from;
+    let mut trace = vec![(state.clone(), None)];
+    for &want in chain {
+        let mut enabled = Vec::new();
+        recovery.actions(&state, &mut enabled);
+        let (a, next) = enabled
+            .into_iter()
+            .find_map(|a| {
+                let next = recovery.next_state(&state, a.clone())?;
+                let edge = graph.is_edge(&state, &a, &next) && graph.node_of(&next) == Some(want);
+                edge.then_some((a, next))
+            })
+            .expect("an edge of the graph is an enabled fault-free action");
+        trace.push((next.clone(), Some(a)));
+        state = next;
+    }
+    trace
+}
+
+/// Tarjan's strongly connected components of the subgraph on `nodes`
+/// (closed under edges), iteratively: component id per node.
+fn strongly_connected<M: Checkable>(
+    graph: &Graph<M>,
+    nodes: &[NodeId],
+) -> std::collections::HashMap<NodeId, u32> {
+    use std::collections::HashMap;
+    let mut index: HashMap<NodeId, u32> = HashMap::new();
+    let mut low: HashMap<NodeId, u32> = HashMap::new();
+    let mut on_stack = std::collections::HashSet::new();
+    let mut stack = Vec::new();
+    let mut component = HashMap::new();
+    let mut next_index = 0u32;
+    let mut next_component = 0u32;
+    for &root in nodes {
+        if index.contains_key(&root) {
+            continue;
+        }
+        // (node, next edge to look at)
+        let mut work = vec![(root, 0usize)];
+        while let Some(&mut (v, ref mut e)) = work.last_mut() {
+            if *e == 0 && !index.contains_key(&v) {
+                index.insert(v, next_index);
+                low.insert(v, next_index);
+                next_index += 1;
+                stack.push(v);
+                on_stack.insert(v);
+            }
+            let edges = graph.edges(v);
+            if let Some(&w) = edges.get(*e) {
+                *e += 1;
+                if !index.contains_key(&w) {
+                    work.push((w, 0));
+                } else if on_stack.contains(&w) {
+                    let lw = index[&w].min(low[&v]);
+                    low.insert(v, lw);
+                }
+                continue;
+            }
+            work.pop();
+            if let Some(&(u, _)) = work.last() {
+                let lu = low[&u].min(low[&v]);
+                low.insert(u, lu);
+            }
+            if low[&v] == index[&v] {
+                while let Some(w) = stack.pop() {
+                    on_stack.remove(&w);
+                    component.insert(w, next_component);
+                    if w == v {
+                        break;
+                    }
+                }
+                next_component += 1;
+            }
+        }
+    }
+    component
+}
+
+/// The fault-free edges reversed, in compressed rows.
+struct Reverse {
+    start: Vec<u32>,
+    sources: Vec<NodeId>,
+}
+
+impl Reverse {
+    fn of<M: Checkable>(graph: &Graph<M>) -> Reverse {
+        let n = graph.len();
+        let mut start = vec![0u32; n + 1];
+        for m in 0..n as NodeId {
+            for &t in graph.edges(m) {
+                start[t as usize + 1] += 1;
+            }
+        }
+        for i in 0..n {
+            start[i + 1] += start[i];
+        }
+        let mut fill = start.clone();
+        let mut sources = vec![0; graph.edge_count()];
+        for m in 0..n as NodeId {
+            for &t in graph.edges(m) {
+                sources[fill[t as usize] as usize] = m;
+                fill[t as usize] += 1;
+            }
+        }
+        Reverse { start, sources }
+    }
+
+    /// Which states can reach a state whose flags satisfy `goal`.
+    fn reachable_from<M: Checkable>(
+        &self,
+        graph: &Graph<M>,
+        goal: impl Fn(u8) -> bool,
+    ) -> Vec<bool> {
+        let n = graph.len();
+        let mut reached = vec![false; n];
+        let mut stack: Vec<NodeId> = Vec::new();
+        for m in 0..n as NodeId {
+            if goal(graph.flags(m)) {
+                reached[m as usize] = true;
+                stack.push(m);
+            }
+        }
+        while let Some(t) = stack.pop() {
+            let range = self.start[t as usize] as usize..self.start[t as usize + 1] as usize;
+            for &s in &self.sources[range] {
+                if !reached[s as usize] {
+                    reached[s as usize] = true;
+                    stack.push(s);
+                }
+            }
+        }
+        reached
+    }
+}

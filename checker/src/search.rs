@@ -1,0 +1,648 @@
+//! The search: a breadth-first search of a model into its state graph
+//! (`graph.rs`).
+//!
+//! It runs over the symmetry-reduced state space (each state stored as its
+//! representative's fingerprint, with a parent pointer and its depth). In
+//! one pass it evaluates every property, so the first state found breaking
+//! one is at the least depth and its path is a shortest counterexample; and
+//! it keeps the graph's fault-free edges, which the progress check
+//! (`progress.rs`) walks backwards.
+//!
+//! The progress check asks what the system can still do from each state
+//! if no further fault happens. A model's bounds would make every state
+//! whose counter is spent look stuck, so recovery runs under a model with
+//! the bounds relaxed ([`Checkable::recovery_model`]): the search's first
+//! phase explores the bounded model (every action, states within the
+//! bounds); fault-free steps that go beyond them lead to *recovery states*,
+//! which a second phase walks (`recovery_walk.rs`) or, where one walk does
+//! not show them to reach every goal, expands with healing steps only
+//! ([`Checkable::heals`]). Recovery states are never checked themselves:
+//! only the bounded model's states must satisfy the properties.
+//!
+//! The expansion of a batch of states (enabled actions, successors, their
+//! representatives and fingerprints, the properties of the states expanded)
+//! runs on several threads; merging the results into the graph is
+//! sequential, in queue order, so the graph and every answer are the same
+//! whatever the thread count. The merge of one batch runs while the next
+//! batch expands (`fingerprint_table.rs` lets the expansion read the index
+//! the merge writes): the merge is a fifth of the work, and two cores would
+//! otherwise wait for it.
+
+use crate::fingerprint_table::FingerprintTable;
+use crate::graph::{self, flag, index_value, Graph, NodeId, IN_BOUNDS_TAG, MAX_GOALS};
+use crate::recovery_walk::{self, RecoveryWalk};
+use crate::{fingerprint_of_representative, Checkable, Goal};
+use stateright::{Expectation, Property};
+use std::time::Instant;
+
+/// What to search, and when to stop.
+pub struct SearchOptions<'a, M: Checkable> {
+    pub threads: usize,
+    /// Keep the fault-free edges and explore recovery states (the progress
+    /// check needs them; a run that stops early does not).
+    pub progress: Option<ProgressOptions<M>>,
+    /// The properties to evaluate (None: the model's own); `Graph::first`
+    /// follows their order.
+    pub properties: Option<Vec<Property<M>>>,
+    /// When to stop early: once the level at which these always-properties
+    /// have broken is finished; only properties broken within that depth
+    /// are then reported.
+    pub until: Until<'a>,
+    /// Asked between batches: true stops the search (time or state limit,
+    /// Ctrl-C); the graph is then incomplete.
+    pub stop: &'a (dyn Fn(&SearchProgress) -> bool + Sync),
+    /// Called about once a second.
+    pub on_progress: &'a mut dyn FnMut(&SearchProgress),
+}
+
+/// What the search records for the progress check.
+pub struct ProgressOptions<M: Checkable> {
+    /// The model recovery states run under.
+    pub recovery: M,
+    /// The goals recorded per state (at most [`MAX_GOALS`]).
+    pub goals: Vec<Goal<M>>,
+    /// How recovery states are shown to reach the goals.
+    pub walk: RecoveryWalk,
+}
+
+impl<M: Checkable> ProgressOptions<M> {
+    /// The model's own: its recovery model and goals, and greedy walks.
+    pub fn of(model: &M) -> Self {
+        ProgressOptions {
+            recovery: model.recovery_model(),
+            goals: model.progress_goals(),
+            walk: RecoveryWalk::default(),
+        }
+    }
+}
+
+/// When a search stops before it has seen everything.
+#[derive(Clone, Copy, Debug)]
+pub enum Until<'a> {
+    /// Never: search every state.
+    Exhausted,
+    /// Once every one of these always-properties has broken.
+    AllBroken(&'a [&'a str]),
+    /// Once any always-property has broken.
+    AnyBroken,
+}
+
+/// A snapshot of the search.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SearchProgress {
+    /// Transitions followed within the bounded model (stateright's "states",
+    /// less the initial ones).
+    pub transitions: u64,
+    /// Distinct states of the bounded model found so far.
+    pub unique_states: u64,
+    /// Recovery states found so far (beyond the bounds, fault-free).
+    pub recovery_states: u64,
+    /// Recovery states a walk showed to reach every goal, so not expanded
+    /// (`recovery_walk.rs`).
+    pub recovery_walked: u64,
+    pub max_depth: u64,
+    pub seconds: f64,
+    /// Second phase: expanding recovery states.
+    pub recovery_phase: bool,
+}
+
+/// How the search ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Completion {
+    /// Every reachable state was expanded.
+    Exhaustive,
+    /// Stopped after the level where the `until` property broke.
+    StoppedAtCounterexample,
+    /// Stopped by `stop` (a limit or an interrupt).
+    Interrupted,
+}
+
+/// One successor, as a worker computed it. The worker looks its
+/// fingerprint up in the index (which the previous batch's merge may be
+/// writing: what it finds is a hint, and the merge looks an unknown state up
+/// again) and keeps the state itself only where the merge may need it: a
+/// new state, or one the bounded model reaches only now.
+struct Successor {
+    fp: u64,
+    /// The node it already is, or [`UNKNOWN`].
+    node: NodeId,
+    /// Index into the batch's states, or [`UNKNOWN`].
+    state: u32,
+    fault: bool,
+    in_bounds: bool,
+}
+
+const UNKNOWN: u32 = u32::MAX;
+
+/// One expanded state, as a worker computed it.
+struct Expansion {
+    node: NodeId,
+    /// Bit i: property i broken (always) or satisfied (sometimes).
+    properties: u64,
+    flags: u8,
+    successors: std::ops::Range<usize>,
+}
+
+/// A batch's expansions, in batch order.
+struct Expanded<S> {
+    /// Recovery states a walk showed to reach every goal (not expanded).
+    walked: u64,
+    expansions: Vec<Expansion>,
+    successors: Vec<Successor>,
+    states: Vec<S>,
+}
+
+impl<S> Default for Expanded<S> {
+    fn default() -> Self {
+        Expanded {
+            walked: 0,
+            expansions: Vec::new(),
+            successors: Vec::new(),
+            states: Vec::new(),
+        }
+    }
+}
+
+impl<S> Expanded<S> {
+    /// Empty, with its buffers kept for the next batch.
+    fn clear(&mut self) {
+        self.walked = 0;
+        self.expansions.clear();
+        self.successors.clear();
+        self.states.clear();
+    }
+}
+
+const BATCH: usize = 4096;
+
+/// Searches `model`.
+pub fn search<M: Checkable>(model: &M, opts: SearchOptions<'_, M>) -> Graph<M> {
+    let properties = opts.properties.unwrap_or_else(|| model.properties());
+    assert!(properties.len() <= 64, "property bits fit a u64");
+    if let Some(p) = &opts.progress {
+        assert!(p.goals.len() <= MAX_GOALS, "goal bits fit a node's flags");
+    }
+    let index_of = |name: &str| {
+        properties
+            .iter()
+            .position(|p| p.name == name && p.expectation == Expectation::Always)
+            .unwrap_or_else(|| panic!("no always-property named {name:?}"))
+    };
+    // The properties that end the search, and whether all must break.
+    let (until, all): (Vec<usize>, bool) = match opts.until {
+        Until::Exhausted => (vec![], true),
+        Until::AllBroken(names) => (names.iter().map(|n| index_of(n)).collect(), true),
+        Until::AnyBroken => (
+            (0..properties.len())
+                .filter(|&i| properties[i].expectation == Expectation::Always)
+                .collect(),
+            false,
+        ),
+    };
+    let start = Instant::now();
+    let keeps_progress = opts.progress.is_some();
+    let (recovery, goals, walk) = match opts.progress {
+        Some(p) => (p.recovery, p.goals, p.walk),
+        None => (model.clone(), Vec::new(), RecoveryWalk::default()),
+    };
+    let mut g = Graph {
+        model: model.clone(),
+        recovery: recovery.clone(),
+        properties: properties.clone(),
+        goals: goals.clone(),
+        fps: Vec::new(),
+        parent: Vec::new(),
+        depth: Vec::new(),
+        flags: Vec::new(),
+        edge_start: Vec::new(),
+        edge_len: Vec::new(),
+        edges: Vec::new(),
+        index: FingerprintTable::default(),
+        first: vec![None; properties.len()],
+        completion: Completion::Exhaustive,
+        progress: SearchProgress::default(),
+        keeps_progress,
+    };
+    // The initial states, each a root at depth 0 (stateright's checkers
+    // also leave out those outside the model's boundary).
+    let mut index = std::mem::take(&mut g.index);
+    let mut level = Vec::new();
+    for init in model.init_states() {
+        if !model.within_boundary(&init) {
+            continue;
+        }
+        let rep = model.representative(&init);
+        let fp = fingerprint_of_representative(&rep);
+        if index.get(fp).is_none() {
+            index.reserve(1);
+            let root = g.add_node(&index, fp, None, flag::IN_BOUNDS);
+            level.push((root, rep));
+        }
+    }
+    g.index = index;
+    let ctx = Ctx {
+        model,
+        recovery: &recovery,
+        properties: &properties,
+        goals: &goals,
+        keeps_progress,
+        walk,
+    };
+    let mut run = Run {
+        threads: opts.threads.max(1),
+        start,
+        last_report: Instant::now(),
+        stop: opts.stop,
+        on_progress: opts.on_progress,
+    };
+    // Phase 1, the bounded model, level by level.
+    let mut recovery_states = Vec::new();
+    // The depth at which the search may stop, once known.
+    let mut stop_depth: Option<u8> = None;
+    while let Some(&(first, _)) = level.first() {
+        if stop_depth.is_some_and(|d| g.depth(first) > d) {
+            g.completion = Completion::StoppedAtCounterexample;
+            break;
+        }
+        let mut next = Vec::new();
+        if !run.expand(
+            &ctx,
+            &mut g,
+            Phase::Bounded,
+            &level,
+            &mut next,
+            &mut recovery_states,
+        ) {
+            break;
+        }
+        if stop_depth.is_none() && !until.is_empty() {
+            let depths = until.iter().map(|&i| g.first[i].map(|n| g.depth(n)));
+            stop_depth = if all {
+                depths
+                    .collect::<Option<Vec<u8>>>()
+                    .and_then(|d| d.into_iter().max())
+            } else {
+                depths.flatten().min()
+            };
+        }
+        level = next;
+    }
+    // Phase 2, recovery states (those phase 1 reached within bounds after
+    // all were expanded there).
+    if keeps_progress && g.completion == Completion::Exhaustive {
+        g.progress.recovery_phase = true;
+        let mut level: Vec<_> = recovery_states
+            .into_iter()
+            .filter(|(n, _)| !g.in_bounds(*n))
+            .collect();
+        while !level.is_empty() {
+            let mut next = Vec::new();
+            if !run.expand(
+                &ctx,
+                &mut g,
+                Phase::Recovery,
+                &level,
+                &mut next,
+                &mut Vec::new(),
+            ) {
+                break;
+            }
+            level = next;
+        }
+    }
+    if let (Some(d), Completion::StoppedAtCounterexample) = (stop_depth, g.completion) {
+        // Report only what broke within that depth.
+        for f in &mut g.first {
+            if f.is_some_and(|n| g.depth[n as usize] > d) {
+                *f = None;
+            }
+        }
+    }
+    g.progress.seconds = start.elapsed().as_secs_f64();
+    (run.on_progress)(&g.progress);
+    g
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Bounded,
+    Recovery,
+}
+
+/// What every expansion thread reads.
+struct Ctx<'a, M: Checkable> {
+    model: &'a M,
+    recovery: &'a M,
+    properties: &'a [Property<M>],
+    goals: &'a [Goal<M>],
+    /// Record goals, keep fault-free edges, and list actions under the
+    /// recovery model (which lists every action the bounded one does, and
+    /// those that lead beyond the bounds).
+    keeps_progress: bool,
+    walk: RecoveryWalk,
+}
+
+/// A level's states, each with its node.
+type Level<S> = Vec<(NodeId, S)>;
+
+/// The search's threads, limits and reporting.
+struct Run<'a> {
+    threads: usize,
+    start: Instant,
+    last_report: Instant,
+    stop: &'a (dyn Fn(&SearchProgress) -> bool + Sync),
+    on_progress: &'a mut dyn FnMut(&SearchProgress),
+}
+
+impl Run<'_> {
+    /// Expands `level` batch by batch into the graph; new states go to
+    /// `next` (or, beyond the bounds in phase 1, to `recovery`).
+    /// False when stopped by a limit.
+    fn expand<M: Checkable>(
+        &mut self,
+        ctx: &Ctx<'_, M>,
+        g: &mut Graph<M>,
+        phase: Phase,
+        level: &[(NodeId, M::State)],
+        next: &mut Level<M::State>,
+        recovery: &mut Level<M::State>,
+    ) -> bool {
+        // The index leaves the graph while the level runs: the expansion
+        // threads read it while the merge writes it and the rest of the graph.
+        let mut index = std::mem::take(&mut g.index);
+        // Merged parts go back to `spare`, so that their buffers are
+        // reused: fresh ones cost a page fault per page, batch after batch.
+        let mut spare: Vec<Expanded<M::State>> = Vec::new();
+        let mut merge = |g: &mut Graph<M>,
+                         index: &FingerprintTable,
+                         parts: Vec<Expanded<M::State>>,
+                         spare: &mut Vec<Expanded<M::State>>| {
+            for mut part in parts {
+                merge_part(g, ctx, index, phase, &mut part, next, recovery);
+                part.clear();
+                spare.push(part);
+            }
+        };
+        // Expanded, not yet merged: merged while the next batch expands.
+        let mut pending: Vec<Expanded<M::State>> = Vec::new();
+        let mut completed = true;
+        for batch in level.chunks(BATCH * self.threads) {
+            g.progress.seconds = self.start.elapsed().as_secs_f64();
+            if (self.stop)(&g.progress) {
+                g.completion = Completion::Interrupted;
+                completed = false;
+                break;
+            }
+            if self.last_report.elapsed().as_secs_f64() >= 1.0 {
+                self.last_report = Instant::now();
+                (self.on_progress)(&g.progress);
+            }
+            // Room for every state the pending merge may add, made while no
+            // thread reads the index.
+            index.reserve(pending.iter().map(|p| p.successors.len()).sum());
+            let index = &index;
+            pending = if self.threads == 1 {
+                merge(g, index, std::mem::take(&mut pending), &mut spare);
+                let out = spare.pop().unwrap_or_default();
+                vec![expand_chunk(ctx, index, phase, batch, out)]
+            } else {
+                let chunk = batch.len().div_ceil(self.threads).max(1);
+                std::thread::scope(|scope| {
+                    let workers: Vec<_> = batch
+                        .chunks(chunk)
+                        .map(|c| {
+                            let out = spare.pop().unwrap_or_default();
+                            scope.spawn(move || expand_chunk(ctx, index, phase, c, out))
+                        })
+                        .collect();
+                    merge(g, index, std::mem::take(&mut pending), &mut spare);
+                    workers
+                        .into_iter()
+                        .map(|w| w.join().expect("an expansion thread panicked"))
+                        .collect()
+                })
+            };
+        }
+        index.reserve(pending.iter().map(|p| p.successors.len()).sum());
+        merge(g, &index, pending, &mut spare);
+        g.index = index;
+        completed
+    }
+}
+
+fn expand_chunk<M: Checkable>(
+    ctx: &Ctx<'_, M>,
+    index: &FingerprintTable,
+    phase: Phase,
+    chunk: &[(NodeId, M::State)],
+    mut out: Expanded<M::State>,
+) -> Expanded<M::State> {
+    let model = ctx.model;
+    // Actions are listed under the recovery model when progress is kept.
+    let lister = if ctx.keeps_progress {
+        ctx.recovery
+    } else {
+        model
+    };
+    let every = graph::all_goals(ctx.goals.len());
+    let mut enabled = Vec::new();
+    let mut local: Vec<(u64, M::State, bool, bool)> = Vec::new();
+    let mut known: Vec<NodeId> = Vec::new();
+    for (node, s) in chunk {
+        let mut properties = 0u64;
+        if phase == Phase::Bounded {
+            for (i, p) in ctx.properties.iter().enumerate() {
+                let holds = (p.condition)(model, s);
+                let noteworthy = match p.expectation {
+                    Expectation::Always => !holds,
+                    _ => holds,
+                };
+                if noteworthy {
+                    properties |= 1 << i;
+                }
+            }
+        }
+        let mut flags = 0;
+        if ctx.keeps_progress {
+            flags = recovery_walk::goals_of(model, ctx.goals, s);
+            if model.exempt(s) {
+                flags |= flag::EXEMPT;
+            }
+        }
+        let first = out.successors.len();
+        if phase == Phase::Recovery {
+            // A walk that meets every goal spares the expansion.
+            let goals = match ctx.walk {
+                RecoveryWalk::Greedy => {
+                    recovery_walk::goals_reached(model, ctx.recovery, ctx.goals, s)
+                }
+                RecoveryWalk::Off => 0,
+                RecoveryWalk::ClaimsEveryGoal => every,
+            };
+            flags |= goals;
+            if goals == every {
+                out.walked += 1;
+                out.expansions.push(Expansion {
+                    node: *node,
+                    properties,
+                    flags,
+                    successors: first..first,
+                });
+                continue;
+            }
+        }
+        enabled.clear();
+        lister.actions(s, &mut enabled);
+        for a in &enabled {
+            let fault = model.is_fault(s, a);
+            if phase == Phase::Recovery && !model.heals(s, a) {
+                continue;
+            }
+            // Borrowed, not moved out: a state is large, and most are
+            // only read here (their representative is what is kept).
+            let successor = lister.successor(s, a.clone());
+            let Some(next) = successor.as_ref() else {
+                continue;
+            };
+            // stateright's checkers skip a step out of the boundary too.
+            if !model.within_boundary(next) {
+                continue;
+            }
+            let in_bounds = phase == Phase::Bounded && model.within_bounds(next);
+            if !in_bounds && !model.heals(s, a) {
+                continue;
+            }
+            let rep = if in_bounds {
+                model.representative(next)
+            } else {
+                model.representative(&model.recovery_view(next.clone()))
+            };
+            let fp = fingerprint_of_representative(&rep);
+            index.prefetch(fp);
+            local.push((fp, rep, fault, in_bounds));
+        }
+        // Looked up together, so that the memory accesses overlap.
+        known.clear();
+        known.extend(
+            local
+                .iter()
+                .map(|(fp, ..)| index.get(*fp).unwrap_or(UNKNOWN)),
+        );
+        for ((fp, rep, fault, in_bounds), &node) in local.drain(..).zip(&known) {
+            let needs_state = node == UNKNOWN || (in_bounds && node & IN_BOUNDS_TAG == 0);
+            let node = if node == UNKNOWN {
+                node
+            } else {
+                node & !IN_BOUNDS_TAG
+            };
+            let state = if needs_state {
+                out.states.push(rep);
+                out.states.len() as u32 - 1
+            } else {
+                UNKNOWN
+            };
+            out.successors.push(Successor {
+                fp,
+                node,
+                state,
+                fault,
+                in_bounds,
+            });
+        }
+        out.expansions.push(Expansion {
+            node: *node,
+            properties,
+            flags,
+            successors: first..out.successors.len(),
+        });
+    }
+    out
+}
+
+/// Merges one expanded part into the graph, in batch order.
+fn merge_part<M: Checkable>(
+    g: &mut Graph<M>,
+    ctx: &Ctx<'_, M>,
+    index: &FingerprintTable,
+    phase: Phase,
+    batch: &mut Expanded<M::State>,
+    next: &mut Level<M::State>,
+    recovery: &mut Level<M::State>,
+) {
+    g.progress.recovery_walked += batch.walked;
+    // The states the merge keeps are moved out, not cloned. Successors
+    // number their states in the order the merge meets them, so one pass
+    // over the batch's states finds each (those the merge does not need,
+    // found meanwhile by an earlier state of the batch, are passed over).
+    let mut states = batch.states.drain(..).enumerate();
+    let mut take = |i: u32| {
+        states
+            .find(|(j, _)| *j == i as usize)
+            .map(|(_, s)| s)
+            .expect("successors' states are merged in the order they were found")
+    };
+    for (i, e) in batch.expansions.iter().enumerate() {
+        let n = e.node;
+        g.flags[n as usize] |= e.flags | flag::EXPANDED;
+        for (i, first) in g.first.iter_mut().enumerate() {
+            if e.properties & (1 << i) != 0 && first.is_none() {
+                *first = Some(n);
+            }
+        }
+        let edge_start = u32::try_from(g.edges.len()).expect("fewer than 2^32 edges");
+        let mut edge_len = 0u16;
+        let successors = &batch.successors[e.successors.clone()];
+        // The lookups of the next state's new successors start now.
+        if let Some(next) = batch.expansions.get(i + 1) {
+            for s in &batch.successors[next.successors.clone()] {
+                if s.node == UNKNOWN {
+                    index.prefetch(s.fp);
+                }
+            }
+        }
+        for s in successors {
+            if s.in_bounds {
+                g.progress.transitions += 1;
+            }
+            // A state new to the worker may have been added since, by
+            // an earlier state of this batch.
+            let known = match s.node {
+                UNKNOWN => index.get(s.fp).map(|v| v & !IN_BOUNDS_TAG),
+                m => Some(m),
+            };
+            let target = match known {
+                Some(m) => {
+                    if s.in_bounds && !g.in_bounds(m) {
+                        // A recovery state the bounded model reaches
+                        // after all (phase 1 never expands them).
+                        g.flags[m as usize] |= flag::IN_BOUNDS;
+                        index.insert(s.fp, index_value(m, true));
+                        g.parent[m as usize] = n;
+                        g.depth[m as usize] = g.depth[n as usize].saturating_add(1);
+                        g.progress.unique_states += 1;
+                        g.progress.recovery_states -= 1;
+                        next.push((m, take(s.state)));
+                    }
+                    m
+                }
+                None => {
+                    let flags = if s.in_bounds { flag::IN_BOUNDS } else { 0 };
+                    let m = g.add_node(index, s.fp, Some(n), flags);
+                    let state = take(s.state);
+                    if s.in_bounds || phase == Phase::Recovery {
+                        next.push((m, state));
+                    } else {
+                        recovery.push((m, state));
+                    }
+                    m
+                }
+            };
+            if ctx.keeps_progress && !s.fault {
+                g.edges.push(target);
+                edge_len += 1;
+            }
+        }
+        g.edge_start[n as usize] = edge_start;
+        g.edge_len[n as usize] = edge_len;
+    }
+}
