@@ -1263,6 +1263,7 @@ mod tests {
             )]
             .into_iter()
             .collect(),
+            last_isrs: BTreeMap::new(),
             records,
             clean_crashes: 0,
             unclean_crashes: 0,
