@@ -471,18 +471,27 @@ pub fn forget_what_no_longer_matters<S: Shape>(cfg: &Config, s: &mut State<S>) {
         };
         s.set_request(epoch, Request { isr, ..req });
     }
-    // An epoch's last ISR matters only to its leader, while it leads in
-    // that epoch and has something to learn from it (`isr_to_learn`).
+    // An epoch's last ISR matters only to that epoch's leader, while it can
+    // still learn something from it: it leads in that epoch
+    // (`isr_to_learn`), or it may still take that epoch's request, whose
+    // ISR the last one differs from. Kept for the second too, the field is
+    // a function of the rest of the state (a leader that takes its request
+    // late finds it there), as the abstraction of the implementation's
+    // state needs; and states that differ only in whether the leader took
+    // its request before or after the controller left are one.
+    let zombies_learn = cfg.mutation != Some(Mutation::OnlyTrueLeaderLearnsIsr);
     for epoch in s.request_epochs() {
         let Some(req) = s.request(epoch) else {
             continue;
         };
-        let kept = req.leader.is_some_and(|l| {
-            let leads = s.replica(l).epoch == Some(epoch)
-                && !is_true_leader(s, l)
-                && isr_to_learn(cfg, s, l).is_some_and(|isr| learns(s, l, isr));
-            leads
-        });
+        let kept = zombies_learn
+            && s.controller.epoch != Some(epoch)
+            && req.leader.is_some_and(|l| {
+                let leads = s.replica(l).epoch == Some(epoch)
+                    && isr_to_learn(cfg, s, l).is_some_and(|isr| learns(s, l, isr));
+                let will_lead = accepts_request(s, l, epoch) && tells(req.isr, req.last_isr, l);
+                leads || will_lead
+            });
         if !kept && req.last_isr != ReplicaSet::EMPTY {
             s.set_request(
                 epoch,
@@ -926,7 +935,13 @@ fn may_learn_isr<S: Shape>(cfg: &Config, s: &State<S>, leader: ReplicaId) -> boo
 
 /// Whether `leader` learns something from `isr` that still names it.
 fn learns<S: Shape>(s: &State<S>, leader: ReplicaId, isr: ReplicaSet) -> bool {
-    s.replica(leader).isr != isr && isr.contains(leader)
+    tells(s.replica(leader).isr, isr, leader)
+}
+
+/// Whether `isr` tells a leader holding `copy` something: it differs, and
+/// still names the leader.
+fn tells(copy: ReplicaSet, isr: ReplicaSet, leader: ReplicaId) -> bool {
+    copy != isr && isr.contains(leader)
 }
 
 /// The ISR `leader` may learn: the controller's, if it is the true leader;

@@ -1296,6 +1296,30 @@ fn a_deposed_leader_learns_only_its_own_epochs_last_isr() {
 }
 
 #[test]
+fn a_leader_taking_its_request_after_the_controller_left_still_learns_its_last_isr() {
+    let cfg = base();
+    // A is elected but has not taken its request when the controller
+    // removes C and then deposes A: epoch 0 ends with ISR {A, B}.
+    let s = run(
+        &cfg,
+        &init(&cfg),
+        &[elect(A), crash(C, true), ctrl_shrink(C), ctrl_shrink(A)],
+    );
+    assert_ne!(s.controller.epoch, Some(0));
+    assert_eq!(s.request(0).map(|r| r.last_isr), Some(set(&[A, B])));
+    // Taking the stale request, A leads epoch 0 with its first ISR, and
+    // its metadata, applied in order, brings the epoch's last one.
+    let late = step(&cfg, &s, lead(A, 0));
+    assert_eq!(late.replica(A).isr, set(&[A, B, C]));
+    assert_enabled(&cfg, &late, learn(A));
+    assert_eq!(step(&cfg, &late, learn(A)).replica(A).isr, set(&[A, B]));
+    // Once A can no longer take the request (it took the next epoch's),
+    // the last ISR is forgotten.
+    let gone = step(&cfg, &s, follow(A, 1));
+    assert_eq!(gone.request(0).map(|r| r.last_isr), Some(ReplicaSet::EMPTY));
+}
+
+#[test]
 fn leader_shrink_sets_the_quorum_and_the_leaders_isr() {
     let cfg = base();
     let s = led(&cfg);
