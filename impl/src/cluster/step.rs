@@ -705,14 +705,17 @@ impl<L: ReplicaLog> StepCluster<L> {
     /// LeaderLearnsIsr: the leader of the controller's current epoch learns
     /// the ISR the controller shrank on its own (Kafka's metadata update).
     pub fn leader_learns_isr(&mut self, leader: ReplicaId) -> Result<()> {
-        // The controller's ISR, if it names `leader`; else, if `leader`
-        // still leads an epoch the controller has left, the last ISR
+        // The controller's ISR, if it names `leader` in the epoch `leader`
+        // leads; else, if `leader` still leads an epoch the controller has
+        // left (even one whose successor names it again), the last ISR
         // update of that epoch (a broker applies the metadata in order).
+        let own = self.up(leader)?.core();
         let current = match (self.controller.leader(), self.controller.leader_epoch()) {
-            (Some(l), Some(e)) if l == leader => Some((e, self.controller.isr(), None)),
+            (Some(l), Some(e)) if l == leader && own.leader_epoch() == Some(e) => {
+                Some((e, self.controller.isr(), None))
+            }
             _ => None,
         };
-        let own = self.up(leader)?.core();
         let left_behind = own
             .leader_epoch()
             .filter(|_| own.is_leader())
