@@ -54,9 +54,14 @@ pub fn abstract_state<S: Shape>(cfg: &Config, snap: &ClusterSnapshot) -> Result<
         if slot >= requests.len() {
             requests.resize(slot + 1, None);
         }
+        let last_isr = match snap.last_isrs.get(&epoch) {
+            Some(isr) => set(isr)?,
+            None => ReplicaSet::EMPTY,
+        };
         requests[slot] = Some(Request {
             leader: req.leader.map(|l| fit(l, "leader")).transpose()?,
             isr: set(&req.isr)?,
+            last_isr,
         });
     }
     let epochs = requests.len();

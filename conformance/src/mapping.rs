@@ -51,7 +51,9 @@ pub const SEGMENT_BYTES: u32 = 200;
 /// trace validation of the unclean rule set; `no-restart` removes a model
 /// action, for the progress check; `never-acknowledge` is one of the
 /// model's leader, for its sometimes-properties; `hw-past-leo` breaks "HW
-/// <= LEO" in the model only, for the checker's reports and traces.)
+/// <= LEO" in the model only, for the checker's reports and traces;
+/// `only-true-leader-learns-isr` removes behaviour of the model's leader,
+/// noticed by trace validation of a paced soak's zombie leader.)
 pub fn isr_join(m: Option<Mutation>) -> imp::IsrJoinRule {
     match m {
         Some(Mutation::ExpandOnLeaderHw) => imp::IsrJoinRule::LeaderHwReachedEpochStart,
@@ -64,7 +66,8 @@ pub fn isr_join(m: Option<Mutation>) -> imp::IsrJoinRule {
             | Mutation::FencedStillAcceptable
             | Mutation::NoRestart
             | Mutation::NeverAcknowledge
-            | Mutation::HwPastLeo,
+            | Mutation::HwPastLeo
+            | Mutation::OnlyTrueLeaderLearnsIsr,
         )
         | None => imp::IsrJoinRule::FollowerReachedEpochStart,
     }

@@ -1148,3 +1148,34 @@ fn a_diverging_answer_taken_after_its_leader_moved_on_is_a_gap() {
         Err(m) => panic!("the trace does not fit through the window:\n{m}"),
     }
 }
+
+/// A paced soak's trace (today's rules, seed 76): leader 0 of epoch 0,
+/// paused 300 ms, wakes and takes the ISR update of its own epoch that the
+/// controller sent before it fenced it and elected replica 1 in epoch 2
+/// (event 45), as a Kafka broker applying the metadata in order does. The
+/// model lets a leader left behind learn its epoch's last ISR
+/// (`Request::last_isr`); under the rule before
+/// (`Mutation::OnlyTrueLeaderLearnsIsr`: only the controller's current
+/// leader learns) the trace does not fit there.
+#[test]
+fn a_zombie_leader_learning_its_epochs_last_isr_fits() {
+    let (path, config, cfg) = soak_recorded(
+        "soak-zombie-leader-learns-its-epochs-isr.jsonl",
+        RuleSet::Today,
+        76,
+    );
+    for mode in [Mode::Unbounded, Mode::Resume] {
+        match validate_file_with(&cfg, &config, &path, mode) {
+            Ok(s) => assert!(s.events + s.events_skipped > 45, "{mode:?}: {s:?}"),
+            Err(m) => panic!("{mode:?}: the trace does not fit:\n{m}"),
+        }
+        let before = highwater_model::Config {
+            mutation: Some(Mutation::OnlyTrueLeaderLearnsIsr),
+            ..cfg
+        };
+        match validate_file_with(&before, &config, &path, mode) {
+            Err(m) if m.kind == MisfitKind::DoesNotFit => assert_eq!(m.seq, 45, "{mode:?}: {m}"),
+            other => panic!("{mode:?}: only the true leader learning the ISR: {other:?}"),
+        }
+    }
+}

@@ -305,7 +305,7 @@ pub fn enabled<S: Shape>(cfg: &Config, s: &State<S>, out: &mut Vec<Action<S>>) {
                 out.push(Action::LeaderExpandIsr { leader, follower });
             }
         }
-        if may_learn_isr(s, leader) && !cfg.drops(Rule::LeaderLearnsIsr) {
+        if may_learn_isr(cfg, s, leader) && !cfg.drops(Rule::LeaderLearnsIsr) {
             out.push(Action::LeaderLearnsIsr { leader });
         }
     }
@@ -414,7 +414,9 @@ pub fn successor<S: Shape>(cfg: &Config, s: &State<S>, action: Action<S>) -> Sta
             leader_alters_isr(cfg, n, leader, isr)
         }
         Action::LeaderLearnsIsr { leader } => {
-            n.replica_mut(leader).isr = n.controller.isr;
+            if let Some(isr) = isr_to_learn(cfg, n, leader) {
+                n.replica_mut(leader).isr = isr;
+            }
         }
         Action::Flush { replica } => {
             let r = n.replica_mut(replica);
@@ -468,6 +470,37 @@ pub fn forget_what_no_longer_matters<S: Shape>(cfg: &Config, s: &mut State<S>) {
             ReplicaSet::EMPTY
         };
         s.set_request(epoch, Request { isr, ..req });
+    }
+    // An epoch's last ISR matters only to that epoch's leader, while it can
+    // still learn something from it: it leads in that epoch
+    // (`isr_to_learn`), or it may still take that epoch's request, whose
+    // ISR the last one differs from. Kept for the second too, the field is
+    // a function of the rest of the state (a leader that takes its request
+    // late finds it there), as the abstraction of the implementation's
+    // state needs; and states that differ only in whether the leader took
+    // its request before or after the controller left are one.
+    let zombies_learn = cfg.mutation != Some(Mutation::OnlyTrueLeaderLearnsIsr);
+    for epoch in s.request_epochs() {
+        let Some(req) = s.request(epoch) else {
+            continue;
+        };
+        let kept = zombies_learn
+            && s.controller.epoch != Some(epoch)
+            && req.leader.is_some_and(|l| {
+                let leads = s.replica(l).epoch == Some(epoch)
+                    && isr_to_learn(cfg, s, l).is_some_and(|isr| learns(s, l, isr));
+                let will_lead = accepts_request(s, l, epoch) && tells(req.isr, req.last_isr, l);
+                leads || will_lead
+            });
+        if !kept && req.last_isr != ReplicaSet::EMPTY {
+            s.set_request(
+                epoch,
+                Request {
+                    last_isr: ReplicaSet::EMPTY,
+                    ..req
+                },
+            );
+        }
     }
 }
 
@@ -894,12 +927,40 @@ fn follower_in_sync<S: Shape>(cfg: &Config, l: &Replica<S>, follower_leo: S::Off
     }
 }
 
-/// The true leader's copy of the ISR lacks the controller's own removals.
+/// The leader's copy of the ISR lacks the controller's own removals.
 /// (Additions go through the leader, so the copy is never smaller.)
-fn may_learn_isr<S: Shape>(s: &State<S>, leader: ReplicaId) -> bool {
-    is_true_leader(s, leader)
-        && s.replica(leader).isr != s.controller.isr
-        && s.controller.isr.contains(leader)
+fn may_learn_isr<S: Shape>(cfg: &Config, s: &State<S>, leader: ReplicaId) -> bool {
+    isr_to_learn(cfg, s, leader).is_some_and(|isr| learns(s, leader, isr))
+}
+
+/// Whether `leader` learns something from `isr` that still names it.
+fn learns<S: Shape>(s: &State<S>, leader: ReplicaId, isr: ReplicaSet) -> bool {
+    tells(s.replica(leader).isr, isr, leader)
+}
+
+/// Whether `isr` tells a leader holding `copy` something: it differs, and
+/// still names the leader.
+fn tells(copy: ReplicaSet, isr: ReplicaSet, leader: ReplicaId) -> bool {
+    copy != isr && isr.contains(leader)
+}
+
+/// The ISR `leader` may learn: the controller's, if it is the true leader;
+/// if it still leads an epoch the controller has left (it has not yet
+/// heard of the move), the last ISR that epoch had. Kafka's broker applies
+/// a partition's metadata in order (`ReplicaManager.applyDelta`,
+/// `Partition.makeLeader` with a newer partition epoch), so it may take
+/// its epoch's last ISR change after the controller moved on.
+fn isr_to_learn<S: Shape>(cfg: &Config, s: &State<S>, leader: ReplicaId) -> Option<ReplicaSet> {
+    if is_true_leader(s, leader) {
+        return Some(s.controller.isr);
+    }
+    if cfg.mutation == Some(Mutation::OnlyTrueLeaderLearnsIsr) {
+        return None;
+    }
+    let r = s.replica(leader);
+    let epoch = r.epoch.filter(|_| r.presumes_leadership(leader))?;
+    let req = s.request(epoch)?;
+    (req.leader == Some(leader) && s.controller.epoch != Some(epoch)).then_some(req.last_isr)
 }
 
 fn leader_alters_isr<S: Shape>(cfg: &Config, s: &mut State<S>, leader: ReplicaId, isr: ReplicaSet) {

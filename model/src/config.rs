@@ -155,6 +155,12 @@ pub enum Mutation {
     /// check, its report and its trace are shown on a state whose offsets
     /// are out of order.
     HwPastLeo,
+    /// Only the controller's current leader learns the ISR (highwater's
+    /// rule before it modelled a leader left behind): a leader of an epoch
+    /// the controller has left never takes that epoch's last ISR. Safe
+    /// (fewer behaviours); trace validation of the concurrent driver
+    /// notices it, on a paced soak's zombie leader.
+    OnlyTrueLeaderLearnsIsr,
 }
 
 impl fmt::Display for Mutation {
@@ -170,6 +176,7 @@ impl fmt::Display for Mutation {
             Mutation::NoRestart => "no-restart",
             Mutation::NeverAcknowledge => "never-acknowledge",
             Mutation::HwPastLeo => "hw-past-leo",
+            Mutation::OnlyTrueLeaderLearnsIsr => "only-true-leader-learns-isr",
         })
     }
 }

@@ -753,13 +753,21 @@ pub fn broker_registered<S: Shape>(cfg: &Config, s: &mut State<S>, r: ReplicaId,
 /// Applies a change; a new leader field bumps the epoch and sends the
 /// LeaderAndIsr.
 fn apply<S: Shape>(s: &mut State<S>, o: &Outcome) {
+    let (left, last_isr) = (s.controller.epoch, s.controller.isr);
     o.apply_to(&mut s.controller);
     if o.epoch_bump {
+        // The epoch left behind keeps the last ISR it had, for a leader
+        // that still leads in it (`forget_what_no_longer_matters` drops it
+        // where none does).
+        if let Some(req) = left.and_then(|e| Some((e, s.request(e)?))) {
+            s.set_request(req.0, Request { last_isr, ..req.1 });
+        }
         let c = &s.controller;
         let epoch = c.epoch.expect("just set");
         let request = Request {
             leader: c.leader,
             isr: c.isr,
+            last_isr: ReplicaSet::EMPTY,
         };
         s.set_request(epoch, request);
     }

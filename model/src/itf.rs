@@ -10,7 +10,7 @@
 //! |---|---|
 //! | `replicas` | `#map` from replica name to a record: `alive`, `unclean_down` (bool); `log` (list of `{record, epoch}`); `leo` (int, derived: the log's length); `hw`, `recovery_point`, `hw_checkpoint` (int); `epoch` (option of int); `leader` (variant `Unknown`, `NoLeader` or `Replica` with a name); `isr`, `stale_fetch` (`#set` of names); `follower_leo` (`#map` from name to option of int); `pending_acks` (`#set` of record names) |
 //! | `controller` | record: `leader`, `epoch` (options), `isr`, `elr`, `last_known_elr`, `fenced` (sets), `recovering` (bool) |
-//! | `requests` | `#map` from epoch to `{leader: option of name, isr: set}` |
+//! | `requests` | `#map` from epoch to `{leader: option of name, isr: set, last_isr: set}` (`last_isr`: the ISR the controller held when it left the epoch, while a leader still leads in it; absent is empty) |
 //! | `records` | list, one per record produced so far (at most four): `{record, offset, acked, visible}` (`acked`, `visible`: option of the lowest epoch) |
 //! | `produced`, `clean_crashes`, `unclean_crashes`, `leader_moves` | int |
 //! | `mbt::actionTaken` | the action's kind (`init` for the first state), as Quint's model-based testing names it (derived from `action`) |
@@ -258,7 +258,14 @@ fn state_vars(s: &State) -> Map<String, Value> {
         .enumerate()
         .filter_map(|(e, r)| {
             let r = (*r)?;
-            Some(json!([e, { "leader": option(r.leader, name), "isr": set(r.isr) }]))
+            Some(json!([
+                e,
+                {
+                    "leader": option(r.leader, name),
+                    "isr": set(r.isr),
+                    "last_isr": set(r.last_isr),
+                }
+            ]))
         })
         .collect();
     let records: Vec<Value> = s
@@ -659,6 +666,11 @@ fn state_of(v: &Value, n: u8, at: &str) -> Result<State> {
         s.requests[epoch] = Some(Request {
             leader: r.opt_replica("leader", n)?,
             isr: r.set("isr", n)?,
+            // Absent in traces written before the model kept it.
+            last_isr: match r.v.get("last_isr") {
+                Some(_) => r.set("last_isr", n)?,
+                None => ReplicaSet::EMPTY,
+            },
         });
     }
     s.produced = v.int("produced")?;

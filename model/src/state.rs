@@ -331,6 +331,13 @@ impl<S: Shape> Controller<S> {
 pub struct Request {
     pub leader: Option<ReplicaId>,
     pub isr: ReplicaSet,
+    /// The ISR the controller held when it left this epoch, kept only
+    /// while the epoch's leader still leads in it and has something to
+    /// learn from it (empty otherwise, and while the epoch is current). A
+    /// broker applies a partition's metadata in order, so a leader left
+    /// behind may still take the last ISR change of its own epoch after
+    /// the controller moved on (LeaderLearnsIsr).
+    pub last_isr: ReplicaSet,
 }
 
 /// What happened to one record, for the properties.
@@ -436,58 +443,109 @@ fn opt(x: Option<u8>) -> u8 {
 }
 
 impl State {
+    // Every struct is destructured without `..`: a field added to the state
+    // fails to compile here until it is encoded, so no field can be left out
+    // of the fingerprint (states differing only in it would be merged).
     fn encode(&self, buf: &mut [u8; ENCODED_MAX]) -> usize {
         let mut n = 0;
         let mut put = |b: u8| {
             buf[n] = b;
             n += 1;
         };
-        put(self.n);
-        for r in &self.replicas[..self.n as usize] {
-            put(r.log.len);
-            for e in &r.log.entries {
-                put(e.id);
-                put(e.epoch);
+        let State {
+            n: replica_count,
+            replicas,
+            controller,
+            requests,
+            produced,
+            records,
+            clean_crashes,
+            unclean_crashes,
+            leader_moves,
+        } = self;
+        put(*replica_count);
+        for r in &replicas[..*replica_count as usize] {
+            let Replica {
+                alive,
+                log,
+                hw,
+                recovery_point,
+                hw_checkpoint,
+                epoch,
+                leader,
+                isr,
+                follower_leo,
+                stale_fetch,
+                pending_acks,
+                unclean_down,
+            } = r;
+            put(log.len);
+            for Entry { id, epoch } in &log.entries {
+                put(*id);
+                put(*epoch);
             }
-            put(u8::from(r.alive));
-            put(r.hw);
-            put(r.recovery_point);
-            put(r.hw_checkpoint);
-            put(opt(r.epoch));
-            put(match r.leader {
+            put(u8::from(*alive));
+            put(*hw);
+            put(*recovery_point);
+            put(*hw_checkpoint);
+            put(opt(*epoch));
+            put(match leader {
                 LeaderView::Unknown => 0xfe,
                 LeaderView::NoLeader => 0xff,
-                LeaderView::Replica(l) => l,
+                LeaderView::Replica(l) => *l,
             });
-            put(r.isr.0);
-            for x in &r.follower_leo {
+            put(isr.0);
+            for x in follower_leo {
                 put(opt(*x));
             }
-            put(r.stale_fetch.0);
-            put(r.pending_acks);
-            put(u8::from(r.unclean_down));
+            put(stale_fetch.0);
+            put(*pending_acks);
+            put(u8::from(*unclean_down));
         }
-        let c = &self.controller;
-        put(opt(c.leader));
-        put(opt(c.epoch));
-        put(c.isr.0);
-        put(c.elr.0);
-        put(c.lke.0);
-        put(u8::from(c.recovering));
-        put(c.fenced.0);
-        for req in &self.requests {
-            put(req.map_or(0xfe, |r| opt(r.leader)));
-            put(req.map_or(0, |r| r.isr.0));
+        let Controller {
+            leader,
+            epoch,
+            isr,
+            elr,
+            lke,
+            recovering,
+            fenced,
+        } = controller;
+        put(opt(*leader));
+        put(opt(*epoch));
+        put(isr.0);
+        put(elr.0);
+        put(lke.0);
+        put(u8::from(*recovering));
+        put(fenced.0);
+        for req in requests {
+            match req {
+                None => put(0xfe),
+                Some(Request {
+                    leader,
+                    isr,
+                    last_isr,
+                }) => {
+                    put(opt(*leader));
+                    put(isr.0);
+                    put(last_isr.0);
+                }
+            }
         }
-        put(self.produced);
-        for h in &self.records {
-            put(h.offset);
-            put(opt(h.acked));
-            put(opt(h.visible));
+        put(*produced);
+        for RecordHistory {
+            offset,
+            acked,
+            visible,
+        } in records
+        {
+            put(*offset);
+            put(opt(*acked));
+            put(opt(*visible));
         }
-        put(self.clean_crashes);
-        put(self.unclean_crashes);
-        put(self.leader_moves);
+        put(*clean_crashes);
+        put(*unclean_crashes);
+        put(*leader_moves);
         n
     }
 }

@@ -46,11 +46,16 @@ pub fn diff(a: &State, b: &State) -> Vec<FieldDiff> {
         let at = format!("requests.{e}");
         match (x, y) {
             (Some(x), Some(y)) => {
-                let Request { leader, isr } = x;
+                let Request {
+                    leader,
+                    isr,
+                    last_isr,
+                } = x;
                 out.field(&format!("{at}.leader"), leader, &y.leader, |l| {
                     opt_replica(*l)
                 });
                 out.field(&format!("{at}.isr"), isr, &y.isr, set);
+                out.field(&format!("{at}.last_isr"), last_isr, &y.last_isr, set);
             }
             _ => out.field(&at, x, y, request),
         }

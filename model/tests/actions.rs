@@ -83,7 +83,8 @@ fn elect_clean_names_the_leader_in_a_new_epoch_and_keeps_the_isr() {
         s.request(0),
         Some(Request {
             leader: Some(B),
-            isr: all
+            isr: all,
+            last_isr: ReplicaSet::EMPTY,
         })
     );
     // The replicas learn of it only from the LeaderAndIsr.
@@ -100,7 +101,8 @@ fn elect_clean_names_the_leader_in_a_new_epoch_and_keeps_the_isr() {
         s.request(2),
         Some(Request {
             leader: Some(C),
-            isr: set(&[B, C])
+            isr: set(&[B, C]),
+            last_isr: ReplicaSet::EMPTY,
         })
     );
     assert_eq!(s.request(0).unwrap().leader, Some(A));
@@ -149,7 +151,8 @@ fn elect_from_elr_makes_a_new_isr_of_the_leader_which_leaves_the_elr() {
         next.request(2),
         Some(Request {
             leader: Some(B),
-            isr: set(&[B])
+            isr: set(&[B]),
+            last_isr: ReplicaSet::EMPTY,
         })
     );
 
@@ -222,7 +225,8 @@ fn elect_unclean_makes_the_leader_the_isr_and_clears_the_elr() {
         next.request(2),
         Some(Request {
             leader: Some(C),
-            isr: set(&[C])
+            isr: set(&[C]),
+            last_isr: ReplicaSet::EMPTY,
         })
     );
 }
@@ -327,7 +331,8 @@ fn controller_shrink_of_the_leader_leaves_the_partition_leaderless_in_a_new_epoc
         next.request(1),
         Some(Request {
             leader: None,
-            isr: set(&[B, C])
+            isr: set(&[B, C]),
+            last_isr: ReplicaSet::EMPTY,
         })
     );
     let elected = step(&cfg, &next, elect(B));
@@ -335,7 +340,8 @@ fn controller_shrink_of_the_leader_leaves_the_partition_leaderless_in_a_new_epoc
         elected.request(1),
         Some(Request {
             leader: None,
-            isr: ReplicaSet::EMPTY
+            isr: ReplicaSet::EMPTY,
+            last_isr: ReplicaSet::EMPTY,
         }),
         "dropped once an older epoch's"
     );
@@ -1252,14 +1258,65 @@ fn the_leader_learns_the_controllers_own_isr_removals() {
 }
 
 #[test]
-fn only_the_true_leader_learns_the_isr() {
+fn a_deposed_leader_learns_only_its_own_epochs_last_isr() {
     let cfg = base();
     let s = run(&cfg, &led(&cfg), &[crash(C, true), ctrl_shrink(C)]);
     assert_enabled(&cfg, &s, learn(A));
-    // A deposed leader learns nothing: the metadata names another leader.
+    // Deposed before it learnt the removal: the metadata, applied in
+    // order, still brings its own epoch's last ISR, not the new one.
     let deposed = step(&cfg, &s, ctrl_shrink(A));
     assert!(deposed.replica(A).presumes_leadership(A));
-    assert_disabled(&cfg, &deposed, learn(A));
+    assert_ne!(deposed.controller.epoch, Some(0));
+    assert_eq!(deposed.request(0).map(|r| r.last_isr), Some(set(&[A, B])));
+    assert_enabled(&cfg, &deposed, learn(A));
+    let learnt = step(&cfg, &deposed, learn(A));
+    assert_eq!(learnt.replica(A).isr, set(&[A, B]));
+    assert_disabled(&cfg, &learnt, learn(A));
+    // Nothing left to learn: the model forgets the epoch's last ISR.
+    assert_eq!(
+        learnt.request(0).map(|r| r.last_isr),
+        Some(ReplicaSet::EMPTY)
+    );
+    // Under the rule before, only the controller's current leader learns.
+    let old = Config {
+        mutation: Some(Mutation::OnlyTrueLeaderLearnsIsr),
+        ..cfg
+    };
+    let deposed = run(
+        &old,
+        &led(&old),
+        &[crash(C, true), ctrl_shrink(C), ctrl_shrink(A)],
+    );
+    assert!(deposed.replica(A).presumes_leadership(A));
+    assert_disabled(&old, &deposed, learn(A));
+    assert_eq!(
+        deposed.request(0).map(|r| r.last_isr),
+        Some(ReplicaSet::EMPTY)
+    );
+}
+
+#[test]
+fn a_leader_taking_its_request_after_the_controller_left_still_learns_its_last_isr() {
+    let cfg = base();
+    // A is elected but has not taken its request when the controller
+    // removes C and then deposes A: epoch 0 ends with ISR {A, B}.
+    let s = run(
+        &cfg,
+        &init(&cfg),
+        &[elect(A), crash(C, true), ctrl_shrink(C), ctrl_shrink(A)],
+    );
+    assert_ne!(s.controller.epoch, Some(0));
+    assert_eq!(s.request(0).map(|r| r.last_isr), Some(set(&[A, B])));
+    // Taking the stale request, A leads epoch 0 with its first ISR, and
+    // its metadata, applied in order, brings the epoch's last one.
+    let late = step(&cfg, &s, lead(A, 0));
+    assert_eq!(late.replica(A).isr, set(&[A, B, C]));
+    assert_enabled(&cfg, &late, learn(A));
+    assert_eq!(step(&cfg, &late, learn(A)).replica(A).isr, set(&[A, B]));
+    // Once A can no longer take the request (it took the next epoch's),
+    // the last ISR is forgotten.
+    let gone = step(&cfg, &s, follow(A, 1));
+    assert_eq!(gone.request(0).map(|r| r.last_isr), Some(ReplicaSet::EMPTY));
 }
 
 #[test]

@@ -126,8 +126,13 @@ fn state_of(n: u8) -> impl Strategy<Value = State> {
         ),
         any::<bool>(),
     );
-    let request = (option::of(replica_id(n)), replica_set(n))
-        .prop_map(|(leader, isr)| Request { leader, isr });
+    let request = (option::of(replica_id(n)), replica_set(n), replica_set(n)).prop_map(
+        |(leader, isr, last_isr)| Request {
+            leader,
+            isr,
+            last_isr,
+        },
+    );
     (
         vec(replica(n), n as usize),
         controller,

@@ -109,6 +109,8 @@ pub struct Rebuild {
     replicas: Vec<Shadow>,
     controller: ControllerState,
     requests: BTreeMap<LeaderEpoch, LeaderAndIsr>,
+    /// The ISR the controller held when it left each epoch.
+    last_isrs: BTreeMap<LeaderEpoch, Vec<ReplicaId>>,
     /// Implementation record id -> model record id (order of append).
     ids: HashMap<RecordId, u64>,
     /// Shared with the snapshots (`snapshot`), changed in place once they
@@ -210,6 +212,7 @@ impl Rebuild {
             replicas,
             controller,
             requests: BTreeMap::new(),
+            last_isrs: BTreeMap::new(),
             ids: HashMap::new(),
             records: Arc::default(),
             request_records: HashMap::new(),
@@ -286,6 +289,13 @@ impl Rebuild {
                 self.shadow(*replica)?.registered = Some(epoch);
             }
             _ => {}
+        }
+        // An epoch left: the ISR it ended with (the state before this
+        // event), which a leader still leading in it may yet learn.
+        if let Some(left) = self.controller.leader_epoch {
+            if after.leader_epoch != Some(left) {
+                self.last_isrs.insert(left, self.controller.isr.clone());
+            }
         }
         if let Some(epoch) = after.leader_epoch {
             self.requests.entry(epoch).or_insert_with(|| LeaderAndIsr {
@@ -758,6 +768,7 @@ impl Rebuild {
         }
         Arc::make_mut(&mut self.records).retain(|&id, _| window.keeps(id));
         self.requests.retain(|&e, _| e >= window.epoch_base);
+        self.last_isrs.retain(|&e, _| e >= window.epoch_base);
     }
 
     /// The highest leader epoch the controller has named (for
@@ -948,6 +959,7 @@ impl Rebuild {
                 .collect(),
             controller: self.controller.clone(),
             requests: self.requests.clone(),
+            last_isrs: self.last_isrs.clone(),
             records: Arc::clone(&self.records),
             clean_crashes: self.clean_crashes,
             unclean_crashes: self.unclean_crashes,

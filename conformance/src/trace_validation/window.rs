@@ -684,7 +684,8 @@ impl Window {
         out.records = records.into();
         out.controller.leader_epoch =
             leader_epoch(out.controller.leader_epoch, "the controller's epoch")?;
-        // Requests of dropped epochs: no replica can take them any more.
+        // Requests of dropped epochs: no replica can take them any more
+        // (nor lead in them, to learn their last ISR).
         out.requests = std::mem::take(&mut out.requests)
             .into_iter()
             .filter(|(e, _)| *e >= epochs)
@@ -692,6 +693,11 @@ impl Window {
                 req.leader_epoch = e - epochs;
                 (e - epochs, req)
             })
+            .collect();
+        out.last_isrs = std::mem::take(&mut out.last_isrs)
+            .into_iter()
+            .filter(|(e, _)| *e >= epochs)
+            .map(|(e, isr)| (e - epochs, isr))
             .collect();
         Ok(out)
     }
@@ -1257,6 +1263,7 @@ mod tests {
             )]
             .into_iter()
             .collect(),
+            last_isrs: BTreeMap::new(),
             records,
             clean_crashes: 0,
             unclean_crashes: 0,

@@ -113,6 +113,11 @@ pub struct ClusterSnapshot {
     pub controller: ControllerState,
     /// Every LeaderAndIsr the controller sent, by epoch.
     pub requests: BTreeMap<LeaderEpoch, LeaderAndIsr>,
+    /// The ISR the controller held when it left each epoch it has left (a
+    /// leader still leading in one may yet learn it: the model's
+    /// `Request::last_isr`). Absent in snapshots written before it was kept.
+    #[serde(default)]
+    pub last_isrs: BTreeMap<LeaderEpoch, Vec<ReplicaId>>,
     /// Records produced (appended), by id.
     /// Shared: a snapshot taken at every event of a long trace would
     /// otherwise copy every record's history each time.

@@ -705,13 +705,29 @@ impl<L: ReplicaLog> StepCluster<L> {
     /// LeaderLearnsIsr: the leader of the controller's current epoch learns
     /// the ISR the controller shrank on its own (Kafka's metadata update).
     pub fn leader_learns_isr(&mut self, leader: ReplicaId) -> Result<()> {
-        let (epoch, isr) = match (self.controller.leader(), self.controller.leader_epoch()) {
-            (Some(l), Some(e)) if l == leader => (e, self.controller.isr()),
-            _ => {
-                return not_enabled(format!(
-                    "the controller does not name replica {leader} leader"
-                ))
+        // The controller's ISR, if it names `leader` in the epoch `leader`
+        // leads; else, if `leader` still leads an epoch the controller has
+        // left (even one whose successor names it again), the last ISR
+        // update of that epoch (a broker applies the metadata in order).
+        let own = self.up(leader)?.core();
+        let current = match (self.controller.leader(), self.controller.leader_epoch()) {
+            (Some(l), Some(e)) if l == leader && own.leader_epoch() == Some(e) => {
+                Some((e, self.controller.isr(), None))
             }
+            _ => None,
+        };
+        let left_behind = own
+            .leader_epoch()
+            .filter(|_| own.is_leader())
+            .and_then(|e| {
+                let (isr, pe) = self.controller.epoch_end(e)?;
+                Some((e, isr.clone(), Some(*pe)))
+            });
+        let Some((epoch, isr, partition_epoch)) = current.or(left_behind) else {
+            return not_enabled(format!(
+                "the controller does not name replica {leader} leader, nor has it left an \
+                 epoch replica {leader} leads"
+            ));
         };
         let before = self.up(leader)?.core().isr();
         // Checked before the update is given: one of a newer partition
@@ -723,7 +739,7 @@ impl<L: ReplicaLog> StepCluster<L> {
         let now = self.clock + 1;
         let update = Input::IsrUpdate {
             leader_epoch: epoch,
-            partition_epoch: self.controller.partition_epoch(),
+            partition_epoch: partition_epoch.unwrap_or(self.controller.partition_epoch()),
             isr,
         };
         self.input(leader, now, update)?;
@@ -978,6 +994,7 @@ impl<L: ReplicaLog> StepCluster<L> {
             replicas,
             controller: self.controller.state(),
             requests: self.controller.requests().clone(),
+            last_isrs: self.controller.last_isrs(),
             records: std::sync::Arc::new(self.records.clone()),
             clean_crashes: self.clean_crashes,
             unclean_crashes: self.unclean_crashes,
@@ -1084,6 +1101,7 @@ where
             && self.config == other.config
             && self.controller.state() == other.controller.state()
             && self.controller.requests() == other.controller.requests()
+            && self.controller.last_isrs() == other.controller.last_isrs()
             && self.clock == other.clock
             && self.records == other.records
             && self.next_record == other.next_record

@@ -206,6 +206,11 @@ pub struct Controller {
     /// Every LeaderAndIsr sent, by epoch: replicas may get them late,
     /// twice, or out of order.
     sent: BTreeMap<LeaderEpoch, LeaderAndIsr>,
+    /// The ISR and partition epoch each epoch the controller left ended
+    /// with: the last ISR update of that epoch, which a leader still
+    /// leading in it may yet apply (a broker applies a partition's
+    /// metadata in order).
+    epoch_ends: BTreeMap<LeaderEpoch, (Vec<ReplicaId>, u32)>,
 }
 
 impl Controller {
@@ -239,6 +244,7 @@ impl Controller {
             last_known_leader: true,
             mutation: None,
             sent: BTreeMap::new(),
+            epoch_ends: BTreeMap::new(),
         })
     }
 
@@ -324,6 +330,20 @@ impl Controller {
     pub fn latest_request(&self) -> Option<&LeaderAndIsr> {
         self.sent.values().next_back()
     }
+    /// The ISR and partition epoch epoch `e` ended with, once the
+    /// controller left it.
+    pub fn epoch_end(&self, e: LeaderEpoch) -> Option<&(Vec<ReplicaId>, u32)> {
+        self.epoch_ends.get(&e)
+    }
+
+    /// The ISR each epoch the controller left ended with.
+    pub fn last_isrs(&self) -> BTreeMap<LeaderEpoch, Vec<ReplicaId>> {
+        self.epoch_ends
+            .iter()
+            .map(|(&e, (isr, _))| (e, isr.clone()))
+            .collect()
+    }
+
     pub fn requests(&self) -> &BTreeMap<LeaderEpoch, LeaderAndIsr> {
         &self.sent
     }
@@ -570,6 +590,10 @@ impl Controller {
     /// Applies a change; a new leader field bumps the epoch and sends the
     /// LeaderAndIsr, which it returns.
     fn apply(&mut self, o: Outcome) -> Option<LeaderAndIsr> {
+        if let (true, Some(e)) = (o.epoch_bump, self.epoch) {
+            self.epoch_ends
+                .insert(e, (self.isr(), self.partition_epoch));
+        }
         // Kafka's PartitionRegistration.merge: every change record applied
         // bumps the partition epoch.
         self.partition_epoch += 1;

@@ -282,7 +282,11 @@ pub struct ModelArgs {
     /// property breaks; trace validation notices it), no-restart (a crashed
     /// broker never comes back: the partition never heals), never-acknowledge
     /// (every acks=all write answered with an error: safe, vacuously; the
-    /// preset's sometimes-properties notice, see --expect preset).
+    /// preset's sometimes-properties notice, see --expect preset),
+    /// hw-past-leo (a leader's HW may pass its LEO: the offset checks
+    /// notice), only-true-leader-learns-isr (a leader left behind in an
+    /// epoch the controller has left never learns that epoch's last ISR:
+    /// safe, fewer behaviours; trace validation notices it).
     #[arg(long)]
     pub mutation: Option<Mutation>,
     /// One of today's rules knocked out (dropped, or a bound of it moved by
