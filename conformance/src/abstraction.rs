@@ -10,8 +10,8 @@ use highwater::replication::{LeaderView as ImplLeaderView, LogEntry};
 use highwater_model::actions::{accepts_request, forget_what_no_longer_matters};
 use highwater_model::controller::fence_changes_partition;
 use highwater_model::state::{
-    Compact, Controller, Entry, IdSet, LeaderView, LogStore, Num, RecordHistory, Replica,
-    ReplicaSet, Request, Shape, Table, MAX_REPLICAS,
+    Compact, Controller, Entry, IdSet, LeaderView, LogStore, Num, RecordHistory, RecordTable,
+    Replica, ReplicaSet, Request, Shape, Table, MAX_REPLICAS,
 };
 use highwater_model::{Config, HwCheckpoint, State};
 use std::fmt::Display;
@@ -110,7 +110,7 @@ pub fn abstract_state_with<S: Shape>(
                 }
                 records.push(record_of(h)?);
             }
-            s.records = S::Records::from_vec(records)
+            s.records = RecordTable::from_vec(records)
                 .ok_or_else(|| format!("{} records; the model holds fewer", snap.records.len()))?;
             snap.records.len()
         }

@@ -20,8 +20,8 @@ use std::sync::OnceLock;
 
 use highwater::cluster::ClusterSnapshot;
 use highwater::replication::LogEntry;
-use highwater_model::shape::{UnboundedLog, UnboundedTable};
-use highwater_model::state::{Entry, LogStore, RecordHistory, State, Table, Unbounded};
+use highwater_model::shape::{UnboundedLog, UnboundedRecords};
+use highwater_model::state::{Entry, LogStore, RecordHistory, RecordTable, State, Unbounded};
 use highwater_model::Config;
 
 use super::rebuild::{LogSource, Rebuild};
@@ -61,11 +61,15 @@ pub struct Incremental {
     window: Option<(u64, u64, usize, u64, i32)>,
     /// Each replica's rebuilt log.
     logs: Vec<UnboundedLog>,
+    /// Whether the last event showed each replica's log as rebuilt (not
+    /// frozen, nothing served added): then the model's, once it fits, is
+    /// the same (see [`Incremental::adopt`]).
+    plain: Vec<bool>,
     /// Each replica's frozen log, with the time it was set.
     frozen: Vec<Option<(u64, UnboundedLog)>>,
     /// Shared with the state made from them, which is dropped before the
     /// next event: changed in place then.
-    records: UnboundedTable<RecordHistory<Unbounded>>,
+    records: UnboundedRecords<RecordHistory<Unbounded>>,
 }
 
 impl Incremental {
@@ -116,9 +120,10 @@ impl Incremental {
             self.window = None;
             self.logs = vec![UnboundedLog::default(); n];
             self.frozen = vec![None; n];
-            self.records = UnboundedTable::default();
+            self.records = UnboundedRecords::default();
         }
         let mut logs = Vec::with_capacity(n);
+        self.plain = vec![false; n];
         for r in 0..n {
             let id = r as u32;
             let changed = rebuild.take_log_change(id);
@@ -146,6 +151,7 @@ impl Incremental {
                         .expect("set")
                 }
                 LogSource::Rebuilt { extra } => {
+                    self.plain[r] = extra.is_empty();
                     let mut log = self.logs[r].clone();
                     append(&mut log, id, extra, window)?;
                     log
@@ -175,12 +181,12 @@ impl Incremental {
             };
             let h = record_of::<Unbounded>(&h)?;
             let m = usize::try_from(m).map_err(|_| "too many records")?;
-            if m > self.records.as_slice().len() {
+            if m > self.records.len() {
                 return Err("a record out of order".into());
             }
             *self.records.slot(m) = h;
         }
-        let produced = self.records.as_slice().len();
+        let produced = self.records.len();
         if produced != rebuild.records().len() {
             return Err("records the window does not show".into());
         }
@@ -190,6 +196,26 @@ impl Incremental {
             records: self.records.clone(),
             produced,
         })
+    }
+}
+
+impl Incremental {
+    /// Takes the model's logs where they are the ones kept (`model`: the
+    /// model's state after the last event, which fitted: its logs are the
+    /// abstraction's, as `comparable` changes none). The kept ones are then
+    /// the model's own, shared, so that the next event compares them with
+    /// the model's at no cost where they did not change (an equal copy is
+    /// compared entry by entry). Not the records: most events change one,
+    /// and a table shared with the model is copied whole to change it.
+    pub fn adopt(&mut self, model: &State<Unbounded>) {
+        if self.window.is_none() {
+            return;
+        }
+        for (r, log) in self.logs.iter_mut().enumerate() {
+            if self.plain.get(r) == Some(&true) {
+                *log = model.replica(r as u8).log.clone();
+            }
+        }
     }
 }
 

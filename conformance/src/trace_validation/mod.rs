@@ -645,7 +645,11 @@ fn validate_unbounded(
                                 return Err((MisfitKind::DoesNotFit, why, None))
                             }
                         };
-                        checker.step_abstracted(imp, rebuild.gap.take())
+                        let stepped = checker.step_abstracted(imp, rebuild.gap.take());
+                        if stepped.is_ok() {
+                            abstraction.adopt(checker.model());
+                        }
+                        stepped
                     })
                     .and_then(|broken| {
                         trim_unbounded(&mut checker, &mut window, &mut rebuild)

@@ -26,7 +26,7 @@ use highwater::cluster::{ClusterSnapshot, ReplicaSnapshot};
 use highwater::replication::{LeaderEpoch, LogEntry};
 use highwater_model::actions::{apply, enabled};
 use highwater_model::properties::{ACKNOWLEDGED_RECORDS_SURVIVE, COMMITTED_RECORDS_SURVIVE};
-use highwater_model::shape::{within, IdSet, LogStore, Num, Table};
+use highwater_model::shape::{within, IdSet, LogStore, Num, RecordTable, Table};
 use highwater_model::state::{Compact, Entry, RecordHistory, Shape, MAX_RECORDS};
 use highwater_model::{Action, Config, HwCheckpoint, State};
 
@@ -255,7 +255,7 @@ fn settled_as<S: Shape>(
             );
         }
     }
-    let records = s.records.as_slice();
+    let records = &s.records;
     let unsettled = first.entries()[..k.idx()]
         .iter()
         .enumerate()
