@@ -19,8 +19,9 @@ use highwater::cluster::Event;
 use highwater::replication::HwCheckpointPolicy;
 use highwater_conformance::lockstep::Lockstep;
 use highwater_conformance::trace_validation::{
-    cross_check, model_config, seeded_config, validate, validate_file, validate_file_with,
-    validate_unsound, validate_unsound_with, validated_run, Misfit, MisfitKind, Mode, Unsound,
+    abstracted_whole, cross_check, model_config, seeded_config, validate, validate_file,
+    validate_file_with, validate_unsound, validate_unsound_with, validated_run, Misfit, MisfitKind,
+    Mode, Unsound,
 };
 use highwater_model::config::Mutation;
 
@@ -1217,8 +1218,12 @@ fn the_incremental_abstraction_is_the_whole_one() {
     let run = validated_run(config.clone(), dir.path()).expect("the run starts");
     assert_eq!(run.report.unmet_goals, Vec::<String>::new());
     let trace = dir.path().join("trace.jsonl");
+    let whole = abstracted_whole();
     let s = validate_file_with(&model_config(&config), &config, &trace, Mode::Unbounded)
         .unwrap_or_else(|m| panic!("the run does not fit the unbounded shape:\n{m}"));
     assert!(s.window_moves >= 1, "a settled prefix was dropped: {s:?}");
+    // A trace that fits is abstracted incrementally throughout, the window
+    // moves included.
+    assert_eq!(abstracted_whole(), whole, "events abstracted whole");
     cross_check(false);
 }

@@ -32,6 +32,14 @@ use crate::abstraction::{
 
 thread_local! {
     static CROSS_CHECK: Cell<bool> = const { Cell::new(false) };
+    static WHOLE: Cell<u64> = const { Cell::new(0) };
+}
+
+/// Events abstracted whole on this thread since it started, the
+/// incremental way having failed (an event that does not fit, or a fault of
+/// the incremental abstraction: a trace that fits has none).
+pub fn abstracted_whole() -> u64 {
+    WHOLE.with(Cell::get)
 }
 
 /// Abstracts every event both ways on this thread and panics where the
@@ -102,6 +110,7 @@ impl Incremental {
                 Ok(s)
             }
             Err(_) => {
+                WHOLE.with(|w| w.set(w.get() + 1));
                 self.window = None;
                 whole(cfg, rebuild, window)
             }
@@ -132,7 +141,10 @@ impl Incremental {
                 (false, c) => c,
             };
             if let Some(from) = from {
-                let keep = from.checked_sub(window.base).ok_or("below the window")?;
+                // The rebuilt logs hold nothing below the window
+                // (`Rebuild::trim`).
+                let from = from.max(window.base);
+                let keep = from - window.base;
                 let log = &mut self.logs[r];
                 log.truncate(u32::try_from(keep).map_err(|_| "too long")?);
                 append(log, id, rebuild.log_from(id, from), window)?;

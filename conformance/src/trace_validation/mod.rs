@@ -38,7 +38,7 @@ use highwater_model::{Acks, Action, Config, HwCheckpoint, State, Truncation};
 use crate::abstraction::{abstract_state, comparable, show};
 use crate::mapping;
 use check::Checker;
-pub use incremental::cross_check;
+pub use incremental::{abstracted_whole, cross_check};
 use incremental::{Incremental, Unabstracted};
 use rebuild::Rebuild;
 use window::{Shift, Window};
