@@ -23,5 +23,6 @@ pub mod exhaustive;
 pub mod kafka_cluster;
 pub mod lockstep;
 pub mod mapping;
+pub mod pictures;
 pub mod replay;
 pub mod trace_validation;

@@ -27,8 +27,9 @@ use clap::Parser;
 use highwater::cluster::concurrent::{
     pace_for_validation, soak_config, ConcurrentConfig, InjectedFault, RuleSet, SoakFigures,
 };
+use highwater_conformance::pictures;
 use highwater_conformance::trace_validation::{
-    model_config, validate_file_with, validated_run, MisfitKind, Mode,
+    model_config, validate_file_with, validated_run, MisfitKind, Mode, ValidatedRun,
 };
 
 #[derive(Parser)]
@@ -101,6 +102,13 @@ struct Cli {
     /// --validate-trace).
     #[arg(long)]
     keep_every_trace: bool,
+    /// Draw every run's pictures into DIR/<rules>-seed-<n>/: timeline.svg
+    /// (records acknowledged per interval, ack latency p50/p99, faults
+    /// shaded, losses and misfits marked) and partition.svg (leader,
+    /// epoch, ISR, ELR and HW over time). A kept trace gets them anyway,
+    /// beside it in --keep-traces.
+    #[arg(long, value_name = "DIR")]
+    pictures: Option<PathBuf>,
 }
 
 /// The driver's injected faults the soak can be run with.
@@ -298,6 +306,7 @@ fn soak(cli: &Cli, rules: RuleSet) -> Result<Tally, String> {
         );
         let _ = std::io::stderr().flush();
         let dir = tempfile::tempdir().map_err(|e| format!("no temporary directory: {e}"))?;
+        let kept_before = t.misfits.len() + t.unhealed.len() + t.unbounded_misfits.len();
         let config = config_of(cli, rules, seed);
         let run = validated_run(config.clone(), dir.path())
             .map_err(|e| format!("{rules:?} seed {seed}: the run failed: {e}"))?;
@@ -415,6 +424,13 @@ fn soak(cli: &Cli, rules: RuleSet) -> Result<Tally, String> {
                 format!(" errors {:?}", report.errors)
             }
         );
+        if let Some(to) = &cli.pictures {
+            draw(to, cli, rules, seed, dir.path(), &run);
+        }
+        let kept = t.misfits.len() + t.unhealed.len() + t.unbounded_misfits.len() > kept_before;
+        if kept || cli.keep_every_trace {
+            draw(&cli.keep_traces, cli, rules, seed, dir.path(), &run);
+        }
         t.figures.records_sent += f.records_sent;
         t.figures.acknowledged += f.acknowledged;
         t.figures.lost += f.lost;
@@ -439,6 +455,25 @@ fn keep_trace(to: &Path, rules: RuleSet, seed: u64, run_dir: &Path) -> String {
     match std::fs::create_dir_all(to).and_then(|()| std::fs::copy(&from, &dest)) {
         Ok(_) => format!("kept at {}", dest.display()),
         Err(e) => format!("not kept ({} to {}: {e})", from.display(), dest.display()),
+    }
+}
+
+/// Draws a run's pictures into `to/<rules>-seed-<n>/`; says where (or why
+/// not).
+fn draw(to: &Path, cli: &Cli, rules: RuleSet, seed: u64, run_dir: &Path, run: &ValidatedRun) {
+    let f = SoakFigures::of(&run.report);
+    let title = format!(
+        "highwater-soak --rules {rules:?} seed {seed}, {} s{}: {} acknowledged, {} lost, {} faults",
+        cli.seconds,
+        if cli.paced { " paced" } else { "" },
+        f.acknowledged,
+        f.lost,
+        f.faults
+    );
+    let dir = to.join(format!("{rules:?}-seed-{seed}").to_lowercase());
+    match pictures::of_validated_run(&dir, &title, &run_dir.join("trace.jsonl"), run) {
+        Ok(_) => println!("{rules:?} seed {seed}: pictures in {}", dir.display()),
+        Err(e) => println!("{rules:?} seed {seed}: no pictures: {e}"),
     }
 }
 
