@@ -10,8 +10,8 @@ use highwater::replication::{LeaderView as ImplLeaderView, LogEntry};
 use highwater_model::actions::{accepts_request, forget_what_no_longer_matters};
 use highwater_model::controller::fence_changes_partition;
 use highwater_model::state::{
-    Compact, Controller, Entry, IdSet, LeaderView, LogStore, Num, RecordHistory, Replica,
-    ReplicaSet, Request, Shape, Table, MAX_REPLICAS,
+    Compact, Controller, Entry, IdSet, LeaderView, LogStore, Num, RecordHistory, RecordTable,
+    Replica, ReplicaSet, Request, Shape, Table, MAX_REPLICAS,
 };
 use highwater_model::{Config, HwCheckpoint, State};
 use std::fmt::Display;
@@ -20,6 +20,36 @@ use std::fmt::Display;
 /// `forget_what_no_longer_matters`) so that equal behaviour means equal
 /// states; compare it through [`comparable`].
 pub fn abstract_state<S: Shape>(cfg: &Config, snap: &ClusterSnapshot) -> Result<State<S>, String> {
+    abstract_state_with(cfg, snap, None)
+}
+
+/// The logs and records of a snapshot, already in the model's terms (kept
+/// up to date event by event by trace validation,
+/// `trace_validation::incremental`, so that an event costs what it
+/// changed): [`abstract_state_with`] takes them instead of converting the
+/// snapshot's, which it then does not read.
+pub struct Converted<S: Shape> {
+    /// Each replica's log, in order.
+    pub logs: Vec<S::Log>,
+    pub records: S::Records,
+    /// How many records `records` holds.
+    pub produced: usize,
+}
+
+/// [`abstract_state`], with the logs and records given already converted
+/// (`converted`: each as [`abstract_state`] would convert the snapshot's).
+pub fn abstract_state_with<S: Shape>(
+    cfg: &Config,
+    snap: &ClusterSnapshot,
+    converted: Option<Converted<S>>,
+) -> Result<State<S>, String> {
+    let (mut logs, records) = match converted {
+        Some(c) => (
+            c.logs.into_iter().map(Some).collect(),
+            Some((c.records, c.produced)),
+        ),
+        None => (Vec::new(), None),
+    };
     let mut s = State::<S> {
         n: fit(snap.replicas.len(), "replica count")?,
         ..State::default()
@@ -35,7 +65,8 @@ pub fn abstract_state<S: Shape>(cfg: &Config, snap: &ClusterSnapshot) -> Result<
             return Err(format!("replica {i} is between truncation steps"));
         }
         let periodic = cfg.hw_checkpoint == HwCheckpoint::Periodic;
-        s.replicas[i] = replica::<S>(r, periodic).map_err(|e| format!("replica {i}: {e}"))?;
+        let log = logs.get_mut(i).and_then(Option::take);
+        s.replicas[i] = replica::<S>(r, periodic, log).map_err(|e| format!("replica {i}: {e}"))?;
     }
     let c = &snap.controller;
     s.controller = Controller {
@@ -71,20 +102,25 @@ pub fn abstract_state<S: Shape>(cfg: &Config, snap: &ClusterSnapshot) -> Result<
             epochs - 1
         )
     })?;
-    let mut records = Vec::new();
-    for (expected, (&id, h)) in snap.records.iter().enumerate() {
-        if id != expected as u64 {
-            return Err(format!("record {id} where {expected} was expected"));
+    let produced = match records {
+        Some((records, produced)) => {
+            s.records = records;
+            produced
         }
-        records.push(RecordHistory {
-            offset: fit(h.offset, "record offset")?,
-            acked: h.acked.map(|e| fit(e, "ack epoch")).transpose()?,
-            visible: h.visible.map(|e| fit(e, "visible epoch")).transpose()?,
-        });
-    }
-    s.records = S::Records::from_vec(records)
-        .ok_or_else(|| format!("{} records; the model holds fewer", snap.records.len()))?;
-    s.produced = fit(snap.records.len(), "records produced")?;
+        None => {
+            let mut records = Vec::new();
+            for (expected, (&id, h)) in snap.records.iter().enumerate() {
+                if id != expected as u64 {
+                    return Err(format!("record {id} where {expected} was expected"));
+                }
+                records.push(record_of(h)?);
+            }
+            s.records = RecordTable::from_vec(records)
+                .ok_or_else(|| format!("{} records; the model holds fewer", snap.records.len()))?;
+            snap.records.len()
+        }
+    };
+    s.produced = fit(produced, "records produced")?;
     s.clean_crashes = fit(snap.clean_crashes, "clean crashes")?;
     s.unclean_crashes = fit(snap.unclean_crashes, "unclean crashes")?;
     s.leader_moves = fit(snap.leader_moves, "leader moves")?;
@@ -128,8 +164,26 @@ pub fn comparable<S: Shape>(s: &State<S>) -> State<S> {
     out
 }
 
-fn replica<S: Shape>(r: &ReplicaSnapshot, periodic: bool) -> Result<Replica<S>, String> {
-    let log = log::<S>(&r.log)?;
+/// One record's history as the model's.
+pub fn record_of<S: Shape>(
+    h: &highwater::cluster::RecordHistory,
+) -> Result<RecordHistory<S>, String> {
+    Ok(RecordHistory {
+        offset: fit(h.offset, "record offset")?,
+        acked: h.acked.map(|e| fit(e, "ack epoch")).transpose()?,
+        visible: h.visible.map(|e| fit(e, "visible epoch")).transpose()?,
+    })
+}
+
+fn replica<S: Shape>(
+    r: &ReplicaSnapshot,
+    periodic: bool,
+    converted: Option<S::Log>,
+) -> Result<Replica<S>, String> {
+    let log = match converted {
+        Some(log) => log,
+        None => log::<S>(&r.log)?,
+    };
     if log.leo().idx() as u64 != r.log_end_offset {
         return Err(format!(
             "LEO {} but {} entries from offset 0",
@@ -198,7 +252,7 @@ pub fn model_entry(e: &LogEntry) -> Result<Entry, String> {
     entry_of::<Compact>(e)
 }
 
-fn entry_of<S: Shape>(e: &LogEntry) -> Result<Entry<S>, String> {
+pub fn entry_of<S: Shape>(e: &LogEntry) -> Result<Entry<S>, String> {
     let id = e
         .record_id
         .ok_or_else(|| format!("the record at offset {} has no record id", e.offset))?;

@@ -19,8 +19,9 @@ use highwater::cluster::Event;
 use highwater::replication::HwCheckpointPolicy;
 use highwater_conformance::lockstep::Lockstep;
 use highwater_conformance::trace_validation::{
-    model_config, seeded_config, validate, validate_file, validate_file_with, validate_unsound,
-    validate_unsound_with, validated_run, Misfit, MisfitKind, Mode, Unsound,
+    abstracted_whole, cross_check, model_config, seeded_config, validate, validate_file,
+    validate_file_with, validate_unsound, validate_unsound_with, validated_run, Misfit, MisfitKind,
+    Mode, Unsound,
 };
 use highwater_model::config::Mutation;
 
@@ -1178,4 +1179,87 @@ fn a_zombie_leader_learning_its_epochs_last_isr_fits() {
             other => panic!("{mode:?}: only the true leader learning the ISR: {other:?}"),
         }
     }
+}
+
+/// The unbounded shape abstracts each event from what it changed
+/// (`trace_validation::incremental`); with the cross-check on, every event
+/// of every kept trace is abstracted the whole way too, and the two must be
+/// equal (a difference panics), whether the trace fits or not, sound or
+/// with a rebuild fix reverted. The verdicts are those of the tests above.
+#[test]
+fn the_incremental_abstraction_is_the_whole_one() {
+    cross_check(true);
+    let soak = [
+        (
+            "soak-crash-unheard-by-a-down-broker.jsonl",
+            RuleSet::Today,
+            1,
+        ),
+        ("soak-follower-takes-a-lower-hw.jsonl", RuleSet::Today, 2),
+        ("soak-stale-epoch-fetch-served.jsonl", RuleSet::MinIsr1, 0),
+        (
+            "soak-decision-for-a-crashed-leader.jsonl",
+            RuleSet::Today,
+            12,
+        ),
+        (
+            "soak-unclean-election-past-a-fenced-leader.jsonl",
+            RuleSet::Unclean,
+            7,
+        ),
+        ("soak-leader-takes-an-older-isr.jsonl", RuleSet::Unclean, 18),
+        (
+            "soak-diverging-answer-after-its-leader-moved-on.jsonl",
+            RuleSet::Today,
+            5,
+        ),
+        (
+            "soak-zombie-leader-learns-its-epochs-isr.jsonl",
+            RuleSet::Today,
+            76,
+        ),
+    ];
+    let mut traces: Vec<_> = soak
+        .into_iter()
+        .map(|(file, rules, seed)| soak_recorded(file, rules, seed))
+        .collect();
+    for seed in [10u64, 105, 131] {
+        let file = format!("seed-{seed}.jsonl");
+        traces.push(recorded(&file, seed, Some(HwCheckpointPolicy::EveryChange)));
+    }
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/traces/soak-error-answer-after-a-served-one.jsonl");
+    let config = soak_config(RuleSet::HwTruncation, 1, Duration::from_secs(1));
+    traces.push((path, config.clone(), model_config(&config)));
+    for (path, config, cfg) in &traces {
+        let _ = validate_file_with(cfg, config, path, Mode::Unbounded);
+        for unsound in [
+            Unsound::CrashHeardByADownBroker,
+            Unsound::ErrorAnswerLosesNothing,
+            Unsound::LateDivergingAnswerAsAny,
+        ] {
+            let _ = validate_unsound_with(cfg, config, path, Mode::Unbounded, unsound);
+        }
+    }
+    // Window moves (`Checker::trim`) and fetches cut short, in live runs.
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = long_config();
+    config.max_records = Some(256);
+    config.until.acknowledged = Some(256);
+    config.max_in_flight = 4;
+    config.bursts = Some(Bursts {
+        records: 64,
+        pause: Duration::from_millis(20),
+    });
+    let run = validated_run(config.clone(), dir.path()).expect("the run starts");
+    assert_eq!(run.report.unmet_goals, Vec::<String>::new());
+    let trace = dir.path().join("trace.jsonl");
+    let whole = abstracted_whole();
+    let s = validate_file_with(&model_config(&config), &config, &trace, Mode::Unbounded)
+        .unwrap_or_else(|m| panic!("the run does not fit the unbounded shape:\n{m}"));
+    assert!(s.window_moves >= 1, "a settled prefix was dropped: {s:?}");
+    // A trace that fits is abstracted incrementally throughout, the window
+    // moves included.
+    assert_eq!(abstracted_whole(), whole, "events abstracted whole");
+    cross_check(false);
 }

@@ -102,7 +102,7 @@ impl<A: Shape> State<A> {
             controller,
             requests: B::Requests::from_vec(requests[..sent].to_vec())?,
             produced: num(self.produced)?,
-            records: B::Records::from_vec(records)?,
+            records: crate::shape::RecordTable::from_vec(records)?,
             clean_crashes: num(self.clean_crashes)?,
             unclean_crashes: num(self.unclean_crashes)?,
             leader_moves: num(self.leader_moves)?,

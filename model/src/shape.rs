@@ -156,6 +156,156 @@ where
     }
 }
 
+/// Records' histories by id: a [`Table`] that hands out no slice, so that
+/// the unbounded one can hold its items in shared chunks
+/// ([`UnboundedRecords`]).
+pub trait RecordTable<T: 'static>:
+    Clone + Default + Debug + Eq + Ord + Hash + Send + Sync + 'static
+{
+    fn len(&self) -> usize;
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    fn get(&self, index: usize) -> Option<&T>;
+    /// The items, in order.
+    fn iter(&self) -> impl Iterator<Item = &T> + '_;
+    /// The slot at `index`, made if the table can grow.
+    fn slot(&mut self, index: usize) -> &mut T;
+    /// A table of these values, if the shape can hold them.
+    fn from_vec(items: Vec<T>) -> Option<Self>;
+}
+
+impl<T, const N: usize> RecordTable<T> for [T; N]
+where
+    T: Clone + Debug + Eq + Ord + Hash + Send + Sync + 'static,
+    [T; N]: Default,
+{
+    fn len(&self) -> usize {
+        N
+    }
+    fn get(&self, index: usize) -> Option<&T> {
+        self.as_slice().get(index)
+    }
+    fn iter(&self) -> impl Iterator<Item = &T> + '_ {
+        self.as_slice().iter()
+    }
+    fn slot(&mut self, index: usize) -> &mut T {
+        &mut self[index]
+    }
+    fn from_vec(items: Vec<T>) -> Option<Self> {
+        <Self as Table<T>>::from_vec(items)
+    }
+}
+
+/// Items in a chunk of [`UnboundedRecords`].
+const CHUNK: usize = 64;
+
+/// A table of any length held in chunks of [`CHUNK`] items, each shared
+/// between the states of a search until one of them changes it: a step
+/// that marks one record copies one chunk and the list of chunks, not every
+/// record (a table of 20,000 records was copied whole at every Produce a
+/// search tried), and equal tables that share their chunks compare without
+/// reading them.
+#[derive(Clone)]
+pub struct UnboundedRecords<T> {
+    chunks: Arc<Vec<Arc<Vec<T>>>>,
+    len: usize,
+}
+
+impl<T> Default for UnboundedRecords<T> {
+    fn default() -> Self {
+        UnboundedRecords {
+            chunks: Arc::default(),
+            len: 0,
+        }
+    }
+}
+
+impl<T: PartialEq> PartialEq for UnboundedRecords<T> {
+    fn eq(&self, other: &Self) -> bool {
+        self.len == other.len
+            && (Arc::ptr_eq(&self.chunks, &other.chunks)
+                || self
+                    .chunks
+                    .iter()
+                    .zip(other.chunks.iter())
+                    .all(|(a, b)| Arc::ptr_eq(a, b) || a == b))
+    }
+}
+
+impl<T: Eq> Eq for UnboundedRecords<T> {}
+
+impl<T: Ord> PartialOrd for UnboundedRecords<T> {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl<T: Ord> Ord for UnboundedRecords<T> {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        let items = self.chunks.iter().flat_map(|c| c.iter());
+        items.cmp(other.chunks.iter().flat_map(|c| c.iter()))
+    }
+}
+
+impl<T: Debug> Debug for UnboundedRecords<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list()
+            .entries(self.chunks.iter().flat_map(|c| c.iter()))
+            .finish()
+    }
+}
+
+/// Hashed as [`hash_tail`] hashes a slice: the length and the last few.
+impl<T: Hash> Hash for UnboundedRecords<T> {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        self.len.hash(h);
+        let from = self.len.saturating_sub(HASHED_TAIL);
+        (self.len - from).hash(h);
+        for i in from..self.len {
+            self.chunks[i / CHUNK][i % CHUNK].hash(h);
+        }
+    }
+}
+
+impl<T> RecordTable<T> for UnboundedRecords<T>
+where
+    T: Clone + Default + Debug + Eq + Ord + Hash + Send + Sync + 'static,
+{
+    fn len(&self) -> usize {
+        self.len
+    }
+    fn get(&self, index: usize) -> Option<&T> {
+        (index < self.len).then(|| &self.chunks[index / CHUNK][index % CHUNK])
+    }
+    fn iter(&self) -> impl Iterator<Item = &T> + '_ {
+        self.chunks.iter().flat_map(|c| c.iter())
+    }
+    fn slot(&mut self, index: usize) -> &mut T {
+        let chunks = Arc::make_mut(&mut self.chunks);
+        while self.len <= index {
+            match chunks.last_mut() {
+                Some(last) if last.len() < CHUNK => Arc::make_mut(last).push(T::default()),
+                _ => {
+                    let mut chunk = Vec::with_capacity(CHUNK);
+                    chunk.push(T::default());
+                    chunks.push(Arc::new(chunk));
+                }
+            }
+            self.len += 1;
+        }
+        &mut Arc::make_mut(&mut chunks[index / CHUNK])[index % CHUNK]
+    }
+    fn from_vec(items: Vec<T>) -> Option<Self> {
+        let len = items.len();
+        let chunks = items.chunks(CHUNK).map(|c| Arc::new(c.to_vec())).collect();
+        Some(UnboundedRecords {
+            chunks: Arc::new(chunks),
+            len,
+        })
+    }
+}
+
 /// A set of record ids (the acks=all produce requests a leader holds).
 pub trait IdSet<Id>: Clone + Default + Debug + Eq + Ord + Hash + Send + Sync + 'static {
     fn insert(&mut self, id: Id);
@@ -212,7 +362,7 @@ pub trait Shape: Copy + Default + Debug + Eq + Ord + Hash + Send + Sync + 'stati
     /// Crashes and leader moves so far.
     type Count: Num;
     type Log: LogStore<Self>;
-    type Records: Table<RecordHistory<Self>>;
+    type Records: RecordTable<RecordHistory<Self>>;
     /// LeaderAndIsr requests by epoch.
     type Requests: Table<Option<Request>>;
     type Pending: IdSet<Self::RecordId>;
@@ -273,7 +423,7 @@ impl Shape for Unbounded {
     type RecordId = u32;
     type Count = u32;
     type Log = UnboundedLog;
-    type Records = UnboundedTable<RecordHistory<Unbounded>>;
+    type Records = UnboundedRecords<RecordHistory<Unbounded>>;
     type Requests = UnboundedTable<Option<Request>>;
     type Pending = BTreeSet<u32>;
     const BOUNDED: bool = false;

@@ -9,7 +9,7 @@
 
 use serde::{Deserialize, Serialize};
 
-pub use crate::shape::{Compact, IdSet, LogStore, Num, Shape, Table, Unbounded};
+pub use crate::shape::{Compact, IdSet, LogStore, Num, RecordTable, Shape, Table, Unbounded};
 
 /// Largest replica count a model may have.
 pub const MAX_REPLICAS: usize = 5;
@@ -411,20 +411,42 @@ impl<S: Shape> State<S> {
         let upto = self.controller.epoch.map_or(0, |e| e.idx() + 1);
         (0..upto.min(self.requests.as_slice().len())).map(S::Epoch::at)
     }
-    /// Every record's history, by id (in the compact shape, the slots of
-    /// records not yet produced too, at their default).
-    pub fn record_histories(&self) -> &[RecordHistory<S>] {
-        self.records.as_slice()
-    }
     pub fn record_mut(&mut self, id: S::RecordId) -> &mut RecordHistory<S> {
         self.records.slot(id.idx())
     }
     /// The histories of the records produced so far: the first `produced`,
     /// or all the state keeps if the count is past them (no model step gets
     /// there; a state read or made by hand may).
-    pub fn produced_records(&self) -> &[RecordHistory<S>] {
-        let all = self.records.as_slice();
-        &all[..self.produced.idx().min(all.len())]
+    pub fn produced_records(&self) -> ProducedRecords<'_, S> {
+        ProducedRecords {
+            table: &self.records,
+            len: self.produced.idx().min(self.records.len()),
+        }
+    }
+}
+
+/// The histories of the records produced so far, by id
+/// ([`State::produced_records`]).
+pub struct ProducedRecords<'a, S: Shape> {
+    table: &'a S::Records,
+    len: usize,
+}
+
+impl<'a, S: Shape> ProducedRecords<'a, S> {
+    pub fn iter(&self) -> impl Iterator<Item = &'a RecordHistory<S>> + 'a {
+        self.table.iter().take(self.len)
+    }
+    pub fn get(&self, id: usize) -> Option<&'a RecordHistory<S>> {
+        (id < self.len).then(|| self.table.get(id)).flatten()
+    }
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    pub fn to_vec(&self) -> Vec<RecordHistory<S>> {
+        self.iter().copied().collect()
     }
 }
 

@@ -183,7 +183,17 @@ where
         snap: &ClusterSnapshot,
         gap: Option<Gap>,
     ) -> Result<Vec<String>, StepError> {
-        let stepped = self.step_to(snap, gap);
+        self.step_abstracted(abstract_state::<S>(&self.cfg, snap), gap)
+    }
+
+    /// [`Checker::step`], given the abstraction of the cluster after the
+    /// event (`abstract_state`'s answer, which may be an error).
+    pub fn step_abstracted(
+        &mut self,
+        imp: Result<State<S>, String>,
+        gap: Option<Gap>,
+    ) -> Result<Vec<String>, StepError> {
+        let stepped = self.step_to(imp, gap);
         self.hints.clear();
         if stepped.is_ok() {
             self.summary.events += 1;
@@ -219,10 +229,10 @@ where
 
     fn step_to(
         &mut self,
-        snap: &ClusterSnapshot,
+        imp: Result<State<S>, String>,
         gap: Option<Gap>,
     ) -> Result<Vec<String>, StepError> {
-        let imp = match abstract_state::<S>(&self.cfg, snap) {
+        let imp = match imp {
             Ok(s) => s,
             Err(why) => {
                 let why = match &self.window_stuck {

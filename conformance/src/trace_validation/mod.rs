@@ -19,6 +19,7 @@
 //! not as a misfit.
 
 pub mod check;
+pub mod incremental;
 pub mod reads;
 pub mod rebuild;
 pub mod window;
@@ -37,6 +38,8 @@ use highwater_model::{Acks, Action, Config, HwCheckpoint, State, Truncation};
 use crate::abstraction::{abstract_state, comparable, show};
 use crate::mapping;
 use check::Checker;
+pub use incremental::{abstracted_whole, cross_check};
+use incremental::{Incremental, Unabstracted};
 use rebuild::Rebuild;
 use window::{Shift, Window};
 
@@ -600,6 +603,8 @@ fn validate_unbounded(
     unsound: Option<Unsound>,
 ) -> Result<Summary, Box<Misfit>> {
     let mut rebuild = rebuild_for(cfg, concurrent, unsound)?;
+    rebuild.keep_changes();
+    let mut abstraction = Incremental::default();
     let mut checker: Checker<Unbounded> = Checker::new(*cfg);
     let mut window = Window::default();
     let mut before: VecDeque<String> = VecDeque::new();
@@ -631,9 +636,21 @@ fn validate_unbounded(
                 checker.hint(cut_fetch(&entry).into_iter().collect());
                 let stepped = rebuild
                     .apply(&entry)
-                    .and_then(|()| window.view(rebuild.snapshot()))
                     .map_err(|why| (MisfitKind::DoesNotFit, why, None))
-                    .and_then(|snap| checker.step(&snap, rebuild.gap.take()))
+                    .and_then(|()| {
+                        let imp = match abstraction.abstract_state(cfg, &mut rebuild, &window) {
+                            Ok(imp) => Ok(imp),
+                            Err(Unabstracted::Abstraction(why)) => Err(why),
+                            Err(Unabstracted::View(why)) => {
+                                return Err((MisfitKind::DoesNotFit, why, None))
+                            }
+                        };
+                        let stepped = checker.step_abstracted(imp, rebuild.gap.take());
+                        if stepped.is_ok() {
+                            abstraction.adopt(checker.model());
+                        }
+                        stepped
+                    })
                     .and_then(|broken| {
                         trim_unbounded(&mut checker, &mut window, &mut rebuild)
                             .map_err(|why| (MisfitKind::DoesNotFit, why, None))?;

@@ -42,6 +42,9 @@ struct ShadowLog {
     /// The offset of `entries[0]`.
     start: u64,
     entries: Vec<LogEntry>,
+    /// The lowest offset changed since `Rebuild::take_log_change` (for
+    /// trace validation's incremental abstraction).
+    changed_from: Option<u64>,
 }
 
 impl ShadowLog {
@@ -64,12 +67,20 @@ impl ShadowLog {
                 self.start
             )
         })?;
+        if leo < self.leo() {
+            self.changed(leo);
+        }
         self.entries.truncate(keep as usize);
         Ok(())
     }
 
     fn push(&mut self, e: LogEntry) {
+        self.changed(self.leo());
         self.entries.push(e);
+    }
+
+    fn changed(&mut self, offset: u64) {
+        self.changed_from = Some(self.changed_from.map_or(offset, |c| c.min(offset)));
     }
 
     /// Drops the entries below `offset`.
@@ -77,6 +88,7 @@ impl ShadowLog {
         let n = (offset.saturating_sub(self.start) as usize).min(self.entries.len());
         self.entries.drain(..n);
         self.start += n as u64;
+        self.changed(self.start);
     }
 }
 
@@ -92,6 +104,8 @@ struct Shadow {
     /// Between a LeaderAndIsr taken and its truncation done: the replica as
     /// it was before (the model's BecomeFollower is the pair, atomic).
     frozen: Option<ReplicaSnapshot>,
+    /// Counts the times `frozen` was set.
+    frozen_gen: u64,
     /// The last HW, recovery point and HW checkpoint seen while up.
     last_hw: u64,
     last_rp: u64,
@@ -99,6 +113,27 @@ struct Shadow {
     /// As leader: the epoch and the HW up to which its records were marked
     /// visible (`Rebuild::mark_visible`).
     marked: Option<(LeaderEpoch, u64)>,
+}
+
+/// `x` without its log (its LEO kept).
+fn without_log(x: &ReplicaSnapshot) -> ReplicaSnapshot {
+    ReplicaSnapshot {
+        id: x.id,
+        alive: x.alive,
+        log: Vec::new(),
+        high_watermark: x.high_watermark,
+        log_end_offset: x.log_end_offset,
+        recovery_point: x.recovery_point,
+        hw_checkpoint: x.hw_checkpoint,
+        leader_epoch: x.leader_epoch,
+        leader: x.leader,
+        isr: x.isr.clone(),
+        follower_leo: x.follower_leo.clone(),
+        stale_fetch: x.stale_fetch.clone(),
+        pending_acks: x.pending_acks.clone(),
+        unclean_down: x.unclean_down,
+        truncating: x.truncating,
+    }
 }
 
 /// The cluster rebuilt from a trace, event by event.
@@ -136,6 +171,19 @@ pub struct Rebuild {
     pub gap: Option<Gap>,
     /// A fix of the rebuild reverted (test-only: `Unsound`).
     pub(super) unsound: Option<Unsound>,
+    /// The records changed since `take_record_changes`, when kept
+    /// (`keep_changes`).
+    record_changes: Option<Vec<u64>>,
+}
+
+/// Where a replica's log as [`Rebuild::snapshot`] shows it comes from.
+pub enum LogSource<'a> {
+    /// As before its LeaderAndIsr (`Shadow::frozen`): this log, set the
+    /// `gen`th time.
+    Frozen { gen: u64, log: &'a [LogEntry] },
+    /// Its rebuilt log (`Rebuild::take_log_change` says what changed),
+    /// followed by the entries of a response served and not yet applied.
+    Rebuilt { extra: &'a [LogEntry] },
 }
 
 /// One half of a fetch without the other: the model's FollowerFetch is
@@ -226,7 +274,95 @@ impl Rebuild {
             leader_moves: 0,
             gap: None,
             unsound: None,
+            record_changes: None,
         }
+    }
+
+    /// Keeps, from now on, what changed (for `take_log_change` and
+    /// `take_record_changes`).
+    pub fn keep_changes(&mut self) {
+        self.record_changes.get_or_insert_with(Vec::new);
+    }
+
+    /// The lowest offset of replica `r`'s rebuilt log changed since the
+    /// last call (None: nothing).
+    pub fn take_log_change(&mut self, r: ReplicaId) -> Option<u64> {
+        self.replicas[r as usize].log.changed_from.take()
+    }
+
+    /// The records whose history changed (or that were appended) since
+    /// the last call, if kept (`keep_changes`).
+    pub fn take_record_changes(&mut self) -> Vec<u64> {
+        self.record_changes
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
+    }
+
+    fn record_changed(&mut self, id: u64) {
+        if let Some(c) = self.record_changes.as_mut() {
+            c.push(id);
+        }
+    }
+
+    /// The replicas.
+    pub fn replica_count(&self) -> usize {
+        self.replicas.len()
+    }
+
+    /// Replica `r`'s rebuilt log from offset `from` on.
+    pub fn log_from(&self, r: ReplicaId, from: u64) -> &[LogEntry] {
+        let log = &self.replicas[r as usize].log;
+        log.range(from, log.leo())
+    }
+
+    /// The records, by the rebuild's id.
+    pub fn records(&self) -> &BTreeMap<u64, RecordHistory> {
+        &self.records
+    }
+
+    /// Where replica `r`'s log as [`Rebuild::snapshot`] shows it comes from.
+    pub fn log_source(&self, r: ReplicaId) -> LogSource<'_> {
+        let s = &self.replicas[r as usize];
+        if let Some(frozen) = self.frozen(r) {
+            return LogSource::Frozen {
+                gen: s.frozen_gen,
+                log: &frozen.log,
+            };
+        }
+        let extra = match (&s.state, s.alive) {
+            (Some(st), true) => self.applied_pending(r, st, s.log.leo()),
+            _ => None,
+        };
+        LogSource::Rebuilt {
+            extra: extra.map_or(&[], |x| &x.entries[..]),
+        }
+    }
+
+    /// The frozen snapshot `r` is shown as, if it is.
+    fn frozen(&self, r: ReplicaId) -> Option<&ReplicaSnapshot> {
+        self.replicas[r as usize]
+            .frozen
+            .as_ref()
+            .filter(|_| self.unsettled(r))
+    }
+
+    /// The response served to `r` and not yet applied that it is shown as
+    /// having applied, if any.
+    fn applied_pending(&self, r: ReplicaId, st: &PartitionState, leo: u64) -> Option<&Served> {
+        let LeaderView::Replica(l) = st.leader else {
+            return None;
+        };
+        let fetching = matches!(
+            st.role,
+            Role::Follower {
+                truncating: false,
+                ..
+            }
+        );
+        self.served
+            .get(&(r, l))
+            .filter(|x| fetching && !x.diverging && x.fetch_offset == leo)
     }
 
     /// Whether the test-only switch `u` is set.
@@ -388,6 +524,7 @@ impl Rebuild {
                     if self.ids.insert(id, model_id).is_some() {
                         return Err(format!("record {id} appended twice"));
                     }
+                    self.record_changed(model_id);
                     Arc::make_mut(&mut self.records).insert(
                         model_id,
                         RecordHistory {
@@ -603,12 +740,12 @@ impl Rebuild {
             .cloned()
             .unwrap_or_default()
         {
-            if let Some(h) = self
-                .ids
-                .get(&id)
-                .and_then(|m| Arc::make_mut(&mut self.records).get_mut(m))
-            {
+            let Some(&m) = self.ids.get(&id) else {
+                continue;
+            };
+            if let Some(h) = Arc::make_mut(&mut self.records).get_mut(&m) {
                 h.acked = Some(h.acked.map_or(epoch, |a| a.min(epoch)));
+                self.record_changed(m);
             }
         }
     }
@@ -661,6 +798,7 @@ impl Rebuild {
         if moved && following && self.replicas[r as usize].frozen.is_none() {
             let before = self.replica_snapshot(r);
             self.replicas[r as usize].frozen = Some(before);
+            self.replicas[r as usize].frozen_gen += 1;
         }
         let s = self.shadow(r)?;
         if !following {
@@ -715,11 +853,14 @@ impl Rebuild {
                 _ => 0,
             };
             for e in s.log.range(from, hw) {
-                if let Some(h) = e
+                if let Some((id, h)) = e
                     .record_id
-                    .and_then(|id| Arc::make_mut(&mut self.records).get_mut(&id))
+                    .and_then(|id| Some((id, Arc::make_mut(&mut self.records).get_mut(&id)?)))
                 {
                     h.visible = Some(h.visible.map_or(epoch, |v| v.min(epoch)));
+                    if let Some(c) = self.record_changes.as_mut() {
+                        c.push(id);
+                    }
                 }
             }
             s.marked = Some((epoch, hw));
@@ -832,8 +973,11 @@ impl Rebuild {
 
     fn replica_snapshot_with(&self, r: ReplicaId, with_log: bool) -> ReplicaSnapshot {
         let s = &self.replicas[r as usize];
-        if let Some(frozen) = s.frozen.as_ref().filter(|_| self.unsettled(r)) {
-            return frozen.clone();
+        if let Some(frozen) = self.frozen(r) {
+            return match with_log {
+                true => frozen.clone(),
+                false => without_log(frozen),
+            };
         }
         let copy = |log: &ShadowLog| match with_log {
             true => log.entries.clone(),
@@ -875,27 +1019,12 @@ impl Rebuild {
         let mut leo = leo;
         let mut hw = st.high_watermark;
         let recovery_point = st.recovery_point;
-        if let LeaderView::Replica(l) = st.leader {
-            let fetching = matches!(
-                st.role,
-                Role::Follower {
-                    truncating: false,
-                    ..
-                }
-            );
-            let pending = self
-                .served
-                .get(&(r, l))
-                .filter(|x| fetching && !x.diverging);
-            if let Some(x) = pending {
-                if x.fetch_offset == leo {
-                    if with_log {
-                        log.extend_from_slice(&x.entries);
-                    }
-                    leo += x.entries.len() as u64;
-                    hw = x.high_watermark.min(leo);
-                }
+        if let Some(x) = self.applied_pending(r, st, leo) {
+            if with_log {
+                log.extend_from_slice(&x.entries);
             }
+            leo += x.entries.len() as u64;
+            hw = x.high_watermark.min(leo);
         }
         let mut stale: BTreeSet<ReplicaId> = st
             .followers
@@ -953,9 +1082,19 @@ impl Rebuild {
 
     /// The cluster as the model sees it (see [`Rebuild::replica_snapshot`]).
     pub fn snapshot(&self) -> ClusterSnapshot {
+        self.snapshot_with(true)
+    }
+
+    /// [`Rebuild::snapshot`] without the logs (empty; the LEOs kept: see
+    /// [`Rebuild::log_source`]).
+    pub fn snapshot_without_logs(&self) -> ClusterSnapshot {
+        self.snapshot_with(false)
+    }
+
+    fn snapshot_with(&self, with_log: bool) -> ClusterSnapshot {
         ClusterSnapshot {
             replicas: (0..self.replicas.len() as ReplicaId)
-                .map(|r| self.replica_snapshot(r))
+                .map(|r| self.replica_snapshot_with(r, with_log))
                 .collect(),
             controller: self.controller.clone(),
             requests: self.requests.clone(),

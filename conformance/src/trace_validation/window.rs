@@ -26,7 +26,7 @@ use highwater::cluster::{ClusterSnapshot, ReplicaSnapshot};
 use highwater::replication::{LeaderEpoch, LogEntry};
 use highwater_model::actions::{apply, enabled};
 use highwater_model::properties::{ACKNOWLEDGED_RECORDS_SURVIVE, COMMITTED_RECORDS_SURVIVE};
-use highwater_model::shape::{within, IdSet, LogStore, Num, Table};
+use highwater_model::shape::{within, IdSet, LogStore, Num, RecordTable, Table};
 use highwater_model::state::{Compact, Entry, RecordHistory, Shape, MAX_RECORDS};
 use highwater_model::{Action, Config, HwCheckpoint, State};
 
@@ -255,7 +255,7 @@ fn settled_as<S: Shape>(
             );
         }
     }
-    let records = s.records.as_slice();
+    let records = &s.records;
     let unsettled = first.entries()[..k.idx()]
         .iter()
         .enumerate()
@@ -570,13 +570,108 @@ impl Window {
         self.epoch_base += shift.epochs.idx() as LeaderEpoch;
     }
 
+    /// Replica `r`'s log entry `e` through the window (None: in the
+    /// settled prefix), as [`Window::view`] shows it.
+    pub fn view_entry(&self, r: u32, e: &LogEntry) -> Result<Option<LogEntry>, String> {
+        let (base, epochs) = (self.base, self.epoch_base);
+        let id = e.record_id;
+        let model = id.and_then(|id| self.model_id(id));
+        if e.offset < base {
+            if model.is_some() {
+                return Err(format!(
+                    "replica {r} holds record {id:?} at offset {}, in the settled prefix",
+                    e.offset
+                ));
+            }
+            return Ok(None);
+        }
+        let model = model.ok_or_else(|| {
+            format!(
+                "replica {r} holds record {id:?}, which the window dropped, at offset {}",
+                e.offset
+            )
+        })?;
+        // The message is made only when needed: this runs for every entry
+        // of every event.
+        let entry_epoch = match e.epoch.checked_sub(epochs).filter(|&e| e >= 0) {
+            Some(e) => e,
+            None => {
+                return Err(format!(
+                    "replica {r}'s entry at {} is epoch {}, below the window (epochs below \
+                     {epochs} dropped)",
+                    e.offset, e.epoch
+                ))
+            }
+        };
+        Ok(Some(LogEntry {
+            offset: e.offset - base,
+            epoch: entry_epoch,
+            record_id: Some(model),
+        }))
+    }
+
+    /// The rebuild's record `id` through the window: its model id and
+    /// history (None: dropped), as [`Window::view`] shows it.
+    pub fn view_record(
+        &self,
+        id: u64,
+        h: &highwater::cluster::RecordHistory,
+    ) -> Result<Option<(u64, highwater::cluster::RecordHistory)>, String> {
+        let (base, epochs) = (self.base, self.epoch_base);
+        let Some(m) = self.model_id(id) else {
+            return Ok(None);
+        };
+        let offset = h
+            .offset
+            .checked_sub(base)
+            .ok_or_else(|| format!("record {id}, still in the window, was appended below it"))?;
+        // Every presumed leader is at or above the window's first epoch, as
+        // it was above an earlier one (`Shift::epochs`).
+        let below = |e: Option<LeaderEpoch>| e.map(|e| (e - epochs).max(0));
+        Ok(Some((
+            m,
+            highwater::cluster::RecordHistory {
+                offset,
+                acked: below(h.acked),
+                visible: below(h.visible),
+            },
+        )))
+    }
+
+    /// Whether [`Window::view`] leaves a snapshot as it is.
+    pub fn at_origin(&self) -> bool {
+        self.base == 0 && self.first_new == 0 && self.epoch_base == 0
+    }
+
+    /// What the window's view depends on: it changes when the window moves.
+    pub fn key(&self) -> (u64, u64, usize, u64, LeaderEpoch) {
+        (
+            self.base,
+            self.first_new,
+            self.kept.len(),
+            self.dropped,
+            self.epoch_base,
+        )
+    }
+
     /// `snap` through the window. An implementation that goes below the
     /// settled prefix (a log, HW or recovery point cut below it, a follower
     /// LEO below it, a dropped record anywhere but there) or names a
     /// dropped epoch (a replica's, the controller's, an entry's above the
     /// prefix) has done what no model action can: an error.
     pub fn view(&self, snap: ClusterSnapshot) -> Result<ClusterSnapshot, String> {
-        if self.base == 0 && self.first_new == 0 && self.epoch_base == 0 {
+        self.view_with(snap, true)
+    }
+
+    /// [`Window::view`]; `records`: the records too (else they are left as
+    /// they are, for a caller that takes them through
+    /// [`Window::view_record`]).
+    pub fn view_with(
+        &self,
+        snap: ClusterSnapshot,
+        records: bool,
+    ) -> Result<ClusterSnapshot, String> {
+        if self.at_origin() {
             return Ok(snap);
         }
         let base = self.base;
@@ -600,34 +695,9 @@ impl Window {
             let r = x.id;
             let mut log = Vec::new();
             for e in &x.log {
-                let id = e.record_id;
-                let model = id.and_then(|id| self.model_id(id));
-                if e.offset < base {
-                    if model.is_some() {
-                        return Err(format!(
-                            "replica {r} holds record {id:?} at offset {}, in the settled prefix",
-                            e.offset
-                        ));
-                    }
-                    continue;
+                if let Some(e) = self.view_entry(r, e)? {
+                    log.push(e);
                 }
-                let model = model.ok_or_else(|| {
-                    format!(
-                        "replica {r} holds record {id:?}, which the window dropped, at offset {}",
-                        e.offset
-                    )
-                })?;
-                // The message is made only when needed: this runs for
-                // every entry of every event.
-                let entry_epoch = match e.epoch.checked_sub(epochs).filter(|&e| e >= 0) {
-                    Some(e) => e,
-                    None => epoch(e.epoch, &format!("replica {r}'s entry at {}", e.offset))?,
-                };
-                log.push(LogEntry {
-                    offset: e.offset - base,
-                    epoch: entry_epoch,
-                    record_id: Some(model),
-                });
             }
             if x.log_end_offset < base {
                 return Err(format!(
@@ -662,26 +732,15 @@ impl Window {
                 ..x.clone()
             };
         }
-        let mut records = BTreeMap::new();
-        for (&id, h) in out.records.iter() {
-            if let Some(m) = self.model_id(id) {
-                let offset = h.offset.checked_sub(base).ok_or_else(|| {
-                    format!("record {id}, still in the window, was appended below it")
-                })?;
-                // Every presumed leader is at or above the window's first
-                // epoch, as it was above an earlier one (`Shift::epochs`).
-                let below = |e: Option<LeaderEpoch>| e.map(|e| (e - epochs).max(0));
-                records.insert(
-                    m,
-                    highwater::cluster::RecordHistory {
-                        offset,
-                        acked: below(h.acked),
-                        visible: below(h.visible),
-                    },
-                );
+        if records {
+            let mut records = BTreeMap::new();
+            for (&id, h) in out.records.iter() {
+                if let Some((m, h)) = self.view_record(id, h)? {
+                    records.insert(m, h);
+                }
             }
+            out.records = records.into();
         }
-        out.records = records.into();
         out.controller.leader_epoch =
             leader_epoch(out.controller.leader_epoch, "the controller's epoch")?;
         // Requests of dropped epochs: no replica can take them any more
