@@ -449,25 +449,14 @@ fn expand_chunk<M: Checkable>(
     let mut local: Vec<(u64, M::State, bool, bool)> = Vec::new();
     let mut known: Vec<NodeId> = Vec::new();
     for (node, s) in chunk {
-        let mut properties = 0u64;
-        if phase == Phase::Bounded {
-            for (i, p) in ctx.properties.iter().enumerate() {
-                let holds = (p.condition)(model, s);
-                let noteworthy = match p.expectation {
-                    Expectation::Always => !holds,
-                    _ => holds,
-                };
-                if noteworthy {
-                    properties |= 1 << i;
-                }
-            }
-        }
+        let properties = if phase == Phase::Bounded {
+            noteworthy_properties(model, ctx.properties, s)
+        } else {
+            0
+        };
         let mut flags = 0;
         if ctx.keeps_progress {
-            flags = recovery_walk::goals_of(model, ctx.goals, s);
-            if model.exempt(s) {
-                flags |= flag::EXEMPT;
-            }
+            flags = progress_flags(model, ctx.goals, s);
         }
         let first = out.successors.len();
         if phase == Phase::Recovery {
@@ -645,4 +634,34 @@ fn merge_part<M: Checkable>(
         g.edge_start[n as usize] = edge_start;
         g.edge_len[n as usize] = edge_len;
     }
+}
+
+/// The bits of the properties noteworthy in `s`: an always-property that
+/// breaks, a sometimes-property that is reached.
+pub(crate) fn noteworthy_properties<M: Checkable>(
+    model: &M,
+    properties: &[Property<M>],
+    s: &M::State,
+) -> u64 {
+    let mut bits = 0u64;
+    for (i, p) in properties.iter().enumerate() {
+        let holds = (p.condition)(model, s);
+        let noteworthy = match p.expectation {
+            Expectation::Always => !holds,
+            _ => holds,
+        };
+        if noteworthy {
+            bits |= 1 << i;
+        }
+    }
+    bits
+}
+
+/// A node's progress flags: the goals `s` meets, and whether it is exempt.
+pub(crate) fn progress_flags<M: Checkable>(model: &M, goals: &[Goal<M>], s: &M::State) -> u8 {
+    let mut flags = recovery_walk::goals_of(model, goals, s);
+    if model.exempt(s) {
+        flags |= flag::EXEMPT;
+    }
+    flags
 }

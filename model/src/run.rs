@@ -97,6 +97,25 @@ pub enum StopAt {
     AnyCounterexample,
 }
 
+impl StopAt {
+    /// The always-properties named to stop at.
+    fn names(self) -> Vec<&'static str> {
+        match self {
+            StopAt::Property(name) => vec![name],
+            StopAt::Never | StopAt::AnyCounterexample => Vec::new(),
+        }
+    }
+
+    /// The engine's end condition; `names` are [`StopAt::names`].
+    fn until<'a>(self, names: &'a [&'a str]) -> Until<'a> {
+        match self {
+            StopAt::Never => Until::Exhausted,
+            StopAt::Property(_) => Until::AllBroken(names),
+            StopAt::AnyCounterexample => Until::AnyBroken,
+        }
+    }
+}
+
 /// What a run is doing.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -359,15 +378,8 @@ pub fn run_distributed(
         );
     }
     let model = PartitionModel::new(cfg);
-    let names: Vec<&str>;
-    let until = match opts.stop_at {
-        StopAt::Never => Until::Exhausted,
-        StopAt::Property(name) => {
-            names = vec![name];
-            Until::AllBroken(&names)
-        }
-        StopAt::AnyCounterexample => Until::AnyBroken,
-    };
+    let names = opts.stop_at.names();
+    let until = opts.stop_at.until(&names);
     let ended = std::sync::Mutex::new(None);
     let stop = |p: &SearchProgress| {
         let why = opts.should_stop(p.seconds, p.unique_states);
@@ -485,15 +497,8 @@ struct Found {
 /// The default search: the state graph, safety and progress in one pass.
 fn run_graph(cfg: Config, opts: &RunOptions, on_progress: &mut impl FnMut(Progress)) -> Found {
     let model = PartitionModel::new(cfg);
-    let names: Vec<&str>;
-    let until = match opts.stop_at {
-        StopAt::Never => Until::Exhausted,
-        StopAt::Property(name) => {
-            names = vec![name];
-            Until::AllBroken(&names)
-        }
-        StopAt::AnyCounterexample => Until::AnyBroken,
-    };
+    let names = opts.stop_at.names();
+    let until = opts.stop_at.until(&names);
     let ended = std::sync::Mutex::new(None);
     let stop = |p: &SearchProgress| {
         let why = opts.should_stop(p.seconds, p.unique_states);

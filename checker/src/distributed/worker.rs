@@ -8,7 +8,7 @@ use crate::graph::{self, all_goals, flag, replay_chain};
 use crate::outcome::Outcome;
 use crate::progress::{self, ProgressReport, ProgressResult, Stuck};
 use crate::recovery_walk::{self, RecoveryWalk};
-use crate::search::{Completion, SearchProgress};
+use crate::search::{noteworthy_properties, progress_flags, Completion, SearchProgress};
 use crate::{fingerprint, fingerprint_of_representative, verdict, Checkable, Trace};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -222,25 +222,14 @@ fn expand<M: Checkable>(
     } else {
         model
     };
-    let mut properties = 0u64;
-    if phase == Phase::Bounded {
-        for (i, p) in sh.properties.iter().enumerate() {
-            let holds = (p.condition)(model, s);
-            let noteworthy = match p.expectation {
-                Expectation::Always => !holds,
-                _ => holds,
-            };
-            if noteworthy {
-                properties |= 1 << i;
-            }
-        }
-    }
+    let properties = if phase == Phase::Bounded {
+        noteworthy_properties(model, &sh.properties, s)
+    } else {
+        0
+    };
     let mut flags = 0;
     if sh.keeps_progress {
-        flags = recovery_walk::goals_of(model, &sh.goals, s);
-        if model.exempt(s) {
-            flags |= flag::EXEMPT;
-        }
+        flags = progress_flags(model, &sh.goals, s);
     }
     let mut out = Expansion {
         properties,
