@@ -21,6 +21,7 @@ pub mod coverage;
 pub mod disk;
 pub mod exhaustive;
 pub mod kafka_cluster;
+pub mod kafka_trace;
 pub mod lockstep;
 pub mod mapping;
 pub mod pictures;

@@ -126,6 +126,12 @@ fn kafka_keeps_every_acknowledged_record_through_a_leader_kill_and_a_long_pause(
         !summary.lost(),
         "acks=all, min.insync.replicas=2 lost acknowledged records:\n{summary}"
     );
+    assert_eq!(summary.misfit(), None, "the run fits the model:\n{summary}");
+    let v = summary.validation.as_ref().expect("validated");
+    assert!(
+        v.controller.elections >= 2 && v.brokers.elections_checked >= 1,
+        "the elections were validated:\n{summary}"
+    );
 }
 
 #[test]
@@ -151,5 +157,15 @@ fn the_checker_sees_kafka_lose_records_acknowledged_with_acks_1() {
     assert!(
         summary.lost(),
         "acks=1 lost nothing acknowledged, so the checker was not shown failing:\n{summary}"
+    );
+    // The model sees the same loss: its property breaks at an election it
+    // validated, and the rest of the run fits.
+    assert_eq!(summary.misfit(), None, "the run fits the model:\n{summary}");
+    let v = summary.validation.as_ref().expect("validated");
+    assert!(
+        v.broken()
+            .iter()
+            .any(|b| b.property == highwater_model::properties::ACKNOWLEDGED_RECORDS_SURVIVE),
+        "the loss breaks the model's property at a validated election:\n{summary}"
     );
 }

@@ -5,9 +5,12 @@
 //! or a follower (kill -9 and restart, SIGSTOP shorter and longer than the
 //! session timeout, clean restart, kill -9 losing the unflushed tail),
 //! heals, reads the partition back and checks that every acknowledged
-//! record is there. Prints each seed's schedule first (a seed replays it)
-//! and its summary at the end. Exits non-zero on a loss under today's
-//! rules or on a harness failure; the run directory (every node's log
+//! record is there; then validates the run's observations (the
+//! controller's metadata log, the brokers' state-change logs, the
+//! producer's acknowledgements) against the model (spec/kafka-trace.md).
+//! Prints each seed's schedule first (a seed replays it) and its summary
+//! at the end. Exits non-zero on a loss under today's rules, on a run that
+//! does not fit the model, or on a harness failure; the run directory (every node's log
 //! dir and logs, the producer's and consumer's JSON lines) is kept with
 //! --keep or on failure.
 
@@ -44,6 +47,10 @@ struct Cli {
     /// Where run directories go.
     #[arg(long, default_value_os_t = std::env::temp_dir())]
     dir: PathBuf,
+    /// Validate the observations a kept run left in this directory against
+    /// the model (no cluster is started), print the result and stop.
+    #[arg(long, value_name = "RUN_DIR", conflicts_with = "dry_run")]
+    validate: Option<PathBuf>,
 }
 
 fn parse_rules(text: &str) -> Result<Rules, String> {
@@ -79,8 +86,14 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if let Some(run_dir) = &cli.validate {
+        return validate_kept(&programs, run_dir, cli.rules);
+    }
     let mut failed = false;
     let mut totals = [0u64; 5];
+    // Runs whose observations fit the model, runs that did not, and the
+    // metadata batches and broker lines validated.
+    let (mut fitted, mut misfits, mut batches, mut lines) = (0u64, 0u64, 0usize, 0usize);
     for seed in cli.first_seed..cli.first_seed + cli.seeds {
         let schedule = Schedule::from_seed(seed, cli.seconds);
         print!("{schedule}");
@@ -105,10 +118,21 @@ fn main() -> ExitCode {
                     println!("  FAIL: acknowledged data lost under today's rules");
                     failed = true;
                 }
+                if let Ok(v) = &summary.validation {
+                    batches += v.controller.batches;
+                    lines += v.brokers.applied;
+                }
+                if let Some(misfit) = summary.misfit() {
+                    println!("  FAIL: the run does not fit the model: {misfit}");
+                    misfits += 1;
+                    failed = true;
+                } else {
+                    fitted += 1;
+                }
                 if !summary.healed {
                     println!("  note: the cluster did not heal within the bound");
                 }
-                cli.keep || summary.lost() || !summary.healed
+                cli.keep || summary.lost() || !summary.healed || summary.misfit().is_some()
             }
             Err(e) => {
                 println!("seed {seed}: harness failure: {e}");
@@ -132,9 +156,35 @@ fn main() -> ExitCode {
         totals[3],
         totals[4]
     );
+    println!(
+        "validated against the model: {fitted} runs fit, {misfits} do not ({batches} metadata batches, {lines} broker lines)"
+    );
     if failed {
         ExitCode::FAILURE
     } else {
         ExitCode::SUCCESS
+    }
+}
+
+/// `--validate RUN_DIR`: a kept run's observations against the model.
+fn validate_kept(programs: &Programs, run_dir: &std::path::Path, rules: Rules) -> ExitCode {
+    match highwater_conformance::kafka_trace::validate_run(
+        programs,
+        run_dir,
+        soak::TOPIC,
+        rules.acks() == "all",
+    ) {
+        Ok(v) => {
+            print!("{v}");
+            if v.misfit().is_some() {
+                ExitCode::FAILURE
+            } else {
+                ExitCode::SUCCESS
+            }
+        }
+        Err(e) => {
+            eprintln!("cannot validate {}: {e}", run_dir.display());
+            ExitCode::from(2)
+        }
     }
 }

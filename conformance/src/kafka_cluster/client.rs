@@ -148,27 +148,46 @@ struct ProducedLine {
     error: Option<String>,
     done: Option<bool>,
     sent: Option<u64>,
+    sent_ms: Option<u64>,
+    ms: Option<u64>,
 }
 
 /// Parses one line the producer printed.
 pub fn parse_produced(line: &str) -> Result<Produced> {
     let p: ProducedLine =
         serde_json::from_str(line).map_err(|e| format!("the producer printed {line:?}: {e}"))?;
+    // Lines written before the producer printed times have none.
+    let timing = p
+        .sent_ms
+        .zip(p.ms)
+        .map(|(sent_ms, at_ms)| Timing { sent_ms, at_ms });
     match (p.value, p.outcome.as_deref(), p.offset, p.done, p.sent) {
         (Some(value), Some("ack"), Some(offset), _, _) => {
-            Ok(Produced::Outcome(Outcome::Acked { value, offset }))
+            Ok(Produced::Outcome(Outcome::Acked { value, offset }, timing))
         }
-        (Some(value), Some("error"), _, _, _) => Ok(Produced::Outcome(Outcome::Indeterminate {
-            value,
-            error: p.error.unwrap_or_default(),
-        })),
+        (Some(value), Some("error"), _, _, _) => Ok(Produced::Outcome(
+            Outcome::Indeterminate {
+                value,
+                error: p.error.unwrap_or_default(),
+            },
+            timing,
+        )),
         (_, _, _, Some(true), Some(sent)) => Ok(Produced::Done { sent }),
         _ => Err(format!("the producer printed {line:?}")),
     }
 }
 
+/// When a send was made and when its outcome came, on the host's wall
+/// clock (ms since the epoch), which the brokers' and controller's logs
+/// share.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Timing {
+    pub sent_ms: u64,
+    pub at_ms: u64,
+}
+
 pub enum Produced {
-    Outcome(Outcome),
+    Outcome(Outcome, Option<Timing>),
     Done { sent: u64 },
 }
 

@@ -65,6 +65,9 @@ pub fn run(programs: &Programs, config: &SoakConfig) -> Result<Summary> {
             say(&format!("had to kill -9 at the end: {killed:?}"));
         }
     }
+    // The observations are complete only once every node has stopped.
+    summary.validation =
+        crate::kafka_trace::validate_run(programs, dir, TOPIC, config.rules.acks() == "all");
     summary.took = began.elapsed();
     write_file(&dir.join("summary.txt"), &summary.to_string())?;
     Ok(summary)
@@ -169,6 +172,7 @@ fn produce_and_check(
         leaders,
         final_state,
         took: Duration::ZERO,
+        validation: Err("not validated yet".into()),
     })
 }
 
@@ -178,7 +182,7 @@ pub fn outcomes(lines: &[String]) -> Result<(u64, Vec<Outcome>)> {
     let mut sent = None;
     for line in lines.iter().filter(|l| !l.trim().is_empty()) {
         match client::parse_produced(line)? {
-            Produced::Outcome(o) => outcomes.push(o),
+            Produced::Outcome(o, _) => outcomes.push(o),
             Produced::Done { sent: n } => sent = Some(n),
         }
     }

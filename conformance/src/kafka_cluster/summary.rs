@@ -7,6 +7,7 @@ use super::checker::Verdict;
 use super::client::PartitionState;
 use super::nemesis::Applied;
 use super::Rules;
+use crate::kafka_trace::KafkaValidation;
 
 pub struct Summary {
     pub seed: Option<u64>,
@@ -20,12 +21,24 @@ pub struct Summary {
     pub leaders: Vec<i64>,
     pub final_state: Option<PartitionState>,
     pub took: Duration,
+    /// The run's observations validated against the model, or why they
+    /// could not be.
+    pub validation: std::result::Result<KafkaValidation, String>,
 }
 
 impl Summary {
     /// Whether the run lost (or rewrote) acknowledged data.
     pub fn lost(&self) -> bool {
         self.verdict.violated()
+    }
+
+    /// The first observation the model does not explain, or why the
+    /// observations could not be validated at all.
+    pub fn misfit(&self) -> Option<String> {
+        match &self.validation {
+            Ok(v) => v.misfit(),
+            Err(e) => Some(format!("not validated: {e}")),
+        }
     }
 
     /// Whether the leader changed at any point (a fault took effect).
@@ -92,6 +105,9 @@ impl fmt::Display for Summary {
         if !v.duplicated.is_empty() {
             writeln!(f, "  duplicated values: {}", v.duplicated.len())?;
         }
-        Ok(())
+        match &self.validation {
+            Ok(validation) => write!(f, "  {validation}"),
+            Err(e) => writeln!(f, "  NOT VALIDATED: {e}"),
+        }
     }
 }

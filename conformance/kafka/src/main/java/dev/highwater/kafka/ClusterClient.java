@@ -152,7 +152,10 @@ final class ClusterClient {
      * sends the values 0, 1, 2, ... (as decimal strings) to partition 0, one every M ms, for S
      * seconds, and prints one line per outcome: {"value":v,"outcome":"ack","offset":o} or
      * {"value":v,"outcome":"error","error":"..."} (the record may or may not be written: an
-     * indeterminate send). Ends with {"done":true,"sent":n}.
+     * indeterminate send), each with "sent_ms" and "ms", the wall clock (ms since the epoch) at
+     * the send and at the outcome: the brokers and the controller log on the same host's clock,
+     * so an acknowledgement is placed before or after their events. Ends with
+     * {"done":true,"sent":n}.
      */
     static void produce(String[] argv) throws Exception {
         Map<String, String> args = LogSupport.parseArgs(argv, 0);
@@ -179,10 +182,13 @@ final class ClusterClient {
         try (KafkaProducer<String, String> producer = new KafkaProducer<>(p)) {
             while (System.nanoTime() < end) {
                 final long value = sent++;
+                final long sentMs = System.currentTimeMillis();
                 try {
                     producer.send(new ProducerRecord<>(topic, 0, null, Long.toString(value)), (md, err) -> {
                         ObjectNode out = LogSupport.NODES.objectNode();
                         out.put("value", value);
+                        out.put("sent_ms", sentMs);
+                        out.put("ms", System.currentTimeMillis());
                         if (err == null) {
                             out.put("outcome", "ack");
                             out.put("offset", md.offset());
@@ -195,6 +201,8 @@ final class ClusterClient {
                 } catch (Exception e) {
                     ObjectNode out = LogSupport.NODES.objectNode();
                     out.put("value", value);
+                    out.put("sent_ms", sentMs);
+                    out.put("ms", System.currentTimeMillis());
                     out.put("outcome", "error");
                     out.put("error", e.toString());
                     emit(out);

@@ -1,0 +1,151 @@
+//! The brokers' half: what each broker applied, held against the
+//! controller's validated registrations, and the model's properties
+//! checked where a broker's line shows its log.
+//!
+//! - Each registration a broker applied (leader or follower, at a leader
+//!   epoch and partition epoch) must be the one the controller wrote at
+//!   that partition epoch: same leader epoch (which the controller's half
+//!   rebuilt by the model's epoch rule, so this checks that rule against
+//!   the epochs Kafka really used), same leader, and for a leader the
+//!   same ISR. Otherwise the trace does not fit.
+//! - `HW <= LEO` (the model's `HW_WITHIN_LOG`) on every line.
+//! - `acknowledged records survive` (the model's
+//!   `ACKNOWLEDGED_RECORDS_SURVIVE`) at every election a broker's line
+//!   shows: a record the producer saw acknowledged before the controller
+//!   wrote the election (both on this host's wall clock) is on the new
+//!   leader's log at its offset. The line gives the new leader's log end
+//!   offset, so a record at or past it is not there; that a record below
+//!   it is the same record is left to the client-side check of the log
+//!   read back at the end.
+
+use std::fmt;
+
+use highwater_model::properties::{ACKNOWLEDGED_RECORDS_SURVIVE, HW_WITHIN_LOG};
+
+use super::controller::Registration;
+use super::state_change::{Applied, Role};
+
+/// An acknowledged record, with when the producer saw its acknowledgement.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Ack {
+    pub value: u64,
+    pub offset: u64,
+    pub at_ms: u64,
+}
+
+/// A model property broken at a validated step.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Broken {
+    pub property: &'static str,
+    pub why: String,
+}
+
+impl fmt::Display for Broken {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.property, self.why)
+    }
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct BrokerValidation {
+    /// Lines held against the controller's registrations.
+    pub applied: usize,
+    /// Elections at which the acknowledged records were checked, and how
+    /// many acknowledgements came before them.
+    pub elections_checked: usize,
+    /// None when the acknowledgements had no times.
+    pub acks_before_elections: Option<usize>,
+    pub broken: Vec<Broken>,
+    pub misfit: Option<String>,
+}
+
+/// Holds every broker's applied registrations against the controller's.
+pub fn validate(
+    applied: &[Applied],
+    registrations: &[Registration],
+    acks: Option<&[Ack]>,
+) -> BrokerValidation {
+    let mut v = BrokerValidation {
+        acks_before_elections: acks.map(|_| 0),
+        ..BrokerValidation::default()
+    };
+    // Acknowledgements by time, to find those before an election at once.
+    let mut by_time: Vec<Ack> = acks.unwrap_or_default().to_vec();
+    by_time.sort_by_key(|a| a.at_ms);
+    for a in applied {
+        v.applied += 1;
+        let Some(r) = usize::try_from(a.partition_epoch)
+            .ok()
+            .and_then(|e| registrations.get(e))
+            .filter(|r| r.partition_epoch == a.partition_epoch)
+        else {
+            v.misfit = Some(format!(
+                "broker {} (state-change.log line {}) applied partition epoch {}, which the controller never wrote (it wrote {})",
+                a.broker,
+                a.line,
+                a.partition_epoch,
+                registrations.len()
+            ));
+            return v;
+        };
+        let fits = r.leader_epoch == a.leader_epoch
+            && match &a.role {
+                Role::Leader { isr } => r.leader == Some(a.broker) && same_set(isr, &r.isr),
+                Role::Follower { leader } => *leader == r.leader && r.leader != Some(a.broker),
+            };
+        if !fits {
+            v.misfit = Some(format!(
+                "broker {} (state-change.log line {}) applied {:?} at leader epoch {}, partition epoch {}; the controller's registration there is {r}",
+                a.broker, a.line, a.role, a.leader_epoch, a.partition_epoch
+            ));
+            return v;
+        }
+        if a.high_watermark > a.log_end_offset {
+            v.broken.push(Broken {
+                property: HW_WITHIN_LOG,
+                why: format!(
+                    "broker {} (line {}) has HW {} above its log end offset {}",
+                    a.broker, a.line, a.high_watermark, a.log_end_offset
+                ),
+            });
+        }
+        if matches!(a.role, Role::Leader { .. }) && acks.is_some() {
+            // The registration that first named this leader epoch: the election.
+            let elected = registrations
+                .iter()
+                .find(|e| e.leader_epoch == r.leader_epoch)
+                .unwrap_or(r);
+            let before = by_time.partition_point(|ack| ack.at_ms < elected.create_ms);
+            v.elections_checked += 1;
+            v.acks_before_elections = v.acks_before_elections.map(|n| n + before);
+            let missing: Vec<&Ack> = by_time[..before]
+                .iter()
+                .filter(|ack| ack.offset >= a.log_end_offset)
+                .collect();
+            if let Some(first) = missing.iter().min_by_key(|ack| ack.offset) {
+                v.broken.push(Broken {
+                    property: ACKNOWLEDGED_RECORDS_SURVIVE,
+                    why: format!(
+                        "broker {} became leader in epoch {} (elected at metadata offset {}) with log end offset {}, but {} records acknowledged before that election sit at or above it (the first: value {} at offset {})",
+                        a.broker,
+                        a.leader_epoch,
+                        elected.offset,
+                        a.log_end_offset,
+                        missing.len(),
+                        first.value,
+                        first.offset
+                    ),
+                });
+            }
+        }
+    }
+    v
+}
+
+fn same_set(a: &[u32], b: &[u32]) -> bool {
+    let mut a = a.to_vec();
+    let mut b = b.to_vec();
+    a.sort_unstable();
+    b.sort_unstable();
+    a == b
+}

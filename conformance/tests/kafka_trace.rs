@@ -1,0 +1,161 @@
+//! Real Kafka runs' observations validated against the model
+//! (`highwater_conformance::kafka_trace`), from runs kept in
+//! `tests/kafka_runs/` (see its README): no Java needed. Each check is
+//! also shown failing, on the same observations with one thing changed.
+
+use std::path::Path;
+
+use highwater_conformance::kafka_trace::{validate, KafkaValidation};
+use highwater_model::properties::ACKNOWLEDGED_RECORDS_SURVIVE;
+
+/// A kept run's files, which a test may edit before validating.
+struct Run {
+    metadata: String,
+    logs: Vec<(u32, String)>,
+    producer: Vec<String>,
+}
+
+fn run(name: &str) -> Run {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/kafka_runs")
+        .join(name);
+    let read = |file: &str| std::fs::read_to_string(dir.join(file)).unwrap_or_default();
+    Run {
+        metadata: read("metadata.txt"),
+        logs: (1..=3)
+            .map(|b| (b, read(&format!("broker-{b}.state-change.log"))))
+            .collect(),
+        producer: read("producer.jsonl").lines().map(str::to_string).collect(),
+    }
+}
+
+impl Run {
+    fn validate(&self, acks_all: bool) -> KafkaValidation {
+        validate(&self.metadata, &self.logs, &self.producer, "soak", acks_all)
+            .unwrap_or_else(|e| panic!("the observations do not read: {e}"))
+    }
+
+    /// Replaces `from` (which must be there) by `to` in the metadata dump.
+    fn edit_metadata(mut self, from: &str, to: &str) -> Run {
+        assert!(self.metadata.contains(from), "{from} not in the dump");
+        self.metadata = self.metadata.replacen(from, to, 1);
+        self
+    }
+}
+
+#[test]
+fn kafka_runs_under_todays_rules_fit_the_model() {
+    for name in ["today-clean-restart-kill", "today-elr-at-shutdown"] {
+        let v = run(name).validate(true);
+        eprintln!("{name}: {v}");
+        assert!(v.misfit().is_none(), "{name}: {v}");
+        assert!(v.model_holds, "{name} runs under today's rules");
+        // Not vacuous: elections, ISR changes and brokers' lines were all held.
+        assert!(v.controller.elections >= 2, "{name}: {v}");
+        assert!(v.controller.partition_changes >= 4, "{name}: {v}");
+        assert!(v.brokers.applied >= 8, "{name}: {v}");
+        assert!(v.broken().is_empty(), "{name}: {v}");
+    }
+    // The run through the ELR: the ISR below min.insync.replicas moved a
+    // replica into the ELR, and the last member's shutdown left the
+    // partition leaderless with ELR and last known ELR.
+    let v = run("today-elr-at-shutdown").validate(true);
+    let last = v.controller.registrations.last().unwrap();
+    assert_eq!(
+        (
+            last.leader,
+            last.isr.clone(),
+            last.elr.clone(),
+            last.lke.clone()
+        ),
+        (None, vec![], vec![2, 3], vec![3]),
+        "{v}"
+    );
+    let v = run("today-clean-restart-kill").validate(true);
+    assert!(
+        // The fixture keeps one producer line in ten (tests/kafka_runs/README.md).
+        v.brokers.elections_checked >= 2 && v.brokers.acks_before_elections > Some(100),
+        "acknowledgements were placed before elections: {v}"
+    );
+}
+
+#[test]
+fn kafka_losing_acks_1_records_breaks_the_models_property_at_a_validated_election() {
+    let v = run("acks1-stall-kill").validate(false);
+    eprintln!("{v}");
+    assert!(v.misfit().is_none(), "{v}");
+    assert!(!v.model_holds);
+    let broken = v
+        .broken()
+        .iter()
+        .find(|b| b.property == ACKNOWLEDGED_RECORDS_SURVIVE)
+        .unwrap_or_else(|| panic!("the loss was not seen at an election: {v}"));
+    assert!(broken.why.contains("became leader in epoch 1"), "{broken}");
+    // Under acks=all the model never loses an acknowledged record: the same
+    // observations are then a misfit.
+    let v = run("acks1-stall-kill").validate(true);
+    let misfit = v.misfit().expect("a loss under today's rules is a misfit");
+    assert!(misfit.contains(ACKNOWLEDGED_RECORDS_SURVIVE), "{misfit}");
+}
+
+#[test]
+fn a_controller_without_the_elr_does_not_explain_kafkas_decisions() {
+    // The same log, read as if the ELR feature were off: the model's
+    // controller would not have moved broker 2 into the ELR.
+    let v = run("today-elr-at-shutdown")
+        .edit_metadata(
+            r#""name":"eligible.leader.replicas.version","featureLevel":1"#,
+            r#""name":"eligible.leader.replicas.version","featureLevel":0"#,
+        )
+        .validate(true);
+    let misfit = v.misfit().expect("a misfit");
+    assert!(misfit.contains("offset 129"), "{misfit}");
+}
+
+#[test]
+fn an_edited_partition_change_is_a_misfit() {
+    // Broker 2's fence below min.insync.replicas, without its ELR entry.
+    let v = run("today-elr-at-shutdown")
+        .edit_metadata(r#""isr":[3],"eligibleLeaderReplicas":[2]"#, r#""isr":[3]"#)
+        .validate(true);
+    let misfit = v.misfit().expect("a misfit");
+    assert!(misfit.contains("offset 129"), "{misfit}");
+    // An election of a replica outside the ISR.
+    let v = run("today-elr-at-shutdown")
+        .edit_metadata(r#""isr":[1,3],"leader":3"#, r#""isr":[1,3],"leader":2"#)
+        .validate(true);
+    assert!(
+        v.misfit()
+            .expect("a misfit")
+            .contains("batch at offset 101"),
+        "{v}"
+    );
+}
+
+#[test]
+fn a_fence_whose_partition_change_is_missing_is_a_misfit() {
+    let mut r = run("today-elr-at-shutdown");
+    let line = r
+        .metadata
+        .lines()
+        .find(|l| l.contains(r#""isr":[2,3]}"#))
+        .expect("the fence of broker 1")
+        .to_string();
+    r.metadata = r.metadata.replace(&(line + "\n"), "");
+    let misfit = r.validate(true).misfit().expect("a misfit");
+    assert!(misfit.contains("changes nothing in the batch"), "{misfit}");
+}
+
+#[test]
+fn a_broker_applying_an_epoch_the_controller_never_wrote_is_a_misfit() {
+    let mut r = run("today-clean-restart-kill");
+    let (_, log) = &mut r.logs[2];
+    let from = "starts at leader epoch 2 from offset 2930";
+    assert!(log.contains(from));
+    *log = log.replace(from, "starts at leader epoch 3 from offset 2930");
+    let misfit = r.validate(true).misfit().expect("a misfit");
+    assert!(
+        misfit.contains("broker 3") && misfit.contains("leader epoch 3"),
+        "{misfit}"
+    );
+}
