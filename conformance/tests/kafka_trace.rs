@@ -5,11 +5,13 @@
 
 use std::path::Path;
 
+use highwater_conformance::kafka_trace::controller::ClusterRules;
 use highwater_conformance::kafka_trace::{validate, KafkaValidation};
 use highwater_model::properties::ACKNOWLEDGED_RECORDS_SURVIVE;
 
 /// A kept run's files, which a test may edit before validating.
 struct Run {
+    rules: ClusterRules,
     metadata: String,
     logs: Vec<(u32, String)>,
     producer: Vec<String>,
@@ -21,6 +23,7 @@ fn run(name: &str) -> Run {
         .join(name);
     let read = |file: &str| std::fs::read_to_string(dir.join(file)).unwrap_or_default();
     Run {
+        rules: ClusterRules::from_properties(&read("controller.server.properties")).unwrap(),
         metadata: read("metadata.txt"),
         logs: (1..=3)
             .map(|b| (b, read(&format!("broker-{b}.state-change.log"))))
@@ -31,8 +34,15 @@ fn run(name: &str) -> Run {
 
 impl Run {
     fn validate(&self, acks_all: bool) -> KafkaValidation {
-        validate(&self.metadata, &self.logs, &self.producer, "soak", acks_all)
-            .unwrap_or_else(|e| panic!("the observations do not read: {e}"))
+        validate(
+            &self.metadata,
+            &self.logs,
+            &self.producer,
+            "soak",
+            self.rules,
+            acks_all,
+        )
+        .unwrap_or_else(|e| panic!("the observations do not read: {e}"))
     }
 
     /// Replaces `from` (which must be there) by `to` in the metadata dump.

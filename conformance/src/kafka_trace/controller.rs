@@ -52,6 +52,37 @@ impl ClusterRules {
     }
 }
 
+impl ClusterRules {
+    /// The controller's static configuration (its `server.properties`):
+    /// `min.insync.replicas` and `unclean.leader.election.enable` there are
+    /// the defaults that dynamic config records in the metadata log
+    /// override (Kafka's `KafkaConfig` under `DynamicBrokerConfig`). The
+    /// ELR feature is only in the log.
+    pub fn from_properties(text: &str) -> Result<ClusterRules, String> {
+        let mut rules = ClusterRules::default();
+        for line in text.lines().map(str::trim) {
+            let Some((key, value)) = line.split_once('=') else {
+                continue;
+            };
+            rules.set(key.trim(), value.trim())?;
+        }
+        Ok(rules)
+    }
+
+    fn set(&mut self, name: &str, value: &str) -> Result<(), String> {
+        match name {
+            "min.insync.replicas" => {
+                self.min_isr = value
+                    .parse()
+                    .map_err(|_| format!("min.insync.replicas is {value:?}"))?
+            }
+            "unclean.leader.election.enable" => self.unclean = value.eq_ignore_ascii_case("true"),
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
 impl Default for ClusterRules {
     /// Kafka's defaults: min.insync.replicas=1, ELR off until its feature
     /// is set, no unclean election.
@@ -119,10 +150,11 @@ pub struct ControllerValidation {
     pub misfit: Option<String>,
 }
 
-/// Validates the metadata log's batches for `topic`'s partition 0.
-pub fn validate(batches: &[Batch], topic: &str) -> ControllerValidation {
+/// Validates the metadata log's batches for `topic`'s partition 0, under
+/// the controller's static rules `rules` and what the log changes of them.
+pub fn validate(batches: &[Batch], topic: &str, rules: ClusterRules) -> ControllerValidation {
     let mut v = ControllerValidation {
-        rules: ClusterRules::default(),
+        rules,
         ..ControllerValidation::default()
     };
     let mut walk = Walk {
@@ -195,16 +227,16 @@ impl Walk {
                 } if (*resource_type == 4 && resource.is_empty())
                     || (*resource_type == 2 && *resource == self.topic) =>
                 {
-                    match (name.as_str(), value.as_deref()) {
-                        ("min.insync.replicas", Some(n)) => {
-                            v.rules.min_isr = n
-                                .parse()
-                                .map_err(|_| format!("min.insync.replicas is {n:?}"))?
+                    // A deleted config (no value) falls back to the static
+                    // one, which this does not track: refuse rather than guess.
+                    match value {
+                        Some(value) => v.rules.set(name, value)?,
+                        None if name == "min.insync.replicas"
+                            || name == "unclean.leader.election.enable" =>
+                        {
+                            return Err(format!("{name} deleted: its fallback is not tracked"))
                         }
-                        ("unclean.leader.election.enable", Some(b)) => {
-                            v.rules.unclean = b.eq_ignore_ascii_case("true")
-                        }
-                        _ => {}
+                        None => {}
                     }
                 }
                 MetaRecord::Topic { name, topic_id } if *name == self.topic => {
@@ -585,5 +617,32 @@ impl Walk {
             recovering: r.recovering,
             fenced: ReplicaSet::EMPTY,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_controllers_static_rules_are_read() {
+        let rules = ClusterRules::from_properties(
+            "# comment\nmin.insync.replicas = 3\nunclean.leader.election.enable=TRUE\nother=x\n",
+        )
+        .unwrap();
+        assert_eq!(
+            rules,
+            ClusterRules {
+                min_isr: 3,
+                elr: false,
+                unclean: true
+            }
+        );
+        assert_eq!(
+            ClusterRules::from_properties("").unwrap(),
+            ClusterRules::default()
+        );
+        let err = ClusterRules::from_properties("min.insync.replicas=two").unwrap_err();
+        assert!(err.contains("two"), "{err}");
     }
 }

@@ -144,6 +144,11 @@ pub fn validate_run(
     let producer = std::fs::read_to_string(run_dir.join("producer.jsonl"))
         .map_err(|e| format!("cannot read producer.jsonl: {e}"))?;
     let lines: Vec<String> = producer.lines().map(str::to_string).collect();
+    let properties = cluster.join("controller/server.properties");
+    let rules = controller::ClusterRules::from_properties(
+        &std::fs::read_to_string(&properties)
+            .map_err(|e| format!("cannot read {}: {e}", properties.display()))?,
+    )?;
     let mut logs = Vec::new();
     for entry in std::fs::read_dir(&cluster)
         .map_err(|e| format!("cannot list {}: {e}", cluster.display()))?
@@ -165,20 +170,22 @@ pub fn validate_run(
         })?;
         logs.push((id, log));
     }
-    validate(&dump, &logs, &lines, topic, acks_all)
+    validate(&dump, &logs, &lines, topic, rules, acks_all)
 }
 
 /// Validates observations already read: the metadata dump, each broker's
-/// state-change.log, the producer's lines.
+/// state-change.log, the producer's lines, under the controller's static
+/// rules (its server.properties).
 pub fn validate(
     dump: &str,
     state_change_logs: &[(metadata::BrokerId, String)],
     producer_lines: &[String],
     topic: &str,
+    rules: controller::ClusterRules,
     acks_all: bool,
 ) -> Result<KafkaValidation> {
     let batches = metadata::parse(dump)?;
-    let controller = controller::validate(&batches, topic);
+    let controller = controller::validate(&batches, topic, rules);
     let mut applied = Vec::new();
     for (id, log) in state_change_logs {
         applied.extend(state_change::parse(*id, &format!("{topic}-0"), log)?);
