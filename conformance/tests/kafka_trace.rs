@@ -6,49 +6,45 @@
 use std::path::Path;
 
 use highwater_conformance::kafka_trace::controller::ClusterRules;
-use highwater_conformance::kafka_trace::{validate, KafkaValidation};
+use highwater_conformance::kafka_trace::{validate, KafkaValidation, Observations};
 use highwater_model::properties::ACKNOWLEDGED_RECORDS_SURVIVE;
 
 /// A kept run's files, which a test may edit before validating.
-struct Run {
-    rules: ClusterRules,
-    metadata: String,
-    logs: Vec<(u32, String)>,
-    producer: Vec<String>,
-}
+struct Run(Observations);
 
 fn run(name: &str) -> Run {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/kafka_runs")
         .join(name);
     let read = |file: &str| std::fs::read_to_string(dir.join(file)).unwrap_or_default();
-    Run {
+    let per_broker = |file: &str| -> Option<Vec<(u32, String)>> {
+        (1..=3)
+            .map(|b| {
+                std::fs::read_to_string(dir.join(format!("broker-{b}.{file}")))
+                    .ok()
+                    .map(|log| (b, log))
+            })
+            .collect()
+    };
+    Run(Observations {
         rules: ClusterRules::from_properties(&read("controller.server.properties")).unwrap(),
         metadata: read("metadata.txt"),
-        logs: (1..=3)
-            .map(|b| (b, read(&format!("broker-{b}.state-change.log"))))
-            .collect(),
+        state_change_logs: per_broker("state-change.log").expect("state-change logs"),
+        partition_logs: per_broker("partition.log"),
         producer: read("producer.jsonl").lines().map(str::to_string).collect(),
-    }
+    })
 }
 
 impl Run {
     fn validate(&self, acks_all: bool) -> KafkaValidation {
-        validate(
-            &self.metadata,
-            &self.logs,
-            &self.producer,
-            "soak",
-            self.rules,
-            acks_all,
-        )
-        .unwrap_or_else(|e| panic!("the observations do not read: {e}"))
+        validate(&self.0, "soak", acks_all)
+            .unwrap_or_else(|e| panic!("the observations do not read: {e}"))
     }
 
     /// Replaces `from` (which must be there) by `to` in the metadata dump.
     fn edit_metadata(mut self, from: &str, to: &str) -> Run {
-        assert!(self.metadata.contains(from), "{from} not in the dump");
-        self.metadata = self.metadata.replacen(from, to, 1);
+        assert!(self.0.metadata.contains(from), "{from} not in the dump");
+        self.0.metadata = self.0.metadata.replacen(from, to, 1);
         self
     }
 }
@@ -145,13 +141,13 @@ fn an_edited_partition_change_is_a_misfit() {
 #[test]
 fn a_fence_whose_partition_change_is_missing_is_a_misfit() {
     let mut r = run("today-elr-at-shutdown");
-    let line = r
-        .metadata
-        .lines()
-        .find(|l| l.contains(r#""isr":[2,3]}"#))
-        .expect("the fence of broker 1")
-        .to_string();
-    r.metadata = r.metadata.replace(&(line + "\n"), "");
+    let line =
+        r.0.metadata
+            .lines()
+            .find(|l| l.contains(r#""isr":[2,3]}"#))
+            .expect("the fence of broker 1")
+            .to_string();
+    r.0.metadata = r.0.metadata.replace(&(line + "\n"), "");
     let misfit = r.validate(true).misfit().expect("a misfit");
     assert!(misfit.contains("changes nothing in the batch"), "{misfit}");
 }
@@ -159,7 +155,7 @@ fn a_fence_whose_partition_change_is_missing_is_a_misfit() {
 #[test]
 fn a_broker_applying_an_epoch_the_controller_never_wrote_is_a_misfit() {
     let mut r = run("today-clean-restart-kill");
-    let (_, log) = &mut r.logs[2];
+    let (_, log) = &mut r.0.state_change_logs[2];
     let from = "starts at leader epoch 2 from offset 2930";
     assert!(log.contains(from));
     *log = log.replace(from, "starts at leader epoch 3 from offset 2930");

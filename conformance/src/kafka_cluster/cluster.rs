@@ -83,6 +83,15 @@ logger.state.name = state.change.logger
 logger.state.level = TRACE
 logger.state.additivity = false
 logger.state.appenderRef.state.ref = state
+appender.partition.type = File
+appender.partition.name = partition
+appender.partition.fileName = ${sys:kafka.logs.dir}/partition.log
+appender.partition.layout.type = PatternLayout
+appender.partition.layout.pattern = %d{UNIX_MILLIS} %p %m (%c)%n
+logger.partition.name = kafka.cluster.Partition
+logger.partition.level = DEBUG
+logger.partition.additivity = false
+logger.partition.appenderRef.partition.ref = partition
 ";
 
 impl Cluster {

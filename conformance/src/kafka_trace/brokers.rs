@@ -17,12 +17,19 @@
 //!   offset, so a record at or past it is not there; that a record below
 //!   it is the same record is left to the client-side check of the log
 //!   read back at the end.
+//! - `committed records survive` (the model's `COMMITTED_RECORDS_SURVIVE`)
+//!   at the same elections: the highest HW any leader published before the
+//!   controller wrote the election (its `partition.log`, same clock) is at
+//!   most the new leader's log end offset.
 
 use std::fmt;
 
-use highwater_model::properties::{ACKNOWLEDGED_RECORDS_SURVIVE, HW_WITHIN_LOG};
+use highwater_model::properties::{
+    ACKNOWLEDGED_RECORDS_SURVIVE, COMMITTED_RECORDS_SURVIVE, HW_WITHIN_LOG,
+};
 
 use super::controller::Registration;
+use super::hw::HwMove;
 use super::state_change::{Applied, Role};
 
 /// An acknowledged record, with when the producer saw its acknowledgement.
@@ -50,11 +57,14 @@ impl fmt::Display for Broken {
 pub struct BrokerValidation {
     /// Lines held against the controller's registrations.
     pub applied: usize,
-    /// Elections at which the acknowledged records were checked, and how
-    /// many acknowledgements came before them.
+    /// Leaders' lines (elections) at which the records were checked, and
+    /// how many acknowledgements came before them.
     pub elections_checked: usize,
     /// None when the acknowledgements had no times.
     pub acks_before_elections: Option<usize>,
+    /// HW moves published before the elections checked; None when the
+    /// brokers' partition.log was not kept.
+    pub hw_moves_before_elections: Option<usize>,
     pub broken: Vec<Broken>,
     pub misfit: Option<String>,
 }
@@ -64,11 +74,15 @@ pub fn validate(
     applied: &[Applied],
     registrations: &[Registration],
     acks: Option<&[Ack]>,
+    hw_moves: Option<&[HwMove]>,
 ) -> BrokerValidation {
     let mut v = BrokerValidation {
         acks_before_elections: acks.map(|_| 0),
+        hw_moves_before_elections: hw_moves.map(|_| 0),
         ..BrokerValidation::default()
     };
+    let mut moves: Vec<HwMove> = hw_moves.unwrap_or_default().to_vec();
+    moves.sort_by_key(|m| m.at_ms);
     // Acknowledgements by time, to find those before an election at once.
     let mut by_time: Vec<Ack> = acks.unwrap_or_default().to_vec();
     by_time.sort_by_key(|a| a.at_ms);
@@ -109,14 +123,38 @@ pub fn validate(
                 ),
             });
         }
-        if matches!(a.role, Role::Leader { .. }) && acks.is_some() {
-            // The registration that first named this leader epoch: the election.
-            let elected = registrations
-                .iter()
-                .find(|e| e.leader_epoch == r.leader_epoch)
-                .unwrap_or(r);
+        if !matches!(a.role, Role::Leader { .. }) {
+            continue;
+        }
+        // The registration that first named this leader epoch: the election.
+        let elected = registrations
+            .iter()
+            .find(|e| e.leader_epoch == r.leader_epoch)
+            .unwrap_or(r);
+        v.elections_checked += 1;
+        if hw_moves.is_some() {
+            let before = &moves[..moves.partition_point(|m| m.at_ms < elected.create_ms)];
+            v.hw_moves_before_elections = v.hw_moves_before_elections.map(|n| n + before.len());
+            if let Some(top) = before.iter().max_by_key(|m| m.high_watermark) {
+                if top.high_watermark > a.log_end_offset {
+                    v.broken.push(Broken {
+                        property: COMMITTED_RECORDS_SURVIVE,
+                        why: format!(
+                            "broker {} became leader in epoch {} (elected at metadata offset {}) with log end offset {}, but broker {} had published HW {} before that election (partition.log line {})",
+                            a.broker,
+                            a.leader_epoch,
+                            elected.offset,
+                            a.log_end_offset,
+                            top.broker,
+                            top.high_watermark,
+                            top.line
+                        ),
+                    });
+                }
+            }
+        }
+        if acks.is_some() {
             let before = by_time.partition_point(|ack| ack.at_ms < elected.create_ms);
-            v.elections_checked += 1;
             v.acks_before_elections = v.acks_before_elections.map(|n| n + before);
             let missing: Vec<&Ack> = by_time[..before]
                 .iter()

@@ -8,6 +8,8 @@
 //!   broker registration and partition change (Kafka's `DumpLogSegments`);
 //! - [`state_change`]: each broker's `state-change.log`, in that broker's
 //!   order: every registration it applied, with its log end offset and HW;
+//! - [`hw`]: each broker's `partition.log`: every HW it published as
+//!   leader, with the host's wall-clock time;
 //! - the producer's lines: every acknowledged offset, with the host's
 //!   wall-clock time of the acknowledgement, which the metadata log's batch
 //!   times share.
@@ -23,6 +25,7 @@
 
 pub mod brokers;
 pub mod controller;
+pub mod hw;
 pub mod metadata;
 pub mod state_change;
 
@@ -89,6 +92,10 @@ impl fmt::Display for KafkaValidation {
                 None => "acknowledgements not checked (the producer printed no times)".into(),
             }
         )?;
+        match b.hw_moves_before_elections {
+            Some(n) => writeln!(f, "  and against {n} HW moves published before them")?,
+            None => writeln!(f, "  HW moves not checked (no partition.log kept)")?,
+        }
         for broken in &b.broken {
             writeln!(f, "  property broken at a validated step: {broken}")?;
         }
@@ -121,77 +128,118 @@ pub fn acks(lines: &[String]) -> Result<Option<Vec<Ack>>> {
     Ok(Some(acks))
 }
 
-/// Validates the observations a run left in `run_dir` (the layout
-/// `kafka_cluster::soak` writes) for `topic`'s partition 0. `acks_all`:
-/// the producer's acks (not in any broker's records).
+/// What a run left, read: the inputs of [`validate`].
+#[derive(Clone, Debug, Default)]
+pub struct Observations {
+    /// `DumpLogSegments --cluster-metadata-decoder` of the controller's log.
+    pub metadata: String,
+    /// Each broker's `state-change.log`.
+    pub state_change_logs: Vec<(metadata::BrokerId, String)>,
+    /// Each broker's `partition.log`; None for runs made before it was kept.
+    pub partition_logs: Option<Vec<(metadata::BrokerId, String)>>,
+    /// The producer's lines.
+    pub producer: Vec<String>,
+    /// The controller's rules from its `server.properties`.
+    pub rules: controller::ClusterRules,
+}
+
+impl Observations {
+    /// Reads what a run left in `run_dir` (the layout `kafka_cluster::soak`
+    /// writes); the metadata log is dumped by Kafka's own tool, and the dump
+    /// is kept beside it as `metadata.txt`.
+    pub fn read(programs: &Programs, run_dir: &Path) -> Result<Observations> {
+        let cluster = run_dir.join("cluster");
+        let read = |path: &Path| {
+            std::fs::read_to_string(path)
+                .map_err(|e| format!("cannot read {}: {e}", path.display()))
+        };
+        let metadata = metadata::dump(
+            programs,
+            &cluster.join("controller/data/__cluster_metadata-0"),
+        )?;
+        std::fs::write(run_dir.join("metadata.txt"), &metadata).map_err(|e| {
+            format!(
+                "cannot write {}: {e}",
+                run_dir.join("metadata.txt").display()
+            )
+        })?;
+        let mut brokers = Vec::new();
+        for entry in std::fs::read_dir(&cluster)
+            .map_err(|e| format!("cannot list {}: {e}", cluster.display()))?
+        {
+            let path = entry.map_err(|e| e.to_string())?.path();
+            if let Some(id) = path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .and_then(|n| n.strip_prefix("broker-"))
+                .and_then(|n| n.parse().ok())
+            {
+                brokers.push((id, path));
+            }
+        }
+        brokers.sort();
+        let mut state_change_logs = Vec::new();
+        let mut partition_logs = Some(Vec::new());
+        for (id, path) in &brokers {
+            state_change_logs.push((*id, read(&path.join("state-change.log"))?));
+            let partition = path.join("partition.log");
+            match (&mut partition_logs, partition.exists()) {
+                (Some(logs), true) => logs.push((*id, read(&partition)?)),
+                _ => partition_logs = None,
+            }
+        }
+        Ok(Observations {
+            metadata,
+            state_change_logs,
+            partition_logs,
+            producer: read(&run_dir.join("producer.jsonl"))?
+                .lines()
+                .map(str::to_string)
+                .collect(),
+            rules: controller::ClusterRules::from_properties(&read(
+                &cluster.join("controller/server.properties"),
+            )?)?,
+        })
+    }
+}
+
+/// Validates the observations a run left in `run_dir` for `topic`'s
+/// partition 0. `acks_all`: the producer's acks (not in any broker's records).
 pub fn validate_run(
     programs: &Programs,
     run_dir: &Path,
     topic: &str,
     acks_all: bool,
 ) -> Result<KafkaValidation> {
-    let cluster = run_dir.join("cluster");
-    let dump = metadata::dump(
-        programs,
-        &cluster.join("controller/data/__cluster_metadata-0"),
-    )?;
-    std::fs::write(run_dir.join("metadata.txt"), &dump).map_err(|e| {
-        format!(
-            "cannot write {}: {e}",
-            run_dir.join("metadata.txt").display()
-        )
-    })?;
-    let producer = std::fs::read_to_string(run_dir.join("producer.jsonl"))
-        .map_err(|e| format!("cannot read producer.jsonl: {e}"))?;
-    let lines: Vec<String> = producer.lines().map(str::to_string).collect();
-    let properties = cluster.join("controller/server.properties");
-    let rules = controller::ClusterRules::from_properties(
-        &std::fs::read_to_string(&properties)
-            .map_err(|e| format!("cannot read {}: {e}", properties.display()))?,
-    )?;
-    let mut logs = Vec::new();
-    for entry in std::fs::read_dir(&cluster)
-        .map_err(|e| format!("cannot list {}: {e}", cluster.display()))?
-    {
-        let path = entry.map_err(|e| e.to_string())?.path();
-        let Some(id) = path
-            .file_name()
-            .and_then(|n| n.to_str())
-            .and_then(|n| n.strip_prefix("broker-"))
-            .and_then(|n| n.parse().ok())
-        else {
-            continue;
-        };
-        let log = std::fs::read_to_string(path.join("state-change.log")).map_err(|e| {
-            format!(
-                "cannot read {}: {e}",
-                path.join("state-change.log").display()
-            )
-        })?;
-        logs.push((id, log));
-    }
-    validate(&dump, &logs, &lines, topic, rules, acks_all)
+    validate(&Observations::read(programs, run_dir)?, topic, acks_all)
 }
 
-/// Validates observations already read: the metadata dump, each broker's
-/// state-change.log, the producer's lines, under the controller's static
-/// rules (its server.properties).
-pub fn validate(
-    dump: &str,
-    state_change_logs: &[(metadata::BrokerId, String)],
-    producer_lines: &[String],
-    topic: &str,
-    rules: controller::ClusterRules,
-    acks_all: bool,
-) -> Result<KafkaValidation> {
-    let batches = metadata::parse(dump)?;
-    let controller = controller::validate(&batches, topic, rules);
+/// Validates observations already read.
+pub fn validate(o: &Observations, topic: &str, acks_all: bool) -> Result<KafkaValidation> {
+    let batches = metadata::parse(&o.metadata)?;
+    let controller = controller::validate(&batches, topic, o.rules);
+    let partition = format!("{topic}-0");
     let mut applied = Vec::new();
-    for (id, log) in state_change_logs {
-        applied.extend(state_change::parse(*id, &format!("{topic}-0"), log)?);
+    for (id, log) in &o.state_change_logs {
+        applied.extend(state_change::parse(*id, &partition, log)?);
     }
-    let acks = acks(producer_lines)?;
-    let brokers = brokers::validate(&applied, &controller.registrations, acks.as_deref());
+    let hw_moves = match &o.partition_logs {
+        Some(logs) => {
+            let mut moves = Vec::new();
+            for (id, log) in logs {
+                moves.extend(hw::parse(*id, &partition, log)?);
+            }
+            Some(moves)
+        }
+        None => None,
+    };
+    let acks = acks(&o.producer)?;
+    let brokers = brokers::validate(
+        &applied,
+        &controller.registrations,
+        acks.as_deref(),
+        hw_moves.as_deref(),
+    );
     let r = controller.rules;
     let model_holds = acks_all && r.min_isr >= 2 && r.elr && !r.unclean;
     Ok(KafkaValidation {

@@ -1,0 +1,94 @@
+//! Every HW a leader published, read from its `partition.log` (the
+//! `kafka.cluster.Partition` logger at DEBUG, with the host's wall-clock
+//! time of each line): `Partition.maybeIncrementLeaderHW` logs "High
+//! watermark updated from (offset=A, ...) to (offset=B, ...)" whenever the
+//! leader moves its HW. A record below a published HW is committed: what
+//! the model calls visible.
+
+use super::metadata::BrokerId;
+
+/// A leader's HW move.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HwMove {
+    pub broker: BrokerId,
+    /// The line's position in the broker's partition.log (1-based).
+    pub line: usize,
+    /// ms since the epoch, on the host's clock.
+    pub at_ms: u64,
+    pub high_watermark: u64,
+}
+
+/// The HW moves of `partition` (e.g. `soak-0`) in `broker`'s partition.log.
+/// A line that says the HW moved but does not parse is an error: a
+/// skipped move would let a committed record go unchecked.
+pub fn parse(broker: BrokerId, partition: &str, log: &str) -> Result<Vec<HwMove>, String> {
+    let ident = format!("[Partition {partition} broker={broker}]");
+    let mut out = Vec::new();
+    for (n, line) in log.lines().enumerate() {
+        if !line.contains(&ident) || !line.contains("High watermark updated from ") {
+            continue;
+        }
+        let at = |why: &str| {
+            format!(
+                "broker {broker} partition.log line {}: {why}: {line}",
+                n + 1
+            )
+        };
+        let at_ms = line
+            .split_whitespace()
+            .next()
+            .and_then(|t| t.parse().ok())
+            .ok_or_else(|| at("no time in ms first"))?;
+        let to = line.rfind(" to (offset=").ok_or_else(|| at("no new HW"))? + " to (offset=".len();
+        let rest = &line[to..];
+        let end = rest
+            .find([',', ')'])
+            .ok_or_else(|| at("no end to the new HW"))?;
+        let high_watermark = rest[..end]
+            .trim()
+            .parse()
+            .map_err(|_| at("the new HW is not a number"))?;
+        out.push(HwMove {
+            broker,
+            line: n + 1,
+            at_ms,
+            high_watermark,
+        });
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LOG: &str = "\
+1796308001000 DEBUG [Partition soak-0 broker=2] Recorded replica 3 log end offset (LEO) position 12 and log start offset 0. (kafka.cluster.Partition)
+1796308001002 DEBUG [Partition soak-0 broker=2] High watermark updated from (offset=10, segment=[0:1234]) to (offset=12, segment=[0:1300]) (kafka.cluster.Partition)
+1796308001003 DEBUG [Partition other-0 broker=2] High watermark updated from (offset=1, segment=[0:1]) to (offset=2, segment=[0:2]) (kafka.cluster.Partition)
+";
+
+    #[test]
+    fn hw_moves_are_read() {
+        assert_eq!(
+            parse(2, "soak-0", LOG).unwrap(),
+            vec![HwMove {
+                broker: 2,
+                line: 2,
+                at_ms: 1796308001002,
+                high_watermark: 12
+            }]
+        );
+    }
+
+    #[test]
+    fn a_move_that_does_not_parse_is_named() {
+        let err = parse(2, "soak-0", &LOG.replace("to (offset=12", "to (offset=x")).unwrap_err();
+        assert!(
+            err.contains("line 2") && err.contains("not a number"),
+            "{err}"
+        );
+        let err = parse(2, "soak-0", &LOG.replace("1796308001002 ", "")).unwrap_err();
+        assert!(err.contains("no time"), "{err}");
+    }
+}
