@@ -46,6 +46,13 @@ fn step(at_s: f64, kind: FaultKind, hold_s: f64) -> Step {
     }
 }
 
+fn step_on(at_s: f64, kind: FaultKind, target: Target, hold_s: f64) -> Step {
+    Step {
+        target,
+        ..step(at_s, kind, hold_s)
+    }
+}
+
 /// A run's directory: removed when the test passes, kept (its path in the
 /// failure message) when it fails.
 struct RunDir(std::path::PathBuf);
@@ -166,6 +173,46 @@ fn the_checker_sees_kafka_lose_records_acknowledged_with_acks_1() {
         v.broken()
             .iter()
             .any(|b| b.property == highwater_model::properties::ACKNOWLEDGED_RECORDS_SURVIVE),
+        "the loss breaks the model's property at a validated election:\n{summary}"
+    );
+}
+
+#[test]
+fn an_unclean_election_on_kafka_loses_committed_records_and_breaks_the_models_property() {
+    let test =
+        "an_unclean_election_on_kafka_loses_committed_records_and_breaks_the_models_property";
+    if !long_tier::enabled("starts a Kafka cluster, about 60 s") {
+        return;
+    }
+    let Some(programs) = programs(test) else {
+        return;
+    };
+    // A follower stopped past the ISR lag and the session (it leaves the
+    // ISR), then the other two killed: with unclean election on, the
+    // controller elects the lagging follower alone.
+    let (summary, _dir) = run(
+        &programs,
+        Rules::Unclean,
+        25,
+        vec![step_on(
+            3.0,
+            FaultKind::LagThenKillOthers,
+            Target::Follower(0),
+            9.0,
+        )],
+    );
+    assert_eq!(summary.faults.len(), 1, "the fault applied:\n{summary}");
+    assert!(
+        summary.lost(),
+        "the unclean election lost nothing acknowledged:\n{summary}"
+    );
+    assert_eq!(summary.misfit(), None, "the run fits the model:\n{summary}");
+    let v = summary.validation.as_ref().expect("validated");
+    assert!(
+        v.broken().iter().any(|b| {
+            b.property == highwater_model::properties::COMMITTED_RECORDS_SURVIVE
+                || b.property == highwater_model::properties::ACKNOWLEDGED_RECORDS_SURVIVE
+        }),
         "the loss breaks the model's property at a validated election:\n{summary}"
     );
 }

@@ -29,16 +29,26 @@ pub enum FaultKind {
     /// and elected a follower. What the leader took alone is then on no
     /// replica the controller can elect.
     StallFollowersKillLeader,
+    /// A follower SIGSTOPped past replica.lag.time.max.ms and the broker
+    /// session (the leader drops it from the ISR, the controller fences
+    /// it); then the leader and the other follower killed with kill -9 at
+    /// once and the paused follower resumed, alone. Only an unclean election
+    /// (or none) can give the partition a leader now: with
+    /// `unclean.leader.election.enable` the lagging follower is elected
+    /// without what the others committed while it was stopped. The others
+    /// restart after the session timeout.
+    LagThenKillOthers,
 }
 
 impl FaultKind {
-    const ALL: [FaultKind; 6] = [
+    const ALL: [FaultKind; 7] = [
         FaultKind::Kill,
         FaultKind::PauseShort,
         FaultKind::PauseLong,
         FaultKind::CleanRestart,
         FaultKind::PowerLoss,
         FaultKind::StallFollowersKillLeader,
+        FaultKind::LagThenKillOthers,
     ];
 
     pub fn name(self) -> &'static str {
@@ -49,6 +59,7 @@ impl FaultKind {
             FaultKind::CleanRestart => "clean-restart",
             FaultKind::PowerLoss => "power-loss",
             FaultKind::StallFollowersKillLeader => "stall-kill",
+            FaultKind::LagThenKillOthers => "lag-kill",
         }
     }
 }
@@ -123,11 +134,18 @@ impl Schedule {
             if kind == FaultKind::StallFollowersKillLeader {
                 target = Target::Leader;
             }
+            if kind == FaultKind::LagThenKillOthers {
+                target = Target::Follower((rng.next() % 2) as u8);
+            }
             let hold = match kind {
                 FaultKind::StallFollowersKillLeader => rng.ms(1000, REPLICA_LAG_MS / 2),
                 FaultKind::PauseShort => rng.ms(1000, SESSION_TIMEOUT_MS / 2),
                 FaultKind::PauseLong => {
                     rng.ms(SESSION_TIMEOUT_MS + 2000, SESSION_TIMEOUT_MS + 6000)
+                }
+                FaultKind::LagThenKillOthers => {
+                    let past = SESSION_TIMEOUT_MS.max(REPLICA_LAG_MS);
+                    rng.ms(past + 2000, past + 4000)
                 }
                 _ => rng.ms(1000, 5000),
             };
@@ -216,8 +234,15 @@ pub fn apply(
 ) -> Result<Applied> {
     let state = client::describe(programs, cluster.bootstrap(), topic)?;
     let broker = match step.target {
-        _ if step.kind == FaultKind::StallFollowersKillLeader && state.leader < 0 => {
-            return Err("stall-kill needs a leader, and the partition has none".into());
+        _ if matches!(
+            step.kind,
+            FaultKind::StallFollowersKillLeader | FaultKind::LagThenKillOthers
+        ) && state.leader < 0 =>
+        {
+            return Err(format!(
+                "{} needs a leader, and the partition has none",
+                step.kind.name()
+            ));
         }
         Target::Leader if state.leader >= 0 => state.leader as u32,
         // No leader: strike the first replica instead.
@@ -293,6 +318,27 @@ pub fn apply(
             leader_during = during(programs);
             cluster.restart(leader)?;
         }
+        FaultKind::LagThenKillOthers => {
+            let others: Vec<u32> = state
+                .replicas
+                .iter()
+                .copied()
+                .filter(|&r| r != broker)
+                .collect();
+            cluster.broker(broker)?.pause()?;
+            std::thread::sleep(step.hold);
+            for &o in &others {
+                cluster.broker(o)?.kill()?;
+            }
+            cluster.broker(broker)?.resume()?;
+            // Until the controller fences the dead brokers, unfences the
+            // resumed one and elects (or cannot).
+            std::thread::sleep(Duration::from_millis(SESSION_TIMEOUT_MS + 3000));
+            leader_during = during(programs);
+            for &o in &others {
+                cluster.restart(o)?;
+            }
+        }
         FaultKind::PowerLoss => {
             let node = cluster.broker(broker)?;
             node.kill()?;
@@ -360,6 +406,11 @@ mod tests {
                     FaultKind::StallFollowersKillLeader => {
                         assert!(step.hold < Duration::from_millis(REPLICA_LAG_MS));
                         assert_eq!(step.target, Target::Leader);
+                    }
+                    FaultKind::LagThenKillOthers => {
+                        assert!(step.hold > Duration::from_millis(REPLICA_LAG_MS));
+                        assert!(step.hold > session);
+                        assert_ne!(step.target, Target::Leader);
                     }
                     _ => {}
                 }
