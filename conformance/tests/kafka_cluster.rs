@@ -216,3 +216,35 @@ fn an_unclean_election_on_kafka_loses_committed_records_and_breaks_the_models_pr
         "the loss breaks the model's property at a validated election:\n{summary}"
     );
 }
+
+#[test]
+fn a_leader_acknowledging_alone_under_min_isr_1_loses_records_to_a_power_loss_on_kafka() {
+    let test =
+        "a_leader_acknowledging_alone_under_min_isr_1_loses_records_to_a_power_loss_on_kafka";
+    if !long_tier::enabled("starts a Kafka cluster, about 60 s") {
+        return;
+    }
+    let Some(programs) = programs(test) else {
+        return;
+    };
+    // Both followers stopped past the ISR lag: the leader, alone in the ISR,
+    // acknowledges alone (min.insync.replicas=1); its power is lost, and its
+    // unflushed tail with it, before anyone else has those records.
+    let (summary, _dir) = run(
+        &programs,
+        Rules::MinIsr1,
+        25,
+        vec![step(3.0, FaultKind::StrandThenPowerLoss, 9.0)],
+    );
+    assert_eq!(summary.faults.len(), 1, "the fault applied:\n{summary}");
+    assert!(
+        summary.lost(),
+        "min.insync.replicas=1 lost nothing acknowledged:\n{summary}"
+    );
+    assert_eq!(summary.misfit(), None, "the run fits the model:\n{summary}");
+    let v = summary.validation.as_ref().expect("validated");
+    assert!(
+        !v.broken().is_empty(),
+        "the loss breaks a model property at a validated election:\n{summary}"
+    );
+}

@@ -38,10 +38,18 @@ pub enum FaultKind {
     /// without what the others committed while it was stopped. The others
     /// restart after the session timeout.
     LagThenKillOthers,
+    /// Both followers SIGSTOPped past replica.lag.time.max.ms and the
+    /// session (the leader is left alone in the ISR, or below
+    /// min.insync.replicas), then the leader's power lost (as
+    /// [`FaultKind::PowerLoss`]) and the followers resumed; the leader
+    /// restarts after the session timeout. With min.insync.replicas=1 the
+    /// leader acknowledged alone, and its unflushed tail is gone when it is
+    /// elected again as the last known leader.
+    StrandThenPowerLoss,
 }
 
 impl FaultKind {
-    const ALL: [FaultKind; 7] = [
+    const ALL: [FaultKind; 8] = [
         FaultKind::Kill,
         FaultKind::PauseShort,
         FaultKind::PauseLong,
@@ -49,6 +57,7 @@ impl FaultKind {
         FaultKind::PowerLoss,
         FaultKind::StallFollowersKillLeader,
         FaultKind::LagThenKillOthers,
+        FaultKind::StrandThenPowerLoss,
     ];
 
     pub fn name(self) -> &'static str {
@@ -60,6 +69,7 @@ impl FaultKind {
             FaultKind::PowerLoss => "power-loss",
             FaultKind::StallFollowersKillLeader => "stall-kill",
             FaultKind::LagThenKillOthers => "lag-kill",
+            FaultKind::StrandThenPowerLoss => "strand-power-loss",
         }
     }
 }
@@ -131,7 +141,10 @@ impl Schedule {
             } else {
                 Target::Follower((rng.next() % 2) as u8)
             };
-            if kind == FaultKind::StallFollowersKillLeader {
+            if matches!(
+                kind,
+                FaultKind::StallFollowersKillLeader | FaultKind::StrandThenPowerLoss
+            ) {
                 target = Target::Leader;
             }
             if kind == FaultKind::LagThenKillOthers {
@@ -143,7 +156,7 @@ impl Schedule {
                 FaultKind::PauseLong => {
                     rng.ms(SESSION_TIMEOUT_MS + 2000, SESSION_TIMEOUT_MS + 6000)
                 }
-                FaultKind::LagThenKillOthers => {
+                FaultKind::LagThenKillOthers | FaultKind::StrandThenPowerLoss => {
                     let past = SESSION_TIMEOUT_MS.max(REPLICA_LAG_MS);
                     rng.ms(past + 2000, past + 4000)
                 }
@@ -236,7 +249,9 @@ pub fn apply(
     let broker = match step.target {
         _ if matches!(
             step.kind,
-            FaultKind::StallFollowersKillLeader | FaultKind::LagThenKillOthers
+            FaultKind::StallFollowersKillLeader
+                | FaultKind::LagThenKillOthers
+                | FaultKind::StrandThenPowerLoss
         ) && state.leader < 0 =>
         {
             return Err(format!(
@@ -339,26 +354,27 @@ pub fn apply(
                 cluster.restart(o)?;
             }
         }
+        FaultKind::StrandThenPowerLoss => {
+            let followers: Vec<u32> = state
+                .replicas
+                .iter()
+                .copied()
+                .filter(|&r| r != broker)
+                .collect();
+            for &f in &followers {
+                cluster.broker(f)?.pause()?;
+            }
+            std::thread::sleep(step.hold);
+            note = lose_power(cluster, broker, topic)?;
+            for &f in &followers {
+                cluster.broker(f)?.resume()?;
+            }
+            std::thread::sleep(Duration::from_millis(SESSION_TIMEOUT_MS + 3000));
+            leader_during = during(programs);
+            cluster.restart(broker)?;
+        }
         FaultKind::PowerLoss => {
-            let node = cluster.broker(broker)?;
-            node.kill()?;
-            let data = node.data_dir();
-            let cut = segment::cut_unflushed(&data, topic, 0)?;
-            note = format!(
-                "cut {} at recovery point {}: {} -> {} bytes{}",
-                cut.segment
-                    .file_name()
-                    .unwrap_or_default()
-                    .to_string_lossy(),
-                cut.recovery_point,
-                cut.bytes_before,
-                cut.bytes_after,
-                if cut.deleted_segments > 0 {
-                    format!(", {} later segments deleted", cut.deleted_segments)
-                } else {
-                    String::new()
-                }
-            );
+            note = lose_power(cluster, broker, topic)?;
             std::thread::sleep(step.hold);
             leader_during = during(programs);
             cluster.restart(broker)?;
@@ -388,6 +404,29 @@ pub fn apply(
     })
 }
 
+/// kill -9, then the partition's log cut back to its recovery point, as
+/// a power loss would leave it; says what was cut.
+fn lose_power(cluster: &mut Cluster, broker: u32, topic: &str) -> Result<String> {
+    let node = cluster.broker(broker)?;
+    node.kill()?;
+    let cut = segment::cut_unflushed(&node.data_dir(), topic, 0)?;
+    Ok(format!(
+        "cut {} at recovery point {}: {} -> {} bytes{}",
+        cut.segment
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy(),
+        cut.recovery_point,
+        cut.bytes_before,
+        cut.bytes_after,
+        if cut.deleted_segments > 0 {
+            format!(", {} later segments deleted", cut.deleted_segments)
+        } else {
+            String::new()
+        }
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -411,6 +450,11 @@ mod tests {
                         assert!(step.hold > Duration::from_millis(REPLICA_LAG_MS));
                         assert!(step.hold > session);
                         assert_ne!(step.target, Target::Leader);
+                    }
+                    FaultKind::StrandThenPowerLoss => {
+                        assert!(step.hold > Duration::from_millis(REPLICA_LAG_MS));
+                        assert!(step.hold > session);
+                        assert_eq!(step.target, Target::Leader);
                     }
                     _ => {}
                 }
