@@ -38,6 +38,9 @@ pub struct Ack {
 pub struct Broken {
     pub property: &'static str,
     pub why: String,
+    /// When: the CreateTime of the registration the line applied (of the
+    /// election, for an election's check).
+    pub at_ms: u64,
 }
 
 impl fmt::Display for Broken {
@@ -57,6 +60,9 @@ pub struct BrokerValidation {
     pub acks_before_elections: Option<usize>,
     pub broken: Vec<Broken>,
     pub misfit: Option<String>,
+    /// The CreateTime of the registration the misfit line applied, when
+    /// the controller wrote one.
+    pub misfit_ms: Option<u64>,
 }
 
 /// Holds every broker's applied registrations against the controller's.
@@ -98,6 +104,7 @@ pub fn validate(
                 "broker {} (state-change.log line {}) applied {:?} at leader epoch {}, partition epoch {}; the controller's registration there is {r}",
                 a.broker, a.line, a.role, a.leader_epoch, a.partition_epoch
             ));
+            v.misfit_ms = Some(r.create_ms);
             return v;
         }
         if a.high_watermark > a.log_end_offset {
@@ -107,6 +114,7 @@ pub fn validate(
                     "broker {} (line {}) has HW {} above its log end offset {}",
                     a.broker, a.line, a.high_watermark, a.log_end_offset
                 ),
+                at_ms: r.create_ms,
             });
         }
         if matches!(a.role, Role::Leader { .. }) && acks.is_some() {
@@ -135,6 +143,7 @@ pub fn validate(
                         first.value,
                         first.offset
                     ),
+                    at_ms: elected.create_ms,
                 });
             }
         }

@@ -45,6 +45,9 @@ pub struct KafkaValidation {
     /// `safe` preset: acks=all, min.insync.replicas=2, ELR, no unclean
     /// election): then a broken property is a misfit too.
     pub model_holds: bool,
+    /// Every registration the brokers' state-change logs show applied (the
+    /// pictures draw the leaders' HW from them).
+    pub applied: Vec<state_change::Applied>,
 }
 
 impl KafkaValidation {
@@ -61,6 +64,22 @@ impl KafkaValidation {
                     .filter(|_| self.model_holds)
                     .map(|b| format!("{b}; under these rules the model never breaks it"))
             })
+    }
+
+    /// When the misfit [`Self::misfit`] names was written (ms since the
+    /// epoch), if the observations say.
+    pub fn misfit_ms(&self) -> Option<u64> {
+        if self.controller.misfit.is_some() {
+            self.controller.misfit_ms
+        } else if self.brokers.misfit.is_some() {
+            self.brokers.misfit_ms
+        } else {
+            self.brokers
+                .broken
+                .first()
+                .filter(|_| self.model_holds)
+                .map(|b| b.at_ms)
+        }
     }
 
     pub fn broken(&self) -> &[Broken] {
@@ -123,24 +142,31 @@ pub fn acks(lines: &[String]) -> Result<Option<Vec<Ack>>> {
 
 /// Validates the observations a run left in `run_dir` (the layout
 /// `kafka_cluster::soak` writes) for `topic`'s partition 0. `acks_all`:
-/// the producer's acks (not in any broker's records).
+/// the producer's acks (not in any broker's records). With `programs`,
+/// the controller's metadata log is dumped (Kafka's `DumpLogSegments`)
+/// into `metadata.txt`; without, the `metadata.txt` an earlier validation
+/// wrote is read (no Java needed).
 pub fn validate_run(
-    programs: &Programs,
+    programs: Option<&Programs>,
     run_dir: &Path,
     topic: &str,
     acks_all: bool,
 ) -> Result<KafkaValidation> {
     let cluster = run_dir.join("cluster");
-    let dump = metadata::dump(
-        programs,
-        &cluster.join("controller/data/__cluster_metadata-0"),
-    )?;
-    std::fs::write(run_dir.join("metadata.txt"), &dump).map_err(|e| {
-        format!(
-            "cannot write {}: {e}",
-            run_dir.join("metadata.txt").display()
-        )
-    })?;
+    let kept = run_dir.join("metadata.txt");
+    let dump = match programs {
+        Some(programs) => {
+            let dump = metadata::dump(
+                programs,
+                &cluster.join("controller/data/__cluster_metadata-0"),
+            )?;
+            std::fs::write(&kept, &dump)
+                .map_err(|e| format!("cannot write {}: {e}", kept.display()))?;
+            dump
+        }
+        None => std::fs::read_to_string(&kept)
+            .map_err(|e| format!("cannot read {}: {e}", kept.display()))?,
+    };
     let producer = std::fs::read_to_string(run_dir.join("producer.jsonl"))
         .map_err(|e| format!("cannot read producer.jsonl: {e}"))?;
     let lines: Vec<String> = producer.lines().map(str::to_string).collect();
@@ -198,5 +224,6 @@ pub fn validate(
         controller,
         brokers,
         model_holds,
+        applied,
     })
 }
