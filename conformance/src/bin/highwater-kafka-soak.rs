@@ -162,12 +162,9 @@ fn main() -> ExitCode {
                 if let Some(to) = &cli.pictures {
                     let dir = to.join(format!("{}-seed-{seed}", cli.rules.name()));
                     let title = format!(
-                        "highwater-kafka-soak --rules {} seed {seed}, {} s: {} acknowledged, {} lost, {} faults",
+                        "highwater-kafka-soak --rules {} seed {seed}, {} s",
                         cli.rules.name(),
                         cli.seconds,
-                        v.acknowledged,
-                        v.lost.len(),
-                        summary.faults.len()
                     );
                     draw(
                         &dir,

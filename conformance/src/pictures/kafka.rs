@@ -260,12 +260,13 @@ pub fn read_faults(
         nemesis::spans_from_summary(&read("summary.txt")?, &read("schedule.txt")?, first_send)?;
     Ok((
         spans,
-        Some("faults from summary.txt and schedule.txt, placed from the producer's first send (up to its start-up late)".into()),
+        Some("faults from summary.txt and schedule.txt, placed from the producer's first send: about a second out".into()),
     ))
 }
 
 /// Draws a kept run directory's pictures into `out`, from its files and
-/// its validation (None: not validated); returns their paths.
+/// its validation (None: not validated), titled `title` and what it
+/// counts; returns their paths.
 pub fn of_run_dir(
     out: &Path,
     title: &str,
@@ -285,14 +286,23 @@ pub fn of_run_dir(
         Ok(text) => Some(soak::kept_verdict(&producer, &text)?),
         Err(_) => None,
     };
-    let run = from_observations(&Observations {
-        title: title.to_string(),
+    let lost = verdict.as_ref().map(|v| &v.lost[..]);
+    let mut run = from_observations(&Observations {
+        title: String::new(),
         producer: &producer,
         faults: &faults,
         faults_note,
         validation,
-        lost: verdict.as_ref().map(|v| &v.lost[..]),
+        lost,
         acks_all,
     })?;
+    let title = format!(
+        "{title}: {} acknowledged{}, {} fault(s)",
+        run.timeline.acks.len(),
+        lost.map_or(String::new(), |l| format!(", {} lost", l.len())),
+        faults.len()
+    );
+    run.timeline.title.clone_from(&title);
+    run.partition.title = title;
     super::write(out, &run)
 }
