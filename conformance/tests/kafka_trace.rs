@@ -5,7 +5,6 @@
 
 use std::path::Path;
 
-use highwater_conformance::kafka_trace::controller::ClusterRules;
 use highwater_conformance::kafka_trace::{validate, KafkaValidation, Observations};
 use highwater_model::properties::ACKNOWLEDGED_RECORDS_SURVIVE;
 
@@ -16,23 +15,7 @@ fn run(name: &str) -> Run {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/kafka_runs")
         .join(name);
-    let read = |file: &str| std::fs::read_to_string(dir.join(file)).unwrap_or_default();
-    let per_broker = |file: &str| -> Option<Vec<(u32, String)>> {
-        (1..=3)
-            .map(|b| {
-                std::fs::read_to_string(dir.join(format!("broker-{b}.{file}")))
-                    .ok()
-                    .map(|log| (b, log))
-            })
-            .collect()
-    };
-    Run(Observations {
-        rules: ClusterRules::from_properties(&read("controller.server.properties")).unwrap(),
-        metadata: read("metadata.txt"),
-        state_change_logs: per_broker("state-change.log").expect("state-change logs"),
-        partition_logs: per_broker("partition.log"),
-        producer: read("producer.jsonl").lines().map(str::to_string).collect(),
-    })
+    Run(Observations::read_kept(&dir).unwrap_or_else(|e| panic!("{e}")))
 }
 
 impl Run {

@@ -14,7 +14,7 @@
 //! dir and logs, the producer's and consumer's JSON lines) is kept with
 //! --keep or on failure.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::Parser;
@@ -22,6 +22,8 @@ use highwater_conformance::kafka_cluster::nemesis::Schedule;
 use highwater_conformance::kafka_cluster::programs::{Programs, Setup};
 use highwater_conformance::kafka_cluster::soak::{self, SoakConfig};
 use highwater_conformance::kafka_cluster::{pids, Rules};
+use highwater_conformance::kafka_trace::KafkaValidation;
+use highwater_conformance::pictures;
 
 #[derive(Parser)]
 #[command(about = "Apache Kafka under a nemesis, every acknowledged record checked")]
@@ -48,9 +50,17 @@ struct Cli {
     #[arg(long, default_value_os_t = std::env::temp_dir())]
     dir: PathBuf,
     /// Validate the observations a kept run left in this directory against
-    /// the model (no cluster is started), print the result and stop.
+    /// the model (no cluster is started), print the result and stop. Without
+    /// Java, the metadata.txt an earlier validation wrote there is read.
     #[arg(long, value_name = "RUN_DIR", conflicts_with = "dry_run")]
     validate: Option<PathBuf>,
+    /// Draw every run's pictures into DIR/<rules>-seed-<n>/ (with
+    /// --validate, DIR/<the run directory's name>/): timeline.svg (records
+    /// acknowledged per interval, ack latency p50/p99, faults shaded,
+    /// losses, misfits and broken properties marked) and partition.svg
+    /// (leader, epoch, ISR, ELR and the logged HW over time).
+    #[arg(long, value_name = "DIR")]
+    pictures: Option<PathBuf>,
 }
 
 fn parse_rules(text: &str) -> Result<Rules, String> {
@@ -75,6 +85,26 @@ fn main() -> ExitCode {
         eprintln!("cannot install the Ctrl-C handler: {e}");
         return ExitCode::from(2);
     }
+    if let Some(run_dir) = &cli.validate {
+        // Java dumps the metadata log again; without it, the kept dump serves.
+        let programs = match Programs::setup() {
+            Ok(Setup::Ready(p)) => Some(p),
+            Ok(Setup::Missing(why)) => {
+                eprintln!("no Kafka ({why}): reading the run's metadata.txt");
+                None
+            }
+            Err(e) => {
+                eprintln!("no Kafka ({e}): reading the run's metadata.txt");
+                None
+            }
+        };
+        return validate_kept(
+            programs.as_ref(),
+            run_dir,
+            cli.rules,
+            cli.pictures.as_deref(),
+        );
+    }
     let programs = match Programs::setup() {
         Ok(Setup::Ready(p)) => p,
         Ok(Setup::Missing(why)) => {
@@ -86,9 +116,6 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    if let Some(run_dir) = &cli.validate {
-        return validate_kept(&programs, run_dir, cli.rules);
-    }
     let mut failed = false;
     let mut totals = [0u64; 5];
     // Runs whose observations fit the model, runs that did not, and the
@@ -132,6 +159,21 @@ fn main() -> ExitCode {
                 if !summary.healed {
                     println!("  note: the cluster did not heal within the bound");
                 }
+                if let Some(to) = &cli.pictures {
+                    let dir = to.join(format!("{}-seed-{seed}", cli.rules.name()));
+                    let title = format!(
+                        "highwater-kafka-soak --rules {} seed {seed}, {} s",
+                        cli.rules.name(),
+                        cli.seconds,
+                    );
+                    draw(
+                        &dir,
+                        &title,
+                        &run_dir,
+                        summary.validation.as_ref().ok(),
+                        cli.rules,
+                    );
+                }
                 cli.keep || summary.lost() || !summary.healed || summary.misfit().is_some()
             }
             Err(e) => {
@@ -166,8 +208,29 @@ fn main() -> ExitCode {
     }
 }
 
-/// `--validate RUN_DIR`: a kept run's observations against the model.
-fn validate_kept(programs: &Programs, run_dir: &std::path::Path, rules: Rules) -> ExitCode {
+/// Draws a run's pictures into `dir`; says where (or why not).
+fn draw(
+    dir: &Path,
+    title: &str,
+    run_dir: &Path,
+    validation: Option<&KafkaValidation>,
+    rules: Rules,
+) {
+    match pictures::kafka::of_run_dir(dir, title, run_dir, validation, rules.acks() == "all") {
+        Ok(_) => println!("  pictures in {}", dir.display()),
+        Err(e) => println!("  no pictures: {e}"),
+    }
+}
+
+/// `--validate RUN_DIR`: a kept run's observations against the model
+/// (`programs` None: its kept metadata.txt), drawn into `pictures/<its
+/// name>/` when asked.
+fn validate_kept(
+    programs: Option<&Programs>,
+    run_dir: &Path,
+    rules: Rules,
+    pictures: Option<&Path>,
+) -> ExitCode {
     match highwater_conformance::kafka_trace::validate_run(
         programs,
         run_dir,
@@ -176,6 +239,13 @@ fn validate_kept(programs: &Programs, run_dir: &std::path::Path, rules: Rules) -
     ) {
         Ok(v) => {
             print!("{v}");
+            if let Some(to) = pictures {
+                let name = run_dir
+                    .file_name()
+                    .map_or("run".into(), |n| n.to_string_lossy().into_owned());
+                let title = format!("{name} (--rules {})", rules.name());
+                draw(&to.join(&name), &title, run_dir, Some(&v), rules);
+            }
             if v.misfit().is_some() {
                 ExitCode::FAILURE
             } else {

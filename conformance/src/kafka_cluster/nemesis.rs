@@ -4,7 +4,9 @@
 //! it stands when the fault comes.
 
 use std::fmt;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
 
 use super::cluster::{Cluster, REPLICA_LAG_MS, SESSION_TIMEOUT_MS};
 use super::programs::Programs;
@@ -207,6 +209,11 @@ pub struct Applied {
     pub step: Step,
     /// When it began, after the producer started.
     pub began: Duration,
+    /// When it struck and when the broker was restarted or resumed, on the
+    /// host's wall clock (ms since the epoch), which the producer's lines
+    /// and the metadata log share.
+    pub began_ms: u64,
+    pub ended_ms: u64,
     pub broker: u32,
     pub leader_before: i64,
     /// The leader at the end of the hold, before the broker came back (-1: none, or no answer).
@@ -235,6 +242,112 @@ impl fmt::Display for Applied {
             }
         )
     }
+}
+
+impl Applied {
+    /// Its line in `faults.jsonl`.
+    pub fn span(&self) -> FaultSpan {
+        FaultSpan {
+            kind: self.step.kind.name().to_string(),
+            broker: self.broker,
+            began_ms: self.began_ms,
+            ended_ms: self.ended_ms,
+        }
+    }
+}
+
+/// A fault applied, as a run directory's `faults.jsonl` keeps it (one line
+/// each): what a picture of the run shades.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FaultSpan {
+    /// Its kind's name (`kill-9`, `stall-kill`, ...).
+    pub kind: String,
+    /// The broker struck (for a stall-kill, the leader killed).
+    pub broker: u32,
+    /// See [`Applied::began_ms`].
+    pub began_ms: u64,
+    pub ended_ms: u64,
+}
+
+impl FaultSpan {
+    pub fn to_line(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
+
+    /// The spans of a `faults.jsonl`.
+    pub fn parse_lines(text: &str) -> Result<Vec<FaultSpan>> {
+        text.lines()
+            .enumerate()
+            .filter(|(_, l)| !l.trim().is_empty())
+            .map(|(n, l)| {
+                serde_json::from_str(l).map_err(|e| format!("faults.jsonl line {}: {e}", n + 1))
+            })
+            .collect()
+    }
+}
+
+/// The spans of a run kept before `faults.jsonl` was written, from its
+/// `summary.txt` (each fault line: its start after the producer started,
+/// kind and broker, as [`Applied`]'s `Display` writes them) and its
+/// `schedule.txt` (the faults applied are the schedule's first steps: their
+/// holds). Placed from `producer_start_ms` (the producer's first send,
+/// later than the start the summary counts from by the producer's start-up);
+/// each ends after its hold, a stall-kill's once the session has ended
+/// and 2 s more (when the nemesis restarts the leader).
+pub fn spans_from_summary(
+    summary: &str,
+    schedule: &str,
+    producer_start_ms: u64,
+) -> Result<Vec<FaultSpan>> {
+    let holds: Vec<&str> = schedule
+        .lines()
+        .filter(|l| l.trim_start().starts_with("at "))
+        .filter_map(|l| l.split_whitespace().last())
+        .collect();
+    let seconds = |text: &str, what: &str| -> Result<u64> {
+        text.strip_suffix('s')
+            .and_then(|t| t.parse::<f64>().ok())
+            .filter(|t| t.is_finite() && *t >= 0.0)
+            .map(|t| (t * 1000.0).round() as u64)
+            .ok_or_else(|| format!("{what} {text:?} is not a time in seconds"))
+    };
+    let mut spans = Vec::new();
+    for line in summary.lines() {
+        let Some(rest) = line.trim_start().strip_prefix("fault ") else {
+            continue;
+        };
+        let words: Vec<&str> = rest.split_whitespace().collect();
+        let [began, kind, "broker", broker, ..] = words[..] else {
+            return Err(format!(
+                "summary.txt: a fault line that does not read: {line:?}"
+            ));
+        };
+        let i = spans.len();
+        let hold = holds
+            .get(i)
+            .ok_or_else(|| format!("schedule.txt has no step {} for {line:?}", i + 1))?;
+        let mut held = seconds(hold, "schedule.txt: a hold")?;
+        if kind == FaultKind::StallFollowersKillLeader.name() {
+            held += SESSION_TIMEOUT_MS + 2000;
+        }
+        let began_ms = producer_start_ms + seconds(began, "summary.txt: a fault's start")?;
+        spans.push(FaultSpan {
+            kind: kind.to_string(),
+            broker: broker
+                .parse()
+                .map_err(|_| format!("summary.txt: broker {broker:?} in {line:?}"))?,
+            began_ms,
+            ended_ms: began_ms + held,
+        });
+    }
+    Ok(spans)
+}
+
+/// The host's wall clock, in ms since the epoch (0 if it is set before it).
+pub fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
 }
 
 /// Applies one step now, then waits (bounded) for every broker to be back.
@@ -287,6 +400,7 @@ pub fn apply(
             .unwrap_or(-1)
     };
     let leader_during;
+    let began_ms = now_ms();
     match step.kind {
         FaultKind::Kill => {
             cluster.broker(broker)?.kill()?;
@@ -380,6 +494,7 @@ pub fn apply(
             cluster.restart(broker)?;
         }
     }
+    let ended_ms = now_ms();
     // Bounded: a broker that does not come back is left to the final heal.
     let count = cluster.brokers.len();
     cluster.wait_started(Duration::from_secs(60));
@@ -396,6 +511,8 @@ pub fn apply(
     Ok(Applied {
         step: step.clone(),
         began,
+        began_ms,
+        ended_ms,
         broker,
         leader_before: state.leader,
         leader_during,

@@ -4,7 +4,8 @@
 //! Everything observed stays in the run directory: each node's directory
 //! (its log dir with the partition and, for the controller,
 //! `__cluster_metadata-0`; server.log; state-change.log), producer.jsonl
-//! and producer.stderr, consumed.jsonl, schedule.txt and summary.txt.
+//! and producer.stderr, consumed.jsonl, faults.jsonl (each fault applied,
+//! on the wall clock), schedule.txt and summary.txt.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -67,7 +68,7 @@ pub fn run(programs: &Programs, config: &SoakConfig) -> Result<Summary> {
     }
     // The observations are complete only once every node has stopped.
     summary.validation =
-        crate::kafka_trace::validate_run(programs, dir, TOPIC, config.rules.acks() == "all");
+        crate::kafka_trace::validate_run(Some(programs), dir, TOPIC, config.rules.acks() == "all");
     summary.took = began.elapsed();
     write_file(&dir.join("summary.txt"), &summary.to_string())?;
     Ok(summary)
@@ -122,6 +123,9 @@ fn produce_and_check(
         ]);
         faults.push(applied);
     }
+    // Kept as they happened, for the run's pictures.
+    let spans: String = faults.iter().map(|a| a.span().to_line() + "\n").collect();
+    write_file(&config.run_dir.join("faults.jsonl"), &spans)?;
     say(&format!(
         "faults done; {} producer lines so far",
         producer.outcomes_so_far()
@@ -178,6 +182,19 @@ fn produce_and_check(
 
 /// The producer's outcomes and how many it sent, from its lines.
 pub fn outcomes(lines: &[String]) -> Result<(u64, Vec<Outcome>)> {
+    let (sent, outcomes) = some_outcomes(lines)?;
+    if outcomes.len() as u64 != sent {
+        return Err(format!(
+            "the producer sent {sent} records but printed {} outcomes",
+            outcomes.len()
+        ));
+    }
+    Ok((sent, outcomes))
+}
+
+/// The outcomes among the producer's lines and how many it says it sent
+/// (a kept run may keep only some of its lines).
+fn some_outcomes(lines: &[String]) -> Result<(u64, Vec<Outcome>)> {
     let mut outcomes = Vec::new();
     let mut sent = None;
     for line in lines.iter().filter(|l| !l.trim().is_empty()) {
@@ -187,13 +204,33 @@ pub fn outcomes(lines: &[String]) -> Result<(u64, Vec<Outcome>)> {
         }
     }
     let sent = sent.ok_or("the producer's lines have no final {\"done\":true} line")?;
-    if outcomes.len() as u64 != sent {
-        return Err(format!(
-            "the producer sent {sent} records but printed {} outcomes",
-            outcomes.len()
-        ));
-    }
     Ok((sent, outcomes))
+}
+
+#[derive(serde::Deserialize)]
+struct ConsumedLine {
+    offset: u64,
+    value: String,
+}
+
+/// The client-side check of a kept run: its producer's lines (all, or
+/// some: then only their outcomes are checked) against `consumed.jsonl`
+/// as the run wrote it.
+pub fn kept_verdict(producer_lines: &[String], consumed: &str) -> Result<checker::Verdict> {
+    let (sent, outcomes) = some_outcomes(producer_lines)?;
+    let mut log = Vec::new();
+    for (n, line) in consumed.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let r: ConsumedLine = serde_json::from_str(line)
+            .map_err(|e| format!("consumed.jsonl line {}: {e}", n + 1))?;
+        log.push(checker::Record {
+            offset: r.offset,
+            value: r.value,
+        });
+    }
+    Ok(checker::check(sent, &outcomes, &log))
 }
 
 fn wait_for_leader(programs: &Programs, bootstrap: &str, limit: Duration) -> Result<i64> {

@@ -45,6 +45,9 @@ pub struct Ack {
 pub struct Broken {
     pub property: &'static str,
     pub why: String,
+    /// When: the CreateTime of the registration the line applied (of the
+    /// election, for an election's check).
+    pub at_ms: u64,
 }
 
 impl fmt::Display for Broken {
@@ -67,6 +70,9 @@ pub struct BrokerValidation {
     pub hw_moves_before_elections: Option<usize>,
     pub broken: Vec<Broken>,
     pub misfit: Option<String>,
+    /// The CreateTime of the registration the misfit line applied, when
+    /// the controller wrote one.
+    pub misfit_ms: Option<u64>,
 }
 
 /// Holds every broker's applied registrations against the controller's.
@@ -112,6 +118,7 @@ pub fn validate(
                 "broker {} (state-change.log line {}) applied {:?} at leader epoch {}, partition epoch {}; the controller's registration there is {r}",
                 a.broker, a.line, a.role, a.leader_epoch, a.partition_epoch
             ));
+            v.misfit_ms = Some(r.create_ms);
             return v;
         }
         if a.high_watermark > a.log_end_offset {
@@ -121,6 +128,7 @@ pub fn validate(
                     "broker {} (line {}) has HW {} above its log end offset {}",
                     a.broker, a.line, a.high_watermark, a.log_end_offset
                 ),
+                at_ms: r.create_ms,
             });
         }
         if !matches!(a.role, Role::Leader { .. }) {
@@ -139,6 +147,7 @@ pub fn validate(
                 if top.high_watermark > a.log_end_offset {
                     v.broken.push(Broken {
                         property: COMMITTED_RECORDS_SURVIVE,
+                        at_ms: elected.create_ms,
                         why: format!(
                             "broker {} became leader in epoch {} (elected at metadata offset {}) with log end offset {}, but broker {} had published HW {} before that election (partition.log line {})",
                             a.broker,
@@ -173,6 +182,7 @@ pub fn validate(
                         first.value,
                         first.offset
                     ),
+                    at_ms: elected.create_ms,
                 });
             }
         }

@@ -148,6 +148,8 @@ pub struct ControllerValidation {
     /// (index = partition epoch).
     pub registrations: Vec<Registration>,
     pub misfit: Option<String>,
+    /// The misfit batch's CreateTime (to place it on a picture's time axis).
+    pub misfit_ms: Option<u64>,
 }
 
 /// Validates the metadata log's batches for `topic`'s partition 0, under
@@ -179,6 +181,7 @@ pub fn validate(batches: &[Batch], topic: &str, rules: ClusterRules) -> Controll
                     .map_or("not created".to_string(), |r| r.to_string()),
                 v.rules,
             ));
+            v.misfit_ms = Some(batch.create_ms);
             return v;
         }
     }

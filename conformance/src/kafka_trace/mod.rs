@@ -48,6 +48,9 @@ pub struct KafkaValidation {
     /// `safe` preset: acks=all, min.insync.replicas=2, ELR, no unclean
     /// election): then a broken property is a misfit too.
     pub model_holds: bool,
+    /// Every registration the brokers' state-change logs show applied (the
+    /// pictures draw the leaders' HW from them).
+    pub applied: Vec<state_change::Applied>,
 }
 
 impl KafkaValidation {
@@ -64,6 +67,22 @@ impl KafkaValidation {
                     .filter(|_| self.model_holds)
                     .map(|b| format!("{b}; under these rules the model never breaks it"))
             })
+    }
+
+    /// When the misfit [`Self::misfit`] names was written (ms since the
+    /// epoch), if the observations say.
+    pub fn misfit_ms(&self) -> Option<u64> {
+        if self.controller.misfit.is_some() {
+            self.controller.misfit_ms
+        } else if self.brokers.misfit.is_some() {
+            self.brokers.misfit_ms
+        } else {
+            self.brokers
+                .broken
+                .first()
+                .filter(|_| self.model_holds)
+                .map(|b| b.at_ms)
+        }
     }
 
     pub fn broken(&self) -> &[Broken] {
@@ -145,24 +164,29 @@ pub struct Observations {
 
 impl Observations {
     /// Reads what a run left in `run_dir` (the layout `kafka_cluster::soak`
-    /// writes); the metadata log is dumped by Kafka's own tool, and the dump
-    /// is kept beside it as `metadata.txt`.
-    pub fn read(programs: &Programs, run_dir: &Path) -> Result<Observations> {
+    /// writes). With `programs`, the controller's metadata log is dumped by
+    /// Kafka's own tool (`DumpLogSegments`) and the dump kept beside it as
+    /// `metadata.txt`; without, the `metadata.txt` an earlier validation
+    /// wrote is read (no Java needed).
+    pub fn read(programs: Option<&Programs>, run_dir: &Path) -> Result<Observations> {
         let cluster = run_dir.join("cluster");
         let read = |path: &Path| {
             std::fs::read_to_string(path)
                 .map_err(|e| format!("cannot read {}: {e}", path.display()))
         };
-        let metadata = metadata::dump(
-            programs,
-            &cluster.join("controller/data/__cluster_metadata-0"),
-        )?;
-        std::fs::write(run_dir.join("metadata.txt"), &metadata).map_err(|e| {
-            format!(
-                "cannot write {}: {e}",
-                run_dir.join("metadata.txt").display()
-            )
-        })?;
+        let kept = run_dir.join("metadata.txt");
+        let metadata = match programs {
+            Some(programs) => {
+                let dump = metadata::dump(
+                    programs,
+                    &cluster.join("controller/data/__cluster_metadata-0"),
+                )?;
+                std::fs::write(&kept, &dump)
+                    .map_err(|e| format!("cannot write {}: {e}", kept.display()))?;
+                dump
+            }
+            None => read(&kept)?,
+        };
         let mut brokers = Vec::new();
         for entry in std::fs::read_dir(&cluster)
             .map_err(|e| format!("cannot list {}: {e}", cluster.display()))?
@@ -203,10 +227,48 @@ impl Observations {
     }
 }
 
+impl Observations {
+    /// Reads a run kept as a flat directory (`tests/kafka_runs/`):
+    /// `metadata.txt`, `broker-N.state-change.log` and (when kept)
+    /// `broker-N.partition.log` for N = 1..=3, `producer.jsonl`,
+    /// `controller.server.properties`.
+    pub fn read_kept(dir: &Path) -> Result<Observations> {
+        let read = |file: &str| {
+            let path = dir.join(file);
+            std::fs::read_to_string(&path)
+                .map_err(|e| format!("cannot read {}: {e}", path.display()))
+        };
+        let per_broker = |file: &str| -> Result<Option<Vec<(metadata::BrokerId, String)>>> {
+            if !dir.join(format!("broker-1.{file}")).exists() {
+                return Ok(None);
+            }
+            (1..=3)
+                .map(|b| Ok((b, read(&format!("broker-{b}.{file}"))?)))
+                .collect::<Result<Vec<_>>>()
+                .map(Some)
+        };
+        Ok(Observations {
+            metadata: read("metadata.txt")?,
+            state_change_logs: per_broker("state-change.log")?
+                .ok_or_else(|| format!("{} holds no broker-1.state-change.log", dir.display()))?,
+            partition_logs: per_broker("partition.log")?,
+            producer: match read("producer.jsonl") {
+                Ok(text) => text.lines().map(str::to_string).collect(),
+                Err(_) if !dir.join("producer.jsonl").exists() => Vec::new(),
+                Err(e) => return Err(e),
+            },
+            rules: controller::ClusterRules::from_properties(&read(
+                "controller.server.properties",
+            )?)?,
+        })
+    }
+}
+
 /// Validates the observations a run left in `run_dir` for `topic`'s
-/// partition 0. `acks_all`: the producer's acks (not in any broker's records).
+/// partition 0 ([`Observations::read`]). `acks_all`: the producer's acks
+/// (not in any broker's records).
 pub fn validate_run(
-    programs: &Programs,
+    programs: Option<&Programs>,
     run_dir: &Path,
     topic: &str,
     acks_all: bool,
@@ -246,5 +308,6 @@ pub fn validate(o: &Observations, topic: &str, acks_all: bool) -> Result<KafkaVa
         controller,
         brokers,
         model_holds,
+        applied,
     })
 }

@@ -1,8 +1,8 @@
 //! What a picture is drawn from: a run's acknowledgements, faults, losses
 //! and misfits over time ([`Timeline`]) and its partition's leader, epoch,
 //! ISR, ELR and HW over time ([`Partition`]). Built from a concurrent
-//! run's trace ([`from_trace`]) or by a soak that keeps its own records
-//! (the Kafka soak); every time is in seconds since the run began.
+//! run's trace ([`from_trace`]) or from a Kafka run's observations
+//! ([`super::kafka`]); every time is in seconds since the run began.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
@@ -52,6 +52,9 @@ pub struct Timeline {
     pub losses: Vec<Mark>,
     /// Events that did not fit the model, at their time.
     pub misfits: Vec<Mark>,
+    /// Model properties broken at a validated step, at its time (where
+    /// the model breaks them too: not misfits).
+    pub broken: Vec<Mark>,
     /// A note under the title (what the picture leaves out).
     pub note: Option<String>,
 }
@@ -73,6 +76,9 @@ pub struct Partition {
     pub elr: Vec<(f64, Vec<u32>)>,
     /// The leader's high watermark.
     pub hw: Vec<(f64, u64)>,
+    /// A note under the title (what a series is, where the source says
+    /// less than a trace).
+    pub note: Option<String>,
 }
 
 /// Both pictures' data for one run.
@@ -83,7 +89,7 @@ pub struct Run {
 }
 
 /// A point appended only when the value changed.
-fn push_changed<T: PartialEq>(series: &mut Vec<(f64, T)>, at: f64, v: T) {
+pub(crate) fn push_changed<T: PartialEq>(series: &mut Vec<(f64, T)>, at: f64, v: T) {
     if series.last().is_none_or(|(_, last)| *last != v) {
         series.push((at, v));
     }

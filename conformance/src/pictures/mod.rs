@@ -4,17 +4,20 @@
 //!   acknowledged per interval, the acknowledgement latency's p50 and p99
 //!   per interval, each fault as a shaded band labelled by its kind and
 //!   broker, each acknowledged record lost marked at its acknowledgement,
-//!   each event that did not fit the model marked at its time;
+//!   each event that did not fit the model marked at its time, each
+//!   model property broken at a validated step (where the model breaks it
+//!   too) at its time;
 //! - `partition.svg` ([`partition`]): the partition over time: the
 //!   controller's leader (by broker, each election ticked), its epoch, ISR
 //!   and ELR membership as a lane per broker, and the leader's HW.
 //!
 //! Both are drawn from [`data::Run`], which a concurrent run's trace gives
-//! ([`data::from_trace_file`]) and the Kafka soak fills from what it
-//! records. The SVG names its fonts and leaves text to the viewer: nothing
+//! ([`data::from_trace_file`]) and a Kafka run's observations give
+//! ([`kafka`]): one drawing for both. The SVG names its fonts and leaves text to the viewer: nothing
 //! here needs a system font library.
 
 pub mod data;
+pub mod kafka;
 pub mod partition;
 pub mod timeline;
 
@@ -31,6 +34,7 @@ pub mod colour {
     pub const P99: RGBColor = RGBColor(210, 105, 30);
     pub const LOSS: RGBColor = RGBColor(204, 0, 0);
     pub const MISFIT: RGBColor = RGBColor(255, 0, 255);
+    pub const BROKEN: RGBColor = RGBColor(178, 34, 34);
     pub const ELECTION: RGBColor = RGBColor(148, 0, 211);
     pub const LEADER: RGBColor = RGBColor(25, 25, 112);
     pub const EPOCH: RGBColor = RGBColor(105, 105, 105);

@@ -50,6 +50,10 @@ pub fn svg(p: &Partition) -> Result<String, String> {
         let root = SVGBackend::with_string(&mut out, (WIDTH, HEIGHT)).into_drawing_area();
         root.fill(&WHITE).map_err(drawing)?;
         let root = root.titled(&p.title, ("sans-serif", 20)).map_err(drawing)?;
+        let root = match &p.note {
+            Some(note) => root.titled(note, ("sans-serif", 13)).map_err(drawing)?,
+            None => root,
+        };
         let (leader_area, rest) = root.split_vertically(170);
         let (epoch_area, rest) = rest.split_vertically(130);
         let (lanes_area, hw_area) = rest.split_vertically(60 + 60 * brokers.len().max(1) as u32);

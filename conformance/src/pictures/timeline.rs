@@ -1,6 +1,6 @@
 //! `timeline.svg`: records acknowledged per interval (bars) over fault
-//! bands, losses and misfits marked; below, the acknowledgement latency's
-//! p50 and p99 per interval.
+//! bands, losses, misfits and broken properties marked; below, the
+//! acknowledgement latency's p50 and p99 per interval.
 
 use plotters::prelude::*;
 
@@ -138,6 +138,14 @@ pub fn svg(t: &Timeline) -> Result<String, String> {
                 )
             }))
             .map_err(drawing)?;
+        chart
+            .draw_series(t.broken.iter().map(|m| {
+                PathElement::new(
+                    vec![(m.at, 0.0), (m.at, most)],
+                    colour::BROKEN.stroke_width(2),
+                )
+            }))
+            .map_err(drawing)?;
         let mut notes = Vec::new();
         if !t.losses.is_empty() {
             notes.push((
@@ -150,6 +158,9 @@ pub fn svg(t: &Timeline) -> Result<String, String> {
         }
         for m in t.misfits.iter().take(3) {
             notes.push((format!("| misfit: {}", m.label), colour::MISFIT));
+        }
+        for m in t.broken.iter().take(3) {
+            notes.push((format!("| broken: {}", m.label), colour::BROKEN));
         }
         if t.acks.is_empty() {
             notes.push(("no write was acknowledged".to_string(), BLACK));
