@@ -2,8 +2,11 @@
 //! process with its own directory under the cluster's, configured for
 //! short runs (a 6 s broker session, 1 s heartbeats, a flush and recovery
 //! point checkpoint every 2 s so that an unflushed tail is small and
-//! known). Started, waited for (every broker registered and unfenced),
-//! and stopped; every process is killed when the `Cluster` is dropped.
+//! known). Each broker reaches the controller through a proxy of its own
+//! ([`proxy`](super::proxy)), so that the nemesis can partition one broker
+//! from the controller. Started, waited for (every broker registered and
+//! unfenced), and stopped; every process is killed when the `Cluster` is
+//! dropped.
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -11,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use super::node::{write_file, Node, Role};
 use super::programs::Programs;
+use super::proxy::{Link, Proxy};
 use super::{client, Result, Rules};
 
 pub const CONTROLLER_ID: u32 = 100;
@@ -48,6 +52,8 @@ pub struct Cluster {
     classpath: String,
     log4j: PathBuf,
     bootstrap: String,
+    /// Each broker's link to the controller, by broker id.
+    controller_links: Vec<(u32, Proxy)>,
     /// From the first process started to every broker unfenced.
     pub started_in: Duration,
 }
@@ -103,11 +109,18 @@ impl Cluster {
             .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
         let ports = free_ports(1 + config.brokers as usize)?;
         let quorum = format!("127.0.0.1:{}", ports[0]);
+        let controller_addr = ([127, 0, 0, 1], ports[0]).into();
+        // A static quorum (`controller.quorum.voters`), so that each node
+        // reaches the controller at the address its own configuration names:
+        // a broker's is its proxy. (A dynamic quorum would hand every broker
+        // the controller's own endpoint from the KRaftVoters record.)
+        let controller_links = (1..=config.brokers)
+            .map(|id| Proxy::start(controller_addr).map(|p| (id, p)))
+            .collect::<Result<Vec<_>>>()?;
         let rules = config.rules;
         let common = format!(
             "controller.listener.names=CONTROLLER\n\
              listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT\n\
-             controller.quorum.bootstrap.servers={quorum}\n\
              min.insync.replicas={}\n\
              unclean.leader.election.enable={}\n\
              broker.session.timeout.ms={SESSION_TIMEOUT_MS}\n\
@@ -137,15 +150,22 @@ impl Cluster {
                 .map_err(|e| format!("cannot create {}: {e}", node.dir.display()))?;
             let own = match node.role {
                 Role::Controller => format!(
-                    "process.roles=controller\nnode.id={}\nlisteners=CONTROLLER://{quorum}\n",
+                    "process.roles=controller\nnode.id={}\nlisteners=CONTROLLER://{quorum}\n\
+                     controller.quorum.voters={CONTROLLER_ID}@{quorum}\n",
                     node.id
                 ),
                 Role::Broker => {
                     let addr = format!("127.0.0.1:{}", ports[node.id as usize]);
                     bootstrap.push(addr.clone());
+                    let link = controller_links
+                        .iter()
+                        .find(|(id, _)| *id == node.id)
+                        .map(|(_, p)| p.port())
+                        .ok_or("no controller link for a broker")?;
                     format!(
                         "process.roles=broker\nnode.id={}\nlisteners=PLAINTEXT://{addr}\n\
-                         advertised.listeners=PLAINTEXT://{addr}\ninter.broker.listener.name=PLAINTEXT\n",
+                         advertised.listeners=PLAINTEXT://{addr}\ninter.broker.listener.name=PLAINTEXT\n\
+                         controller.quorum.voters={CONTROLLER_ID}@127.0.0.1:{link}\n",
                         node.id
                     )
                 }
@@ -170,6 +190,7 @@ impl Cluster {
             classpath,
             log4j,
             bootstrap: bootstrap.join(","),
+            controller_links,
             started_in: Duration::ZERO,
         };
         cluster.wait_unfenced(programs, config.start_timeout)?;
@@ -186,6 +207,15 @@ impl Cluster {
         self.brokers
             .iter_mut()
             .find(|b| b.id == id)
+            .ok_or_else(|| format!("no broker {id}"))
+    }
+
+    /// Sets broker `id`'s link to the controller.
+    pub fn set_controller_link(&self, id: u32, link: Link) -> Result<()> {
+        self.controller_links
+            .iter()
+            .find(|(b, _)| *b == id)
+            .map(|(_, p)| p.set(link))
             .ok_or_else(|| format!("no broker {id}"))
     }
 
@@ -241,9 +271,16 @@ impl Cluster {
         false
     }
 
-    /// Resumes every paused process and starts every stopped one.
+    /// Opens every link, resumes every paused process and starts every
+    /// stopped one.
     pub fn heal(&mut self) -> Result<Vec<String>> {
         let mut done = Vec::new();
+        for (id, proxy) in &self.controller_links {
+            if proxy.link() != Link::Open {
+                proxy.set(Link::Open);
+                done.push(format!("opened broker-{id}'s link to the controller"));
+            }
+        }
         let (classpath, log4j) = (self.classpath.clone(), self.log4j.clone());
         for node in std::iter::once(&mut self.controller).chain(self.brokers.iter_mut()) {
             if node.is_paused() {

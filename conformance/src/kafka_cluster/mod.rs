@@ -10,6 +10,7 @@
 //! - [`pids`]: every process started, so that Ctrl-C stops them all.
 //! - [`node`]: one Kafka process: start, kill -9, SIGTERM, SIGSTOP/SIGCONT.
 //! - [`cluster`]: the cluster's configuration, start, readiness and stop.
+//! - [`proxy`]: each broker's link to the controller, which can be held or cut.
 //! - [`client`]: the Java client commands (topic, describe, produce, consume).
 //! - [`segment`]: cutting a partition's log back to its recovery point.
 //! - [`nemesis`]: the seeded, printed, replayable fault schedule.
@@ -23,6 +24,7 @@ pub mod nemesis;
 pub mod node;
 pub mod pids;
 pub mod programs;
+pub mod proxy;
 pub mod segment;
 pub mod soak;
 pub mod summary;

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::cluster::{Cluster, REPLICA_LAG_MS, SESSION_TIMEOUT_MS};
 use super::programs::Programs;
+use super::proxy::Link;
 use super::{client, segment, Result};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -48,10 +49,19 @@ pub enum FaultKind {
     /// leader acknowledged alone, and its unflushed tail is gone when it is
     /// elected again as the last known leader.
     StrandThenPowerLoss,
+    /// The broker's link to the controller cut (every connection reset, new
+    /// ones refused) for the hold, shorter or longer than the session: the
+    /// broker keeps serving clients and followers, but cannot heartbeat or
+    /// learn the controller's decisions; past the session the controller
+    /// fences it.
+    CutFromController,
+    /// As [`FaultKind::CutFromController`], but the link held silent (open,
+    /// nothing passes): the broker's requests time out instead of failing.
+    HoldFromController,
 }
 
 impl FaultKind {
-    const ALL: [FaultKind; 8] = [
+    const ALL: [FaultKind; 10] = [
         FaultKind::Kill,
         FaultKind::PauseShort,
         FaultKind::PauseLong,
@@ -60,6 +70,8 @@ impl FaultKind {
         FaultKind::StallFollowersKillLeader,
         FaultKind::LagThenKillOthers,
         FaultKind::StrandThenPowerLoss,
+        FaultKind::CutFromController,
+        FaultKind::HoldFromController,
     ];
 
     pub fn name(self) -> &'static str {
@@ -72,6 +84,8 @@ impl FaultKind {
             FaultKind::StallFollowersKillLeader => "stall-kill",
             FaultKind::LagThenKillOthers => "lag-kill",
             FaultKind::StrandThenPowerLoss => "strand-power-loss",
+            FaultKind::CutFromController => "cut-controller",
+            FaultKind::HoldFromController => "hold-controller",
         }
     }
 }
@@ -155,6 +169,10 @@ impl Schedule {
             let hold = match kind {
                 FaultKind::StallFollowersKillLeader => rng.ms(1000, REPLICA_LAG_MS / 2),
                 FaultKind::PauseShort => rng.ms(1000, SESSION_TIMEOUT_MS / 2),
+                // Either side of the session: fenced or not.
+                FaultKind::CutFromController | FaultKind::HoldFromController => {
+                    rng.ms(2000, SESSION_TIMEOUT_MS + 6000)
+                }
                 FaultKind::PauseLong => {
                     rng.ms(SESSION_TIMEOUT_MS + 2000, SESSION_TIMEOUT_MS + 6000)
                 }
@@ -486,6 +504,17 @@ pub fn apply(
             std::thread::sleep(Duration::from_millis(SESSION_TIMEOUT_MS + 3000));
             leader_during = during(programs);
             cluster.restart(broker)?;
+        }
+        FaultKind::CutFromController | FaultKind::HoldFromController => {
+            let link = if step.kind == FaultKind::CutFromController {
+                Link::Cut
+            } else {
+                Link::Held
+            };
+            cluster.set_controller_link(broker, link)?;
+            std::thread::sleep(step.hold);
+            leader_during = during(programs);
+            cluster.set_controller_link(broker, Link::Open)?;
         }
         FaultKind::PowerLoss => {
             note = lose_power(cluster, broker, topic)?;

@@ -90,12 +90,9 @@ impl Node {
             .arg("--cluster-id")
             .arg(cluster_id)
             .arg("--release-version")
-            // 4.4-IV2 turns on eligible.leader.replicas.version=1 (KIP-966).
+            // 4.4-IV2 turns on eligible.leader.replicas.version=1 (KIP-966);
+            // the quorum is static (`controller.quorum.voters`, see cluster.rs).
             .arg("4.4-IV2")
-            .arg(match self.role {
-                Role::Controller => "--standalone",
-                Role::Broker => "--no-initial-controllers",
-            })
             .stdin(Stdio::null())
             .process_group(0);
         super::programs::run_bounded(
