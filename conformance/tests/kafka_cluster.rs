@@ -5,7 +5,8 @@
 //! model (spec/kafka-trace.md): today's rules keep everything and fit;
 //! acks=1, unclean election and min.insync.replicas=1 each lose
 //! acknowledged records, and the model's property breaks at an election
-//! validation checked. Long tier: each test starts a cluster (about 10 s)
+//! validation checked; a leader cut from the controller is replaced and
+//! loses nothing. Long tier: each test starts a cluster (about 10 s)
 //! and produces for 20-30 s. Outside CI a test skips when Java or Maven
 //! is missing; under CI=true that fails.
 
@@ -240,4 +241,35 @@ fn a_leader_acknowledging_alone_under_min_isr_1_loses_records_to_a_power_loss_on
         &summary,
         &[COMMITTED_RECORDS_SURVIVE, ACKNOWLEDGED_RECORDS_SURVIVE],
     );
+}
+
+#[test]
+fn a_leader_cut_from_the_controller_is_replaced_and_nothing_is_lost() {
+    let test = "a_leader_cut_from_the_controller_is_replaced_and_nothing_is_lost";
+    if !long_tier::enabled("starts a Kafka cluster, about 50 s") {
+        return;
+    }
+    let Some(programs) = programs(test) else {
+        return;
+    };
+    // The leader's link to the controller cut for 9 s, past the 6 s session:
+    // it still serves the producer, the controller fences it and elects a
+    // follower, and the cut-off leader learns of it only when the link opens.
+    let (summary, _dir) = run(
+        &programs,
+        Rules::Today,
+        25,
+        vec![step(3.0, FaultKind::CutFromController, 9.0)],
+    );
+    assert_eq!(summary.faults.len(), 1, "the fault applied:\n{summary}");
+    assert!(
+        summary.leader_changed(),
+        "the controller moved the leadership:\n{summary}"
+    );
+    assert!(summary.healed, "the cluster healed (full ISR):\n{summary}");
+    assert!(
+        !summary.lost(),
+        "a leader cut from the controller lost acknowledged records:\n{summary}"
+    );
+    assert_eq!(summary.misfit(), None, "the run fits the model:\n{summary}");
 }
