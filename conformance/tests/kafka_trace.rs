@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use highwater_conformance::kafka_trace::{validate, KafkaValidation, Observations};
-use highwater_model::properties::ACKNOWLEDGED_RECORDS_SURVIVE;
+use highwater_model::properties::{ACKNOWLEDGED_RECORDS_SURVIVE, COMMITTED_RECORDS_SURVIVE};
 
 /// A kept run's files, which a test may edit before validating.
 struct Run(Observations);
@@ -145,6 +145,65 @@ fn a_broker_applying_an_epoch_the_controller_never_wrote_is_a_misfit() {
     let misfit = r.validate(true).misfit().expect("a misfit");
     assert!(
         misfit.contains("broker 3") && misfit.contains("leader epoch 3"),
+        "{misfit}"
+    );
+}
+
+#[test]
+fn kafkas_last_known_leader_election_recovering_fits_the_model() {
+    // Under today's rules a follower stopped past the ISR lag, then the
+    // other two killed: the ISR empties into the ELR, each killed broker
+    // leaves the ELR when it registers again (an unclean shutdown), and the
+    // last known leader is elected RECOVERING, then recovers by its
+    // AlterPartition (`PartitionChangeBuilder`'s last-known-leader path).
+    let v = run("today-lag-kill-recovering").validate(true);
+    eprintln!("{v}");
+    assert!(v.misfit().is_none(), "{v}");
+    let recovering: Vec<_> = v
+        .controller
+        .registrations
+        .iter()
+        .filter(|r| r.recovering)
+        .collect();
+    assert_eq!(recovering.len(), 1, "{v}");
+    assert_eq!(
+        (recovering[0].leader, recovering[0].isr.clone()),
+        (Some(1), vec![1]),
+        "{v}"
+    );
+    assert!(
+        v.brokers.hw_moves_before_elections > Some(100),
+        "HW moves were placed before elections: {v}"
+    );
+}
+
+#[test]
+fn a_last_known_leader_elected_as_recovered_is_a_misfit() {
+    let v = run("today-lag-kill-recovering")
+        .edit_metadata(r#""leader":1,"leaderRecoveryState":1,"#, r#""leader":1,"#)
+        .validate(true);
+    let misfit = v.misfit().expect("a misfit");
+    assert!(
+        misfit.contains("does not fit the model's controller"),
+        "{misfit}"
+    );
+}
+
+#[test]
+fn an_hw_published_past_a_later_leaders_log_is_a_misfit_under_todays_rules() {
+    let mut r = run("today-lag-kill-recovering");
+    let logs = r.0.partition_logs.as_mut().expect("partition logs kept");
+    let (_, log) = logs.iter_mut().find(|(b, _)| *b == 3).expect("broker 3");
+    // A move by broker 3, at the time of its last real one, far past any
+    // later leader's log end offset.
+    let last = log.lines().last().expect("broker 3 led").to_string();
+    let ms = last.split_whitespace().next().unwrap();
+    log.push_str(&format!(
+        "{ms} DEBUG [Partition soak-0 broker=3] High watermark updated from (offset=1, segment=[0:1]) to (offset=999999, segment=[0:1]) (kafka.cluster.Partition)\n"
+    ));
+    let misfit = r.validate(true).misfit().expect("a misfit");
+    assert!(
+        misfit.contains(COMMITTED_RECORDS_SURVIVE) && misfit.contains("999999"),
         "{misfit}"
     );
 }
