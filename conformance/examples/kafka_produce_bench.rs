@@ -125,7 +125,7 @@ fn main() -> ExitCode {
 }
 
 fn bench(cli: &Cli) -> Result<(), String> {
-    if cli.records % cli.batch_records != 0 {
+    if !cli.records.is_multiple_of(cli.batch_records) {
         return Err(format!(
             "--records ({}) must be a whole number of batches of --batch-records ({})",
             cli.records, cli.batch_records
