@@ -157,12 +157,15 @@ fn bench(cli: &Cli) -> Result<(), String> {
         "highwater: {:.3} s, p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms",
         ours.seconds, ours.p50_ms, ours.p99_ms, ours.max_ms
     );
-    let kafka = kafka_side(cli, &programs, &kafka_dir)?;
+    if !cli.keep {
+        let _ = std::fs::remove_dir_all(&ours_dir);
+    }
+    // On failure the brokers' logs stay for a look.
+    let kafka = kafka_side(cli, &programs, &kafka_dir)
+        .map_err(|e| format!("{e} (the cluster's logs are under {})", kafka_dir.display()))?;
     println!("load average after: {}", load_average());
     if !cli.keep {
-        for d in [&ours_dir, &kafka_dir] {
-            let _ = std::fs::remove_dir_all(d);
-        }
+        let _ = std::fs::remove_dir_all(&kafka_dir);
     }
 
     let mib = |f: &Figures| f.records_per_s() * cli.record_bytes as f64 / (1 << 20) as f64;
