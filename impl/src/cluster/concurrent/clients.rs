@@ -26,6 +26,10 @@ pub(super) struct ProducerResult {
     pub(super) errors: BTreeMap<String, u64>,
     pub(super) timeouts: u64,
     pub(super) latencies_us: Vec<u64>,
+    /// When the first request was sent and the last answer taken in
+    /// (`RunReport::produce_span`).
+    pub(super) first_send: Option<Instant>,
+    pub(super) last_answer: Option<Instant>,
     /// Requests sent sooner than `RETRY_BACKOFF` after an error answer
     /// (`RunReport::sent_within_backoff`).
     pub(super) sent_within_backoff: u64,
@@ -42,6 +46,7 @@ fn record_answer(
     let Some((sent, ids)) = in_flight.remove(&resp.request_id) else {
         return;
     };
+    out.last_answer = Some(Instant::now());
     match resp.result {
         Ok((base, epoch)) => {
             out.latencies_us.push(sent.elapsed().as_micros() as u64);
@@ -151,8 +156,10 @@ pub(super) fn run_producer(
             {
                 break;
             }
+            let now = Instant::now();
+            out.first_send.get_or_insert(now);
             if config.acks != Acks::None {
-                in_flight.insert(request_id, (Instant::now(), ids));
+                in_flight.insert(request_id, (now, ids));
             } else if seq.is_multiple_of(config.max_in_flight as u64) {
                 // No answers to wait for: pace the requests instead.
                 thread::sleep(Duration::from_millis(1));

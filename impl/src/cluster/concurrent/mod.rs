@@ -634,6 +634,7 @@ pub fn run(root: &Path, config: ConcurrentConfig) -> Result<RunReport> {
         .unwrap_or_default();
     let mut report = RunReport {
         produce_elapsed,
+        produce_span: None,
         unmet_goals,
         requests_sent: 0,
         records_sent: 0,
@@ -662,8 +663,11 @@ pub fn run(root: &Path, config: ConcurrentConfig) -> Result<RunReport> {
         errors: Vec::new(),
         trace: Trace::default(),
     };
+    let (mut first_send, mut last_answer) = (None::<Instant>, None::<Instant>);
     for t in producer_threads {
         let p = t.join().unwrap_or_default();
+        first_send = first_send.into_iter().chain(p.first_send).min();
+        last_answer = last_answer.into_iter().chain(p.last_answer).max();
         report.requests_sent += p.requests;
         report.records_sent += p.records;
         report.acked.extend(p.acked);
@@ -675,6 +679,9 @@ pub fn run(root: &Path, config: ConcurrentConfig) -> Result<RunReport> {
         report.ack_latencies_us.extend(p.latencies_us);
     }
     report.ack_latencies_us.sort_unstable();
+    report.produce_span = first_send
+        .zip(last_answer)
+        .map(|(a, b)| b.saturating_duration_since(a));
     for t in consumer_threads {
         let c = t.join().unwrap_or_default();
         report.consumed.extend(c.consumed);

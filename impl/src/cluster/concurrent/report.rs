@@ -34,6 +34,10 @@ pub struct ConsumedRecord {
 pub struct RunReport {
     /// How long producers ran.
     pub produce_elapsed: Duration,
+    /// From the first produce request sent to the last answer a producer
+    /// took in (`None` without both): the time a throughput is over.
+    #[serde(default)]
+    pub produce_span: Option<Duration>,
     /// Goals of `ConcurrentConfig::until` (and the fault schedule's first
     /// round) not met when the goal timeout passed: the run stopped at its
     /// hang guard, and what it was to show did not happen.

@@ -16,6 +16,11 @@ import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.Node;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.TopicPartitionInfo;
+import org.apache.kafka.common.header.Header;
+import org.apache.kafka.common.record.internal.DefaultRecord;
+import org.apache.kafka.common.record.internal.DefaultRecordBatch;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+import org.apache.kafka.common.serialization.LongSerializer;
 import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
 
@@ -26,7 +31,9 @@ import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import java.util.Set;
+import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * The client side of the real-cluster harness (conformance/src/kafka_cluster): Kafka's own
@@ -218,6 +225,128 @@ final class ClusterClient {
         done.put("done", true);
         done.put("sent", sent);
         emit(done);
+    }
+
+    /**
+     * {@code produce-bench --bootstrap B --topic T --records N [--record-bytes 1024]
+     * [--batch-records 16] [--in-flight 4] [--linger-ms 100] [--warmup-records 2000]}: acks=all
+     * produce, closed loop, measured, for conformance/examples/kafka_produce_bench.rs. Each record
+     * has an 8-byte key (its number, big-endian) and a value of R bytes, as the concurrent
+     * driver's records have; batch.size is set so that a batch holds exactly K records, and at
+     * most F batches' worth of records (F * K) are unacknowledged at any time (a semaphore taken
+     * before each send and given back in its callback), with max.in.flight.requests.per.connection
+     * F: F produce requests of K records, as the driver's producer keeps F requests of K records
+     * in flight. A linger of L ms only bounds the wait of a batch the window left short. The
+     * warm-up records are sent and flushed first, untimed (connections, metadata, JIT). Each
+     * timed record's ack latency is from just before {@code send} to its callback
+     * (System.nanoTime), so it includes its wait in the accumulator; the run's time is from the
+     * first timed send to the last callback. Prints one line: records, errors, seconds,
+     * records_per_s, mib_per_s (of values), p50_ms, p99_ms, max_ms (nearest rank over the sorted
+     * latencies, index round(p / 100 * (n - 1)), as RunReport::latency_percentile), and the
+     * producer's own records-per-request-avg, batch-size-avg, record-queue-time-avg and
+     * request-latency-avg metrics (over its sample window, warm-up included).
+     */
+    static void produceBench(String[] argv) throws Exception {
+        Map<String, String> args = LogSupport.parseArgs(argv, 0);
+        String topic = LogSupport.required(args, "topic");
+        long records = longArg(args, "records", 20000);
+        int recordBytes = (int) longArg(args, "record-bytes", 1024);
+        int batchRecords = (int) longArg(args, "batch-records", 16);
+        int inFlight = (int) longArg(args, "in-flight", 4);
+        long linger = longArg(args, "linger-ms", 100);
+        long warmup = longArg(args, "warmup-records", 2000);
+        // One latency per record is kept in memory.
+        if (records > 100_000_000) {
+            throw new IllegalArgumentException("--records must be at most 100000000, not " + records);
+        }
+        if (records < 1 || recordBytes < 0 || batchRecords < 1 || linger < 0 || warmup < 0) {
+            throw new IllegalArgumentException(
+                "--records and --batch-records must be at least 1, the rest at least 0");
+        }
+        // Idempotence (Kafka's default under acks=all) allows at most 5 requests in flight.
+        if (inFlight < 1 || inFlight > 5) {
+            throw new IllegalArgumentException("--in-flight must be 1 to 5, not " + inFlight);
+        }
+        // The accumulator closes a batch when the next record no longer fits in batch.size: room
+        // for K records whose timestamp deltas take up to 2 varint bytes (8 s) fits K exactly
+        // while a record is larger than the K bytes of slack (the summary shows the mean).
+        long batchSize = DefaultRecordBatch.RECORD_BATCH_OVERHEAD;
+        for (int i = 0; i < batchRecords; i++) {
+            batchSize += DefaultRecord.sizeInBytes(i, 8191L, 8, recordBytes, new Header[0]);
+        }
+        Properties p = new Properties();
+        p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, LogSupport.required(args, "bootstrap"));
+        p.put(ProducerConfig.ACKS_CONFIG, "all");
+        p.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "true");
+        p.put(ProducerConfig.COMPRESSION_TYPE_CONFIG, "none");
+        p.put(ProducerConfig.BATCH_SIZE_CONFIG, String.valueOf(batchSize));
+        p.put(ProducerConfig.LINGER_MS_CONFIG, String.valueOf(linger));
+        p.put(ProducerConfig.MAX_IN_FLIGHT_REQUESTS_PER_CONNECTION, String.valueOf(inFlight));
+        p.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, LongSerializer.class.getName());
+        p.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
+        byte[] value = new byte[recordBytes];
+        java.util.Arrays.fill(value, (byte) 'x');
+        long[] latencies = new long[(int) records];
+        AtomicLong errors = new AtomicLong();
+        AtomicLong lastCallback = new AtomicLong();
+        Semaphore window = new Semaphore(inFlight * batchRecords);
+        long started;
+        try (KafkaProducer<Long, byte[]> producer = new KafkaProducer<>(p)) {
+            for (long n = 0; n < warmup; n++) {
+                window.acquire();
+                producer.send(new ProducerRecord<>(topic, 0, n, value), (md, err) -> window.release());
+            }
+            producer.flush();
+            started = System.nanoTime();
+            for (int i = 0; i < records; i++) {
+                window.acquire();
+                final int k = i;
+                final long sent = System.nanoTime();
+                producer.send(new ProducerRecord<>(topic, 0, warmup + i, value), (md, err) -> {
+                    long now = System.nanoTime();
+                    latencies[k] = now - sent;
+                    lastCallback.accumulateAndGet(now, Math::max);
+                    if (err != null) {
+                        errors.incrementAndGet();
+                    }
+                    window.release();
+                });
+            }
+            producer.flush();
+            double seconds = (lastCallback.get() - started) / 1e9;
+            java.util.Arrays.sort(latencies);
+            ObjectNode out = LogSupport.NODES.objectNode();
+            out.put("records", records);
+            out.put("record_bytes", recordBytes);
+            out.put("batch_records", batchRecords);
+            out.put("batch_size", batchSize);
+            out.put("in_flight", inFlight);
+            out.put("linger_ms", linger);
+            out.put("warmup_records", warmup);
+            out.put("errors", errors.get());
+            out.put("seconds", seconds);
+            out.put("records_per_s", records / seconds);
+            out.put("mib_per_s", records * (double) recordBytes / (1 << 20) / seconds);
+            out.put("p50_ms", percentile(latencies, 50) / 1e6);
+            out.put("p99_ms", percentile(latencies, 99) / 1e6);
+            out.put("max_ms", latencies[latencies.length - 1] / 1e6);
+            for (String metric : List.of("records-per-request-avg", "batch-size-avg",
+                    "record-queue-time-avg", "request-latency-avg")) {
+                producer.metrics().forEach((name, m) -> {
+                    if (name.group().equals("producer-metrics") && name.name().equals(metric)
+                            && m.metricValue() instanceof Double d) {
+                        out.put(metric, d);
+                    }
+                });
+            }
+            emit(out);
+        }
+    }
+
+    /** Nearest rank over sorted values: index round(p / 100 * (n - 1)). */
+    private static long percentile(long[] sorted, double p) {
+        int i = (int) Math.round(p / 100.0 * (sorted.length - 1));
+        return sorted[Math.min(i, sorted.length - 1)];
     }
 
     /**

@@ -51,6 +51,10 @@ public final class Main {
         "      prints each partition's leader, replicas, ISR and ELR, one JSON line each.",
         "  produce      --bootstrap B --topic T --acks all|1|0 [--seconds S] [--interval-ms M]",
         "      sends 0, 1, 2, ... to partition 0 and prints one JSON line per outcome (ack or error).",
+        "  produce-bench --bootstrap B --topic T [--records N] [--record-bytes N] [--batch-records K]",
+        "               [--in-flight F] [--linger-ms L] [--warmup-records W]",
+        "      acks=all, closed loop (F batches of K records unacknowledged at most); prints one JSON",
+        "      line: throughput and p50/p99/max ack latency (send to callback).",
         "  consume      --bootstrap B --topic T [--timeout-ms T]",
         "      reads partition 0 up to its end offset and prints one JSON line per record.");
 
@@ -75,6 +79,7 @@ public final class Main {
                 case "create-topic" -> ClusterClient.createTopic(rest);
                 case "describe" -> ClusterClient.describe(rest);
                 case "produce" -> ClusterClient.produce(rest);
+                case "produce-bench" -> ClusterClient.produceBench(rest);
                 case "consume" -> ClusterClient.consume(rest);
                 default -> {
                     System.err.println("unknown command " + args[0] + "\n" + USAGE);
