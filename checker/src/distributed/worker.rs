@@ -778,6 +778,8 @@ where
             progress: search_progress,
             check,
             graph_bytes: totals.iter().map(|s| s.bytes).sum(),
+            footprint: None,
+            over_budget: None,
         }))
     }
 
