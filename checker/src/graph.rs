@@ -89,8 +89,10 @@ pub struct Graph<M: Checkable> {
     /// Whether the search kept the fault-free edges and the progress
     /// flags ([`SearchOptions::progress`](crate::SearchOptions::progress)).
     pub keeps_progress: bool,
-    /// The most the search held, part by part (`memory.rs`).
+    /// The most the search held, part by part (`memory.rs`), and in all at
+    /// one moment.
     pub peak: Footprint,
+    pub peak_total: u64,
     /// Why the search stopped for its memory budget, if it did
     /// ([`Completion::OverBudget`]).
     pub over_budget: Option<OverBudget>,

@@ -76,10 +76,9 @@ pub enum BudgetFlaw {
 
 /// The share of the budget kept for what the engine does not count: the
 /// program and its threads' stacks, the model's own allocations, the
-/// allocator's slack. On `safe` the process's peak resident set was 1.09
-/// times what the engine counted at its largest (the progress check beside
-/// the complete graph; README, "Memory"); an eighth leaves room above
-/// that. Below some tens of MiB the program's own memory is most of it,
+/// allocator's slack. On `safe` the process's peak resident set was 1.04
+/// times what the engine counted at its largest (README, "Memory"); an
+/// eighth leaves room above that. Below some tens of MiB the program's own memory is most of it,
 /// and a budget that small is kept by the engine's count only.
 const UNCOUNTED_SHARE: u64 = 8;
 

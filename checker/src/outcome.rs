@@ -32,6 +32,8 @@ pub struct Outcome<M: Checkable> {
     /// check's buffers counted as queue (None: the distributed engine,
     /// which does not count its parts).
     pub footprint: Option<Footprint>,
+    /// The most it held at one moment, by its count.
+    pub counted_peak: Option<u64>,
     /// Why the run stopped for its memory budget, if it did: the search
     /// ([`Completion::OverBudget`]), or the progress check after a
     /// complete search (which then has no `check`).
@@ -51,6 +53,7 @@ impl<M: Checkable> Outcome<M> {
         let first = g.first.iter().map(|f| f.map(|n| g.path_to(n))).collect();
         let mut over_budget = g.over_budget;
         let mut footprint = g.peak.max(g.footprint(&g.index));
+        let mut counted_peak = g.peak_total.max(g.footprint(&g.index).total());
         let wanted = g.keeps_progress && g.completion == Completion::Exhaustive;
         let check = if wanted {
             let held = g.footprint(&g.index);
@@ -71,6 +74,7 @@ impl<M: Checkable> Outcome<M> {
                 }
                 None => {
                     footprint = footprint.max(with_check);
+                    counted_peak = counted_peak.max(with_check.total());
                     before_check();
                     Some(progress::check(g))
                 }
@@ -88,6 +92,7 @@ impl<M: Checkable> Outcome<M> {
             check,
             graph_bytes: g.memory_bytes() as u64,
             footprint: Some(footprint),
+            counted_peak: Some(counted_peak),
             over_budget,
         }
     }

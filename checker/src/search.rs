@@ -236,6 +236,7 @@ pub fn search<M: Checkable>(model: &M, opts: SearchOptions<'_, M>) -> Graph<M> {
         progress: SearchProgress::default(),
         keeps_progress,
         peak: Footprint::default(),
+        peak_total: 0,
         over_budget: None,
     };
     // The initial states, each a root at depth 0 (stateright's checkers
@@ -407,11 +408,13 @@ impl<S> Queues<'_, S> {
 }
 
 impl Run<'_> {
-    /// Makes room in the index, the graph and the queues for the pending
-    /// merge, which adds at most `adding` states and edges, if what the
-    /// search would then hold fits the budget. If it does not, nothing
-    /// grows: the search is marked [`Completion::OverBudget`] and false is
-    /// returned (the pending merge must then be dropped: it has no room).
+    /// Makes room in the index for the pending merge, which adds at most
+    /// `adding` states and edges, if what the search would then hold (the
+    /// index, grown; the graph and the queues with those states; the next
+    /// batch's buffers) fits the budget. If it does not, nothing grows: the
+    /// search is marked [`Completion::OverBudget`] and false is returned
+    /// (the pending merge must then be dropped: it has no room, so the
+    /// search stops as if before that batch).
     fn make_room<M: Checkable>(
         &mut self,
         g: &mut Graph<M>,
@@ -424,6 +427,7 @@ impl Run<'_> {
             ..g.footprint(index)
         };
         g.peak = g.peak.max(held);
+        g.peak_total = g.peak_total.max(held.total());
         let edges = if g.keeps_progress { adding } else { 0 };
         // The grown index is allocated, and zeroed, while the old one is
         // still held; each new state takes a node and a place in a queue.

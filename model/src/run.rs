@@ -341,6 +341,8 @@ pub struct Memory {
     pub node_bytes: Option<u64>,
     pub edge_bytes: Option<u64>,
     pub queue_bytes: Option<u64>,
+    /// The most the engine counted at one moment.
+    pub counted_peak_bytes: Option<u64>,
     pub peak_resident_bytes: Option<u64>,
     pub index_bytes_per_state: Option<f64>,
     /// Nodes and edges.
@@ -565,6 +567,7 @@ struct Found {
     progress_check: Option<ProgressSummary>,
     /// The engine's count by part (default search, one process).
     footprint: Option<memory::Footprint>,
+    counted_peak: Option<u64>,
     over_budget: Option<memory::OverBudget>,
 }
 
@@ -583,6 +586,7 @@ fn memory_of(found: &Found, opts: &RunOptions, preset: Option<&'static str>) -> 
         node_bytes: f.map(|f| f.nodes),
         edge_bytes: f.map(|f| f.edges),
         queue_bytes: f.map(|f| f.queue),
+        counted_peak_bytes: found.counted_peak,
         peak_resident_bytes: peak,
         index_bytes_per_state: f.map(|f| per_state(f.index)),
         graph_bytes_per_state: f.map(|f| per_state(f.graph())),
@@ -712,6 +716,7 @@ fn found_of(
         properties,
         progress_check,
         footprint: o.footprint,
+        counted_peak: o.counted_peak,
         over_budget: o.over_budget,
     }
 }
@@ -831,6 +836,7 @@ fn run_stateright(cfg: Config, opts: &RunOptions, on_progress: &mut impl FnMut(P
         properties,
         progress_check: None,
         footprint: None,
+        counted_peak: None,
         over_budget: None,
     }
 }

@@ -232,9 +232,9 @@ fn a_run_that_does_not_fit_its_memory_budget_stops_with_a_partial_report() {
     // The states explored, what was held, and what the next step needed.
     let line = out
         .lines()
-        .find(|l| l.starts_with("memory budget 1.0 MiB: stopped after "))
+        .find(|l| l.starts_with("memory budget 1.00 MiB: stopped after "))
         .unwrap_or_else(|| panic!("the budget's line: {out}"));
-    let explored: u64 = line["memory budget 1.0 MiB: stopped after ".len()..]
+    let explored: u64 = line["memory budget 1.00 MiB: stopped after ".len()..]
         .split(' ')
         .next()
         .and_then(|n| n.replace(',', "").parse().ok())

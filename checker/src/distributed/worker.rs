@@ -779,6 +779,7 @@ where
             check,
             graph_bytes: totals.iter().map(|s| s.bytes).sum(),
             footprint: None,
+            counted_peak: None,
             over_budget: None,
         }))
     }

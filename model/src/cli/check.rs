@@ -187,7 +187,7 @@ pub fn thousands(n: u64) -> String {
     out
 }
 
-/// A size in bytes as people read it: `1.5 GiB`, `320.0 MiB`, `512 bytes`.
+/// A size in bytes as people read it: `1.50 GiB`, `320 MiB`, `512 bytes`.
 pub fn size_text(bytes: u64) -> String {
     const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
     let mut value = bytes as f64;
@@ -199,8 +199,12 @@ pub fn size_text(bytes: u64) -> String {
         value /= 1024.0;
         unit = Some(u);
     }
+    // Three figures: budgets and needs that differ by a few percent must
+    // not print alike.
     match unit {
-        Some(u) => format!("{value:.1} {u}"),
+        Some(u) if value < 10.0 => format!("{value:.2} {u}"),
+        Some(u) if value < 100.0 => format!("{value:.1} {u}"),
+        Some(u) => format!("{value:.0} {u}"),
         None => format!("{bytes} bytes"),
     }
 }

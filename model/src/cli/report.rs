@@ -169,12 +169,13 @@ fn print_memory(r: &Report) {
     if let Some(queue) = m.queue_bytes {
         println!(
             "memory per unique state: index {} bytes, graph {} ({} nodes, {} edges); queue at most \
-             {}{}",
+             {}; counted at most {}{}",
             b(m.index_bytes_per_state),
             b(m.graph_bytes_per_state),
             b(m.node_bytes_per_state),
             b(m.edge_bytes_per_state),
             size_text(queue),
+            size_text(m.counted_peak_bytes.unwrap_or(0)),
             m.peak_resident_bytes.map_or(String::new(), |p| format!(
                 "; peak resident {} ({} bytes a state)",
                 size_text(p),
