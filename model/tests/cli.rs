@@ -301,7 +301,7 @@ fn a_preset_that_cannot_fit_is_refused_at_once_with_an_estimate() {
         "{out}"
     );
     assert!(
-        out.contains("GiB, more than --memory-budget 4.0 GiB"),
+        out.contains("GiB, more than --memory-budget 4.00 GiB"),
         "{out}"
     );
     assert!(out.contains("exit status 152"), "{out}");
