@@ -76,7 +76,31 @@ impl FingerprintTable {
 
     /// Bytes held by the table.
     pub fn memory_bytes(&self) -> usize {
-        self.tags.len() * (1 + std::mem::size_of::<Entry>())
+        Self::bytes_of_slots_log2(self.bits)
+    }
+
+    fn bytes_of_slots_log2(bits: u32) -> usize {
+        (1usize << bits) * (1 + std::mem::size_of::<Entry>())
+    }
+
+    /// log2 of the slots needed to hold `additional` more entries.
+    fn slots_log2_for(&self, additional: usize) -> u32 {
+        let needed = self.len() + additional;
+        let mut bits = self.bits;
+        while needed * MAX_LOAD_DEN > (1usize << bits) * MAX_LOAD_NUM {
+            bits += 1;
+        }
+        bits
+    }
+
+    /// The bytes [`reserve`](Self::reserve)`(additional)` would allocate: a
+    /// grown table, held beside this one while the entries are copied (0
+    /// when there is room already).
+    pub fn growth_bytes(&self, additional: usize) -> usize {
+        match self.slots_log2_for(additional) {
+            bits if bits == self.bits => 0,
+            bits => Self::bytes_of_slots_log2(bits),
+        }
     }
 
     #[inline]
@@ -160,11 +184,7 @@ impl FingerprintTable {
     /// Makes room for `additional` more entries (no reader may run: it
     /// takes `&mut self`).
     pub fn reserve(&mut self, additional: usize) {
-        let needed = self.len() + additional;
-        let mut bits = self.bits;
-        while needed * MAX_LOAD_DEN > (1usize << bits) * MAX_LOAD_NUM {
-            bits += 1;
-        }
+        let bits = self.slots_log2_for(additional);
         if bits == self.bits {
             return;
         }

@@ -12,6 +12,7 @@
 //! is on; `search.rs` says why).
 
 use crate::fingerprint_table::FingerprintTable;
+use crate::memory::{bytes_of, Footprint, OverBudget};
 use crate::search::{Completion, SearchProgress};
 use crate::{fingerprint, verdict, Checkable, Goal, Trace, Verdict};
 use stateright::{Expectation, Property};
@@ -46,6 +47,10 @@ pub mod flag {
     /// state) a fault-free walk from it met it (`recovery_walk.rs`).
     pub const GOAL: u8 = 8;
 }
+
+/// The bytes of a node in the per-node arrays: fingerprint, parent, depth,
+/// flags, edge start and edge count.
+pub(crate) const NODE_BYTES: u64 = 8 + 4 + 1 + 1 + 4 + 2;
 
 /// The most progress goals a search records: one flag bit each.
 pub const MAX_GOALS: usize = 5;
@@ -84,6 +89,13 @@ pub struct Graph<M: Checkable> {
     /// Whether the search kept the fault-free edges and the progress
     /// flags ([`SearchOptions::progress`](crate::SearchOptions::progress)).
     pub keeps_progress: bool,
+    /// The most the search held, part by part (`memory.rs`), and in all at
+    /// one moment.
+    pub peak: Footprint,
+    pub peak_total: u64,
+    /// Why the search stopped for its memory budget, if it did
+    /// ([`Completion::OverBudget`]).
+    pub over_budget: Option<OverBudget>,
 }
 
 impl<M: Checkable> Graph<M> {
@@ -126,8 +138,22 @@ impl<M: Checkable> Graph<M> {
     }
     /// Bytes held by the graph (index, per-node arrays and edges).
     pub fn memory_bytes(&self) -> usize {
-        let per_node = 8 + 4 + 1 + 1 + 4 + 2;
-        self.fps.capacity() * per_node + self.index.memory_bytes() + self.edges.capacity() * 4
+        self.fps.capacity() * NODE_BYTES as usize
+            + self.index.memory_bytes()
+            + self.edges.capacity() * 4
+    }
+
+    /// What the graph holds with `index` as its index (the search takes
+    /// the index out of the graph while a level runs); no queue. The
+    /// arrays count by their length: room reserved and not yet written is
+    /// never touched, so it takes no memory (`memory.rs`).
+    pub(crate) fn footprint(&self, index: &FingerprintTable) -> Footprint {
+        Footprint {
+            index: index.memory_bytes() as u64,
+            nodes: self.fps.len() as u64 * NODE_BYTES,
+            edges: bytes_of::<NodeId>(self.edges.len()),
+            queue: 0,
+        }
     }
 
     /// Each property's verdict, in [`Graph::properties`] order, from what

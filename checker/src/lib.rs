@@ -30,6 +30,7 @@ pub mod distributed;
 pub mod fingerprint_table;
 pub mod graph;
 pub mod lasso;
+pub mod memory;
 pub mod outcome;
 pub mod progress;
 pub mod recovery_walk;

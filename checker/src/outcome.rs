@@ -4,6 +4,7 @@
 //! of the graph. A report built from an outcome is the same for both.
 
 use crate::graph::Graph;
+use crate::memory::{Budget, Footprint, OverBudget, Step};
 use crate::progress::{self, ProgressReport};
 use crate::search::{Completion, SearchProgress};
 use crate::{Checkable, Goal, Trace, Verdict};
@@ -27,18 +28,60 @@ pub struct Outcome<M: Checkable> {
     pub check: Option<ProgressReport<M>>,
     /// Bytes held by the state graph (by every worker, added up).
     pub graph_bytes: u64,
+    /// The most the single-process engine held, part by part, the progress
+    /// check's buffers counted as queue (None: the distributed engine,
+    /// which does not count its parts).
+    pub footprint: Option<Footprint>,
+    /// The most it held at one moment, by its count.
+    pub counted_peak: Option<u64>,
+    /// Why the run stopped for its memory budget, if it did: the search
+    /// ([`Completion::OverBudget`]), or the progress check after a
+    /// complete search (which then has no `check`).
+    pub over_budget: Option<OverBudget>,
 }
 
 impl<M: Checkable> Outcome<M> {
     /// The outcome of a single-process search: its paths, and the progress
     /// check when the graph is complete and kept its edges
-    /// (`before_check` is called just before it starts).
-    pub fn of_graph(g: &Graph<M>, before_check: impl FnOnce()) -> Outcome<M> {
+    /// (`before_check` is called just before it starts) and, under a
+    /// `budget`, when what the check allocates fits beside the graph.
+    pub fn of_graph(
+        g: &Graph<M>,
+        budget: Option<Budget>,
+        before_check: impl FnOnce(),
+    ) -> Outcome<M> {
         let first = g.first.iter().map(|f| f.map(|n| g.path_to(n))).collect();
-        let check = (g.keeps_progress && g.completion == Completion::Exhaustive).then(|| {
-            before_check();
-            progress::check(g)
-        });
+        let mut over_budget = g.over_budget;
+        let mut footprint = g.peak.max(g.footprint(&g.index));
+        let mut counted_peak = g.peak_total.max(g.footprint(&g.index).total());
+        let wanted = g.keeps_progress && g.completion == Completion::Exhaustive;
+        let check = if wanted {
+            let held = g.footprint(&g.index);
+            let with_check = Footprint {
+                queue: progress::check_bytes(g),
+                ..held
+            };
+            match budget.filter(|b| !b.admits(with_check.total())) {
+                Some(b) => {
+                    over_budget = Some(OverBudget {
+                        budget: b.bytes,
+                        held,
+                        next_step: with_check.total(),
+                        next_step_budget: Budget::needed_for(with_check.total()),
+                        step: Step::ProgressCheck,
+                    });
+                    None
+                }
+                None => {
+                    footprint = footprint.max(with_check);
+                    counted_peak = counted_peak.max(with_check.total());
+                    before_check();
+                    Some(progress::check(g))
+                }
+            }
+        } else {
+            None
+        };
         Outcome {
             properties: g.properties.clone(),
             goals: g.goals.clone(),
@@ -48,6 +91,9 @@ impl<M: Checkable> Outcome<M> {
             progress: g.progress,
             check,
             graph_bytes: g.memory_bytes() as u64,
+            footprint: Some(footprint),
+            counted_peak: Some(counted_peak),
+            over_budget,
         }
     }
 }

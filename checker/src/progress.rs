@@ -336,7 +336,21 @@ fn strongly_connected<'a>(
     component
 }
 
-/// The fault-free edges reversed, in compressed rows.
+/// The bytes [`check`] allocates at its largest, beside the graph: the
+/// reversed edges (and the copy of their row starts it fills them by), one
+/// reached-flag per node for each goal and for the exempt states (searched
+/// at once), and the nodes sorted by depth.
+pub fn check_bytes<M: Checkable>(graph: &Graph<M>) -> u64 {
+    let n = graph.len() as u64;
+    let row_starts = 2 * 4 * (n + 1);
+    let sources = 4 * graph.edge_count() as u64;
+    let reached = n * (graph.goals.len() as u64 + 1);
+    let by_depth = 4 * n;
+    row_starts + sources + reached + by_depth
+}
+
+/// The fault-free edges reversed, in compressed rows ([`check_bytes`]
+/// counts what they take).
 struct Reverse {
     start: Vec<u32>,
     sources: Vec<NodeId>,

@@ -29,7 +29,8 @@
 //! otherwise wait for it.
 
 use crate::fingerprint_table::FingerprintTable;
-use crate::graph::{self, flag, index_value, Graph, NodeId, IN_BOUNDS_TAG, MAX_GOALS};
+use crate::graph::{self, flag, index_value, Graph, NodeId, IN_BOUNDS_TAG, MAX_GOALS, NODE_BYTES};
+use crate::memory::{bytes_of, Budget, Footprint, OverBudget, Step};
 use crate::recovery_walk::{self, RecoveryWalk};
 use crate::{fingerprint_of_representative, Checkable, Goal};
 use stateright::{Expectation, Property};
@@ -53,6 +54,9 @@ pub struct SearchOptions<'a, M: Checkable> {
     pub stop: &'a (dyn Fn(&SearchProgress) -> bool + Sync),
     /// Called about once a second.
     pub on_progress: &'a mut dyn FnMut(&SearchProgress),
+    /// The memory the run may use: the search stops before a step that
+    /// would not fit (`memory.rs`). None: no limit.
+    pub budget: Option<Budget>,
 }
 
 /// What the search records for the progress check.
@@ -115,6 +119,9 @@ pub enum Completion {
     StoppedAtCounterexample,
     /// Stopped by `stop` (a limit or an interrupt).
     Interrupted,
+    /// Stopped before a step that would not fit the memory budget
+    /// ([`Graph::over_budget`] says which).
+    OverBudget,
 }
 
 /// One successor, as a worker computed it. The worker looks its
@@ -164,6 +171,12 @@ impl<S> Default for Expanded<S> {
 }
 
 impl<S> Expanded<S> {
+    fn bytes(&self) -> u64 {
+        bytes_of::<Expansion>(self.expansions.capacity())
+            + bytes_of::<Successor>(self.successors.capacity())
+            + bytes_of::<S>(self.states.capacity())
+    }
+
     /// Empty, with its buffers kept for the next batch.
     fn clear(&mut self) {
         self.walked = 0;
@@ -222,6 +235,9 @@ pub fn search<M: Checkable>(model: &M, opts: SearchOptions<'_, M>) -> Graph<M> {
         completion: Completion::Exhaustive,
         progress: SearchProgress::default(),
         keeps_progress,
+        peak: Footprint::default(),
+        peak_total: 0,
+        over_budget: None,
     };
     // The initial states, each a root at depth 0 (stateright's checkers
     // also leave out those outside the model's boundary).
@@ -254,6 +270,7 @@ pub fn search<M: Checkable>(model: &M, opts: SearchOptions<'_, M>) -> Graph<M> {
         last_report: Instant::now(),
         stop: opts.stop,
         on_progress: opts.on_progress,
+        budget: opts.budget,
     };
     // Phase 1, the bounded model, level by level.
     let mut recovery_states = Vec::new();
@@ -352,9 +369,90 @@ struct Run<'a> {
     last_report: Instant,
     stop: &'a (dyn Fn(&SearchProgress) -> bool + Sync),
     on_progress: &'a mut dyn FnMut(&SearchProgress),
+    budget: Option<Budget>,
+}
+
+/// The queues a level's expansion holds: the states being expanded, those
+/// found for the next level and for recovery (by their length, as the
+/// graph's arrays), and the expansion's buffers (by their capacity: they
+/// are filled, cleared and filled again).
+struct Queues<'q, S> {
+    level: &'q Level<S>,
+    next: &'q Level<S>,
+    recovery: &'q Level<S>,
+    pending: &'q [Expanded<S>],
+    spare: &'q [Expanded<S>],
+}
+
+impl<S> Queues<'_, S> {
+    /// What the next batch's expansion adds to the buffers: it fills the
+    /// spare ones, and is taken to be as large as the pending one (batches
+    /// of a level are alike).
+    fn buffer_growth(&self) -> u64 {
+        let bytes = |parts: &[Expanded<S>]| parts.iter().map(Expanded::bytes).sum::<u64>();
+        bytes(self.pending).saturating_sub(bytes(self.spare))
+    }
+
+    fn bytes(&self) -> u64 {
+        let level = |l: &Level<S>| bytes_of::<(NodeId, S)>(l.len());
+        level(self.level)
+            + level(self.next)
+            + level(self.recovery)
+            + self
+                .pending
+                .iter()
+                .chain(self.spare)
+                .map(Expanded::bytes)
+                .sum::<u64>()
+    }
 }
 
 impl Run<'_> {
+    /// Makes room in the index for the pending merge, which adds at most
+    /// `adding` states and edges, if what the search would then hold (the
+    /// index, grown; the graph and the queues with those states; the next
+    /// batch's buffers) fits the budget. If it does not, nothing grows: the
+    /// search is marked [`Completion::OverBudget`] and false is returned
+    /// (the pending merge must then be dropped: it has no room, so the
+    /// search stops as if before that batch).
+    fn make_room<M: Checkable>(
+        &mut self,
+        g: &mut Graph<M>,
+        index: &mut FingerprintTable,
+        adding: usize,
+        queues: Queues<'_, M::State>,
+    ) -> bool {
+        let held = Footprint {
+            queue: queues.bytes(),
+            ..g.footprint(index)
+        };
+        g.peak = g.peak.max(held);
+        g.peak_total = g.peak_total.max(held.total());
+        let edges = if g.keeps_progress { adding } else { 0 };
+        // The grown index is allocated, and zeroed, while the old one is
+        // still held; each new state takes a node and a place in a queue.
+        let grown = Footprint {
+            index: index.growth_bytes(adding) as u64,
+            nodes: adding as u64 * NODE_BYTES,
+            edges: bytes_of::<NodeId>(edges),
+            queue: bytes_of::<(NodeId, M::State)>(adding) + queues.buffer_growth(),
+        };
+        let at_most = held.total() + grown.total();
+        if let Some(budget) = self.budget.filter(|b| !b.admits(at_most)) {
+            g.completion = Completion::OverBudget;
+            g.over_budget = Some(OverBudget {
+                budget: budget.bytes,
+                held,
+                next_step: at_most,
+                next_step_budget: Budget::needed_for(at_most),
+                step: Step::Search,
+            });
+            return false;
+        }
+        index.reserve(adding);
+        true
+    }
+
     /// Expands `level` batch by batch into the graph; new states go to
     /// `next` (or, beyond the bounds in phase 1, to `recovery`).
     /// False when stopped by a limit.
@@ -363,7 +461,7 @@ impl Run<'_> {
         ctx: &Ctx<'_, M>,
         g: &mut Graph<M>,
         phase: Phase,
-        level: &[(NodeId, M::State)],
+        level: &Level<M::State>,
         next: &mut Level<M::State>,
         recovery: &mut Level<M::State>,
     ) -> bool {
@@ -373,10 +471,12 @@ impl Run<'_> {
         // Merged parts go back to `spare`, so that their buffers are
         // reused: fresh ones cost a page fault per page, batch after batch.
         let mut spare: Vec<Expanded<M::State>> = Vec::new();
-        let mut merge = |g: &mut Graph<M>,
-                         index: &FingerprintTable,
-                         parts: Vec<Expanded<M::State>>,
-                         spare: &mut Vec<Expanded<M::State>>| {
+        let merge = |g: &mut Graph<M>,
+                     index: &FingerprintTable,
+                     parts: Vec<Expanded<M::State>>,
+                     spare: &mut Vec<Expanded<M::State>>,
+                     next: &mut Level<M::State>,
+                     recovery: &mut Level<M::State>| {
             for mut part in parts {
                 merge_part(g, ctx, index, phase, &mut part, next, recovery);
                 part.clear();
@@ -399,10 +499,29 @@ impl Run<'_> {
             }
             // Room for every state the pending merge may add, made while no
             // thread reads the index.
-            index.reserve(pending.iter().map(|p| p.successors.len()).sum());
+            let adding = pending.iter().map(|p| p.successors.len()).sum();
+            let queues = Queues {
+                level,
+                next,
+                recovery,
+                pending: &pending,
+                spare: &spare,
+            };
+            if !self.make_room(g, &mut index, adding, queues) {
+                pending.clear();
+                completed = false;
+                break;
+            }
             let index = &index;
             pending = if self.threads == 1 {
-                merge(g, index, std::mem::take(&mut pending), &mut spare);
+                merge(
+                    g,
+                    index,
+                    std::mem::take(&mut pending),
+                    &mut spare,
+                    next,
+                    recovery,
+                );
                 let out = spare.pop().unwrap_or_default();
                 vec![expand_chunk(ctx, index, phase, batch, out)]
             } else {
@@ -415,7 +534,14 @@ impl Run<'_> {
                             scope.spawn(move || expand_chunk(ctx, index, phase, c, out))
                         })
                         .collect();
-                    merge(g, index, std::mem::take(&mut pending), &mut spare);
+                    merge(
+                        g,
+                        index,
+                        std::mem::take(&mut pending),
+                        &mut spare,
+                        next,
+                        recovery,
+                    );
                     workers
                         .into_iter()
                         .map(|w| w.join().expect("an expansion thread panicked"))
@@ -423,8 +549,19 @@ impl Run<'_> {
                 })
             };
         }
-        index.reserve(pending.iter().map(|p| p.successors.len()).sum());
-        merge(g, &index, pending, &mut spare);
+        let adding = pending.iter().map(|p| p.successors.len()).sum();
+        let queues = Queues {
+            level,
+            next,
+            recovery,
+            pending: &pending,
+            spare: &spare,
+        };
+        if g.completion == Completion::OverBudget || self.make_room(g, &mut index, adding, queues) {
+            merge(g, &index, pending, &mut spare, next, recovery);
+        } else {
+            completed = false;
+        }
         g.index = index;
         completed
     }

@@ -44,6 +44,7 @@ fn search<M: Checkable>(
             until,
             stop: &|_| false,
             on_progress: &mut |_| {},
+            budget: None,
         },
     );
     debug_assert!(g.completion != Completion::Interrupted);

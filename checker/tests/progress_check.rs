@@ -135,6 +135,7 @@ fn check_with(model: &Retries, opts: ProgressOptions<Retries>) -> ProgressReport
             until: Until::Exhausted,
             stop: &|_| false,
             on_progress: &mut |_| {},
+            budget: None,
         },
     );
     progress::check(&g)

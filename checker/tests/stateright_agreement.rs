@@ -29,6 +29,7 @@ fn search_all<M: Checkable>(model: &M) -> Graph<M> {
             until: Until::Exhausted,
             stop: &|_| false,
             on_progress: &mut |_| {},
+            budget: None,
         },
     )
 }

@@ -305,6 +305,17 @@ pub const PRESETS: &[Preset] = &[
 ];
 
 impl Preset {
+    /// The preset's unique state count, where one is known: measured (and
+    /// kept true by a test), or from one run
+    /// ([`SAFE_HW_CHECKPOINT_UNIQUE_STATES`]).
+    pub fn known_unique_states(&self) -> Option<u64> {
+        match (self.measured, self.name) {
+            (Some(m), _) => Some(m.unique_states),
+            (None, "safe-hw-checkpoint") => Some(SAFE_HW_CHECKPOINT_UNIQUE_STATES),
+            (None, _) => None,
+        }
+    }
+
     pub fn default_preset() -> &'static Preset {
         &PRESETS[0]
     }
@@ -343,6 +354,24 @@ impl Expect {
 /// `safe`'s unique state count, as measured by `highwater check` (a test
 /// keeps it true).
 pub const SAFE_UNIQUE_STATES: u64 = 20_659_040;
+
+/// `safe-hw-checkpoint`'s unique state count, from one run of `highwater
+/// check --preset safe-hw-checkpoint` (6 minutes and 9 GiB on 2 cores): not
+/// kept true by a test, so for memory estimates only.
+pub const SAFE_HW_CHECKPOINT_UNIQUE_STATES: u64 = 79_119_184;
+
+/// What `highwater check` needs at its peak (resident set) whatever its
+/// size, and what each unique state adds: the line through two runs
+/// (README, "Memory"; 2026-12-03): `tla-kip320`, 400,807 states, 121.7 MiB,
+/// and `safe`, 20,659,040 states, 2,465.7 MiB. `--memory-budget`'s
+/// estimates for a preset of known size.
+pub const PEAK_BYTES_BASE: u64 = 75 << 20;
+pub const PEAK_BYTES_PER_STATE: u64 = 122;
+
+/// What a run of `states` unique states is estimated to need at its peak.
+pub fn estimated_peak_bytes(states: u64) -> u64 {
+    highwater_checker::memory::estimate(states, PEAK_BYTES_BASE, PEAK_BYTES_PER_STATE)
+}
 
 /// `safe-min-isr-3`'s unique state count, as measured by `highwater check
 /// --preset safe-min-isr-3` (a test keeps it true).

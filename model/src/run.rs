@@ -10,6 +10,7 @@ use crate::progress;
 use crate::render;
 use crate::state::State;
 use highwater_checker::distributed::{self, Cluster, DistributedOptions};
+use highwater_checker::memory::{self, Budget};
 use highwater_checker::search::{self, Completion, ProgressOptions, SearchOptions};
 use highwater_checker::search::{SearchProgress, Until};
 use highwater_checker::shortest;
@@ -56,6 +57,9 @@ pub struct RunOptions {
     pub stop_at: StopAt,
     /// Set (by Ctrl-C) to stop and report what was found so far.
     pub interrupt: Option<&'static AtomicBool>,
+    /// The memory the run may use (default search, one process): it stops
+    /// before a step that would not fit (`checker/src/memory.rs`).
+    pub memory_budget: Option<Budget>,
 }
 
 impl RunOptions {
@@ -68,6 +72,7 @@ impl RunOptions {
             max_states: None,
             stop_at: StopAt::Never,
             interrupt: None,
+            memory_budget: None,
         }
     }
 
@@ -267,6 +272,10 @@ pub enum Ended {
     Interrupted,
     /// A simulation: random walks, never exhaustive.
     Sampled,
+    /// Stopped before a step that would not fit `--memory-budget`: the
+    /// search, or the progress check after it (`memory.over_budget` says
+    /// which).
+    OverBudget,
 }
 
 /// The run's verdict against what was expected.
@@ -304,6 +313,8 @@ pub struct Report {
     pub shortest_seconds: f64,
     pub states_per_second: f64,
     pub peak_memory_mib: Option<f64>,
+    /// What the run held, by part and per unique state.
+    pub memory: Memory,
     pub properties: Vec<PropertyResult>,
     /// The progress check (default search, complete runs only).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -315,6 +326,49 @@ pub struct Report {
     pub mismatches: Vec<String>,
     /// The process's exit status for this report ([`exit`]).
     pub exit_status: u8,
+}
+
+/// What a run held: the engine's own count by part (default search, one
+/// process), the process's peak resident set, and each per unique state of
+/// the bounded model (recovery states' bytes included). The index, node and
+/// edge figures are at the end of the search, when they are largest; the
+/// queue's is its largest, the progress check's buffers included.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Memory {
+    /// `--memory-budget`, in bytes.
+    pub budget_bytes: Option<u64>,
+    pub index_bytes: Option<u64>,
+    pub node_bytes: Option<u64>,
+    pub edge_bytes: Option<u64>,
+    pub queue_bytes: Option<u64>,
+    /// The most the engine counted at one moment.
+    pub counted_peak_bytes: Option<u64>,
+    pub peak_resident_bytes: Option<u64>,
+    pub index_bytes_per_state: Option<f64>,
+    /// Nodes and edges.
+    pub graph_bytes_per_state: Option<f64>,
+    pub node_bytes_per_state: Option<f64>,
+    pub edge_bytes_per_state: Option<f64>,
+    pub peak_resident_bytes_per_state: Option<f64>,
+    /// Why the run stopped for its budget, if it did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub over_budget: Option<OverBudget>,
+}
+
+/// A run stopped by its memory budget.
+#[derive(Clone, Debug, Serialize)]
+pub struct OverBudget {
+    /// The step it did not take: "search" or "progress-check".
+    pub step: &'static str,
+    /// What the engine held then, by its own count.
+    pub held_bytes: u64,
+    /// What that step would have held at its largest, and the budget that
+    /// would have let it.
+    pub next_step_bytes: u64,
+    pub next_step_budget_bytes: u64,
+    /// For a preset with a known state count, what the whole run is
+    /// estimated to need ([`crate::presets::estimated_peak_bytes`]).
+    pub estimated_bytes: Option<u64>,
 }
 
 /// `highwater check`'s exit statuses. A property broken that nobody said
@@ -339,6 +393,11 @@ pub mod exit {
     /// A progress property that was expected to hold has a stuck state
     /// (TLC's `VIOLATION_LIVENESS`).
     pub const PROGRESS_VIOLATION: u8 = 13;
+    /// Stopped by `--memory-budget` before it could decide (during the
+    /// search, or before the progress check), or refused at once because
+    /// the preset's measured size does not fit it (TLC's
+    /// `ERROR_STATESPACE_TOO_LARGE`).
+    pub const OVER_BUDGET: u8 = 152;
     /// Stopped by Ctrl-C (128 + SIGINT, as shells report it).
     pub const INTERRUPTED: u8 = 130;
 }
@@ -377,6 +436,9 @@ pub fn run_distributed(
             "only the default search runs distributed (drop --dfs, --bfs or --simulate)".into(),
         );
     }
+    if opts.memory_budget.is_some() {
+        return Err(memory_budget_distributed().into());
+    }
     let model = PartitionModel::new(cfg);
     let names = opts.stop_at.names();
     let until = opts.stop_at.until(&names);
@@ -409,6 +471,12 @@ pub fn run_distributed(
     Ok(Some(report_of(cfg, preset, expect, opts, found)))
 }
 
+/// Why `--memory-budget` and a distributed run are refused together.
+pub fn memory_budget_distributed() -> &'static str {
+    "--memory-budget is kept by the single-process search only: the distributed one \
+     (--workers, --processes) does not count its memory by part; drop one of them"
+}
+
 /// The report of what a search found, held against the expectation.
 fn report_of(
     cfg: Config,
@@ -427,6 +495,7 @@ fn report_of(
         Some(_) => Outcome::Undecided,
     };
     let exit_status = exit_status(expect, outcome, found.ended, &found.properties);
+    let memory = memory_of(&found, opts, preset);
     Report {
         schema: SCHEMA,
         preset,
@@ -438,6 +507,7 @@ fn report_of(
         shortest_seconds: found.shortest_seconds,
         states_per_second: found.progress.states_per_second(),
         peak_memory_mib: peak_memory_mib(),
+        memory,
         properties: found.properties,
         progress_check: found.progress_check,
         expected: None,
@@ -477,6 +547,9 @@ fn exit_status(
         match outcome {
             Outcome::AsExpected => exit::AS_EXPECTED,
             Outcome::NotAsExpected => exit::NOT_AS_EXPECTED,
+            Outcome::Undecided | Outcome::NoExpectation if ended == Ended::OverBudget => {
+                exit::OVER_BUDGET
+            }
             Outcome::Undecided => exit::UNDECIDED,
             // Nothing broke; a search cut short proved nothing either.
             Outcome::NoExpectation if ended == Ended::Limited => exit::UNDECIDED,
@@ -492,6 +565,45 @@ struct Found {
     shortest_seconds: f64,
     properties: Vec<PropertyResult>,
     progress_check: Option<ProgressSummary>,
+    /// The engine's count by part (default search, one process).
+    footprint: Option<memory::Footprint>,
+    counted_peak: Option<u64>,
+    over_budget: Option<memory::OverBudget>,
+}
+
+/// The report's memory figures, from what the search counted.
+fn memory_of(found: &Found, opts: &RunOptions, preset: Option<&'static str>) -> Memory {
+    let states = found.progress.unique_states.max(1) as f64;
+    let per_state = |b: u64| b as f64 / states;
+    let peak = memory::peak_resident_bytes();
+    let known = preset
+        .and_then(crate::presets::Preset::find)
+        .and_then(|p| p.known_unique_states());
+    let f = found.footprint;
+    Memory {
+        budget_bytes: opts.memory_budget.map(|b| b.bytes),
+        index_bytes: f.map(|f| f.index),
+        node_bytes: f.map(|f| f.nodes),
+        edge_bytes: f.map(|f| f.edges),
+        queue_bytes: f.map(|f| f.queue),
+        counted_peak_bytes: found.counted_peak,
+        peak_resident_bytes: peak,
+        index_bytes_per_state: f.map(|f| per_state(f.index)),
+        graph_bytes_per_state: f.map(|f| per_state(f.graph())),
+        node_bytes_per_state: f.map(|f| per_state(f.nodes)),
+        edge_bytes_per_state: f.map(|f| per_state(f.edges)),
+        peak_resident_bytes_per_state: peak.map(per_state),
+        over_budget: found.over_budget.map(|o| OverBudget {
+            step: match o.step {
+                memory::Step::Search => "search",
+                memory::Step::ProgressCheck => "progress-check",
+            },
+            held_bytes: o.held.total(),
+            next_step_bytes: o.next_step,
+            next_step_budget_bytes: o.next_step_budget,
+            estimated_bytes: known.map(crate::presets::estimated_peak_bytes),
+        }),
+    }
 }
 
 /// The default search: the state graph, safety and progress in one pass.
@@ -521,9 +633,10 @@ fn run_graph(cfg: Config, opts: &RunOptions, on_progress: &mut impl FnMut(Progre
             until,
             stop: &stop,
             on_progress: &mut report,
+            budget: opts.memory_budget,
         },
     );
-    let outcome = CheckOutcome::of_graph(&g, || {
+    let outcome = CheckOutcome::of_graph(&g, opts.memory_budget, || {
         on_progress(progress_of(&g.progress, Phase::ProgressCheck))
     });
     drop(g);
@@ -591,14 +704,20 @@ fn found_of(
     }
     Found {
         ended: match o.completion {
+            // A complete search whose progress check did not fit.
+            _ if o.over_budget.is_some() => Ended::OverBudget,
             Completion::Exhaustive => Ended::Exhaustive,
             Completion::StoppedAtCounterexample => Ended::StoppedAtCounterexample,
             Completion::Interrupted => limited.unwrap_or(Ended::Limited),
+            Completion::OverBudget => Ended::OverBudget,
         },
         progress: progress_of(&o.progress, Phase::Search),
         shortest_seconds: 0.0,
         properties,
         progress_check,
+        footprint: o.footprint,
+        counted_peak: o.counted_peak,
+        over_budget: o.over_budget,
     }
 }
 
@@ -716,6 +835,9 @@ fn run_stateright(cfg: Config, opts: &RunOptions, on_progress: &mut impl FnMut(P
         shortest_seconds: shortest_start.elapsed().as_secs_f64(),
         properties,
         progress_check: None,
+        footprint: None,
+        counted_peak: None,
+        over_budget: None,
     }
 }
 
@@ -925,8 +1047,5 @@ fn decided(expect: Expect, ended: Ended, props: &[PropertyResult]) -> bool {
 
 /// Peak resident memory of this process (Linux), in MiB.
 pub fn peak_memory_mib() -> Option<f64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib / 1024.0)
+    memory::peak_resident_bytes().map(|b| b as f64 / (1024.0 * 1024.0))
 }

@@ -132,6 +132,17 @@ fn bad_input_is_a_clear_error() {
             vec!["check", "--dfs", "--expect", "the partition can heal"],
             "progress property",
         ),
+        (vec!["check", "--memory-budget", "8XB"], "not a size"),
+        (vec!["check", "--memory-budget", "1.5GiB"], "not a size"),
+        (vec!["check", "--memory-budget", "0"], "0 bytes"),
+        (
+            vec!["check", "--memory-budget", "1GiB", "--dfs"],
+            "default search only",
+        ),
+        (
+            vec!["check", "--memory-budget", "1GiB", "--workers", "2"],
+            "single-process search only",
+        ),
     ] {
         let o = highwater(&args);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o));
@@ -187,4 +198,144 @@ fn trace_out_is_checked_before_the_search_and_force_overwrites() {
         "no search ran: {}",
         text(&o)
     );
+}
+
+/// A run of a size not known beforehand (an overridden preset), with a
+/// budget far below what it needs.
+const OVER_BUDGET: [&str; 10] = [
+    "check",
+    "--records",
+    "1",
+    "--max-epoch",
+    "1",
+    "--memory-budget",
+    "1MiB",
+    "-q",
+    "-t",
+    "2",
+];
+
+#[test]
+fn a_run_that_does_not_fit_its_memory_budget_stops_with_a_partial_report() {
+    let o = highwater(&OVER_BUDGET);
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(152), "{out}");
+    assert!(
+        out.contains("NOT EXHAUSTIVE: stopped by its memory budget"),
+        "{out}"
+    );
+    assert!(out.contains("verdict: not decided"), "{out}");
+    assert!(
+        !out.contains(" holds\n"),
+        "nothing is claimed to hold: {out}"
+    );
+    // The states explored, what was held, and what the next step needed.
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("memory budget 1.00 MiB: stopped after "))
+        .unwrap_or_else(|| panic!("the budget's line: {out}"));
+    let explored: u64 = line["memory budget 1.00 MiB: stopped after ".len()..]
+        .split(' ')
+        .next()
+        .and_then(|n| n.replace(',', "").parse().ok())
+        .unwrap_or_else(|| panic!("a count: {line}"));
+    assert!(explored > 0, "{line}");
+    assert!(line.contains("by the engine's count"), "{line}");
+    assert!(line.contains("a budget of"), "{line}");
+
+    let json = highwater(&[&OVER_BUDGET[..], &["--json"]].concat());
+    assert_eq!(json.status.code(), Some(152), "{}", text(&json));
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).expect("JSON");
+    assert_eq!(v["ended"], "over-budget");
+    assert_eq!(v["exit_status"], 152);
+    assert_eq!(v["progress"]["unique_states"], explored);
+    assert_eq!(v["memory"]["budget_bytes"], 1 << 20);
+    assert_eq!(v["memory"]["over_budget"]["step"], "search");
+    let held = v["memory"]["over_budget"]["held_bytes"]
+        .as_u64()
+        .expect("held");
+    assert!(held <= 1 << 20, "held {held} past the budget");
+}
+
+/// The planted flaw that never checks the budget: the same run goes on to
+/// the end, so the test above would fail without the check.
+#[test]
+fn without_its_check_the_budget_is_run_past() {
+    let o = highwater(&[&OVER_BUDGET[..], &["--planted-flaw", "budget-unchecked"]].concat());
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    assert!(!out.contains("stopped by its memory budget"), "{out}");
+    // Nor is a preset that cannot fit refused at once: it runs to its limit.
+    let o = highwater(&[
+        "check",
+        "--preset",
+        "tla-kip320",
+        "--memory-budget",
+        "1MiB",
+        "--max-states",
+        "1000",
+        "--planted-flaw",
+        "budget-unchecked",
+        "-q",
+        "-t",
+        "2",
+    ]);
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+}
+
+#[test]
+fn a_preset_that_cannot_fit_is_refused_at_once_with_an_estimate() {
+    let started = std::time::Instant::now();
+    let o = highwater(&[
+        "check",
+        "--preset",
+        "safe-hw-checkpoint",
+        "--memory-budget",
+        "4GiB",
+        "-q",
+    ]);
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(152), "{out}");
+    assert!(
+        out.contains("verdict: refused: preset safe-hw-checkpoint has 79,119,184 unique states"),
+        "{out}"
+    );
+    assert!(
+        out.contains("GiB, more than --memory-budget 4.00 GiB"),
+        "{out}"
+    );
+    assert!(out.contains("exit status 152"), "{out}");
+    assert!(!out.contains("done after"), "no search ran: {out}");
+    assert!(started.elapsed().as_secs() < 10, "at once");
+}
+
+/// A budget with room to spare: the same report as without one, but for
+/// times and memory.
+#[test]
+fn a_generous_memory_budget_changes_nothing() {
+    let run = |extra: &[&str]| {
+        let args = [
+            &["check", "--preset", "tla-kip320", "--json", "-q", "-t", "2"][..],
+            extra,
+        ]
+        .concat();
+        let o = highwater(&args);
+        let mut v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
+        for timing in [
+            "seconds",
+            "shortest_seconds",
+            "states_per_second",
+            "peak_memory_mib",
+        ] {
+            v[timing] = serde_json::Value::Null;
+        }
+        v["progress"]["seconds"] = serde_json::Value::Null;
+        v["progress_check"]["seconds"] = serde_json::Value::Null;
+        v["memory"] = serde_json::Value::Null;
+        (o.status.code(), v)
+    };
+    let (status, with) = run(&["--memory-budget", "4GiB"]);
+    assert_eq!(status, Some(0));
+    assert_eq!(with["ended"], "exhaustive");
+    assert_eq!(run(&[]), (status, with));
 }

@@ -55,6 +55,15 @@ fn every_report_matches_the_schema() {
     runs.push(vec!["--records", "1", "--mutation", "expand-on-leader-hw"]);
     runs.push(vec!["--records", "1", "--unclean-crashes", "2"]);
     runs.push(vec!["--preset", "acks-1", "--dfs"]);
+    // Stopped by its memory budget: the `over_budget` object.
+    runs.push(vec![
+        "--records",
+        "1",
+        "--max-epoch",
+        "1",
+        "--memory-budget",
+        "1MiB",
+    ]);
     runs.push(vec![
         "--preset",
         "acks-1",

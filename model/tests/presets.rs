@@ -314,6 +314,7 @@ fn a_simulation_finds_an_acks_1_loss_but_claims_no_proof() {
         max_states: None,
         stop_at: StopAt::Property("acknowledged records survive"),
         interrupt: None,
+        memory_budget: None,
     };
     let report = run::run(p.config, None, Some(p.expect), &opts, |_| {});
     for prop in &report.properties {

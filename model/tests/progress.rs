@@ -274,6 +274,7 @@ fn progress_report(
             until: Until::Exhausted,
             stop: &|_| false,
             on_progress: &mut |_| {},
+            budget: None,
         },
     );
     highwater_checker::progress::check(&g)
@@ -416,6 +417,7 @@ fn a_broker_that_never_restarts_is_a_partition_that_never_heals() {
             until: Until::Exhausted,
             stop: &|_| false,
             on_progress: &mut |_| {},
+            budget: None,
         },
     );
     let live_only = highwater_checker::progress::check(&g);

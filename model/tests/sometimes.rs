@@ -68,6 +68,7 @@ fn premises_met(cfg: highwater_model::Config) -> Vec<(&'static str, bool)> {
             until: Until::Exhausted,
             stop: &|_| false,
             on_progress: &mut |_| {},
+            budget: None,
         },
     );
     names

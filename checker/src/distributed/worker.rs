@@ -778,6 +778,9 @@ where
             progress: search_progress,
             check,
             graph_bytes: totals.iter().map(|s| s.bytes).sum(),
+            footprint: None,
+            counted_peak: None,
+            over_budget: None,
         }))
     }
 

@@ -74,9 +74,10 @@ pub fn single<M: Checkable>(model: &M, progress: bool, until: Until<'_>) -> Outc
             until,
             stop: &|_| false,
             on_progress: &mut |_| {},
+            budget: None,
         },
     );
-    Outcome::of_graph(&g, || {})
+    Outcome::of_graph(&g, None, || {})
 }
 
 /// The distributed engine's outcome on `workers` threads of this process.

@@ -3,6 +3,7 @@
 
 use clap::{Args, Parser, Subcommand};
 use highwater_checker::distributed::Cluster;
+use highwater_checker::memory::{Budget, BudgetFlaw};
 use highwater_model::config::{Acks, Config, HwCheckpoint, Mutation, Truncation};
 use highwater_model::presets::{Expect, Preset, PRESETS};
 use highwater_model::progress;
@@ -21,7 +22,8 @@ macro_rules! exit_status_help {
         3    stopped (--seconds, --max-states) before it could decide, or random walks asked to prove a property\n  \
         12   an always-property expected to hold has a counterexample (TLC: safety violation)\n  \
         13   a progress property expected to hold has a stuck state (TLC: liveness violation)\n  \
-        130  interrupted by Ctrl-C"
+        130  interrupted by Ctrl-C\n  \
+        152  out of --memory-budget: stopped before it could decide, or refused at once (TLC: state space too large)"
     };
 }
 
@@ -365,6 +367,14 @@ pub struct SearchArgs {
     /// Stop after this many distinct states and report what was found.
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     pub max_states: Option<u64>,
+    /// The memory the whole process may use: bytes, or with a suffix KiB,
+    /// MiB, GiB or TiB (powers of 1024; KB, MB, GB and TB too): 8GiB,
+    /// 512MiB. A preset of known size that would not fit is refused at
+    /// once, with an estimate; any other run stops before a step that
+    /// would not fit and reports what it saw (exit status 152), rather than
+    /// be killed when memory runs out. Default search, one process.
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub memory_budget: Option<u64>,
     /// Check every property to the end, even when a counterexample is
     /// found (a historical preset, or an overridden run, stops at the
     /// first by default).
@@ -408,6 +418,8 @@ pub struct SearchArgs {
 pub enum PlantedFlaw {
     LastParentWins,
     DropSomeSent,
+    /// The memory budget is never checked (`checker/src/memory.rs`).
+    BudgetUnchecked,
 }
 
 impl SearchArgs {
@@ -442,10 +454,21 @@ impl SearchArgs {
     pub fn flaw(&self) -> highwater_checker::distributed::Flaw {
         use highwater_checker::distributed::Flaw;
         match self.planted_flaw {
-            None => Flaw::None,
+            None | Some(PlantedFlaw::BudgetUnchecked) => Flaw::None,
             Some(PlantedFlaw::LastParentWins) => Flaw::LastParentWins,
             Some(PlantedFlaw::DropSomeSent) => Flaw::DropSomeSent,
         }
+    }
+
+    /// `--memory-budget`, with the planted flaw that unchecks it.
+    pub fn memory_budget(&self) -> Option<Budget> {
+        self.memory_budget.map(|bytes| Budget {
+            bytes,
+            flaw: match self.planted_flaw {
+                Some(PlantedFlaw::BudgetUnchecked) => BudgetFlaw::Unchecked,
+                _ => BudgetFlaw::None,
+            },
+        })
     }
 }
 
@@ -690,6 +713,12 @@ impl CheckArgs {
             }
             _ => StopAt::Never,
         };
+        if s.memory_budget.is_some() && search != Search::Graph {
+            return Err(
+                "--memory-budget is kept by the default search only (drop --dfs, --bfs or --simulate)"
+                    .to_string(),
+            );
+        }
         let time_limit = match (s.seconds, s.simulate) {
             (Some(t), _) => Some(Duration::from_secs(t)),
             (None, true) => Some(Duration::from_secs(10)),
@@ -702,6 +731,80 @@ impl CheckArgs {
             max_states: s.max_states,
             stop_at,
             interrupt: None,
+            memory_budget: s.memory_budget(),
         })
+    }
+}
+
+/// A size in bytes: a whole number, alone or with a unit (B, KiB, MiB,
+/// GiB, TiB, or KB, MB, GB, TB, all powers of 1024; any case, a space
+/// allowed before it). `--memory-budget`'s parser.
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (digits, unit) = t.split_at(split);
+    let shift = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 0,
+        "k" | "kb" | "kib" => 10,
+        "m" | "mb" | "mib" => 20,
+        "g" | "gb" | "gib" => 30,
+        "t" | "tb" | "tib" => 40,
+        _ => {
+            return Err(format!(
+            "{text:?} is not a size: a whole number of bytes, or one with a unit (KiB, MiB, GiB, \
+                 TiB), such as 8GiB"
+        ))
+        }
+    };
+    let n: u64 = digits
+        .parse()
+        .map_err(|_| format!("{text:?} is not a size: it needs a whole number, such as 8GiB"))?;
+    let bytes = n
+        .checked_mul(1 << shift)
+        .ok_or_else(|| format!("{text:?} is more bytes than this program can count"))?;
+    if bytes == 0 {
+        return Err("a memory budget of 0 bytes leaves no room for any search".to_string());
+    }
+    Ok(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_size;
+
+    #[test]
+    fn sizes_take_plain_bytes_and_binary_units() {
+        for (text, bytes) in [
+            ("1048576", 1 << 20),
+            ("1MiB", 1 << 20),
+            ("8GiB", 8 << 30),
+            ("8 GiB", 8 << 30),
+            ("8gib", 8 << 30),
+            ("512M", 512 << 20),
+            ("64KB", 64 << 10),
+            ("2TiB", 2 << 40),
+            ("100B", 100),
+        ] {
+            assert_eq!(parse_size(text), Ok(bytes), "{text}");
+        }
+    }
+
+    #[test]
+    fn a_bad_size_is_a_clear_error() {
+        for (text, says) in [
+            ("", "whole number"),
+            ("GiB", "whole number"),
+            ("-1GiB", "not a size"),
+            ("1.5GiB", "not a size"),
+            ("8 GiBs", "not a size"),
+            ("8XB", "not a size"),
+            ("0", "0 bytes"),
+            ("0MiB", "0 bytes"),
+            ("99999999999TiB", "more bytes"),
+            ("18446744073709551616", "whole number"),
+        ] {
+            let err = parse_size(text).expect_err(text);
+            assert!(err.contains(says), "{text}: {err}");
+        }
     }
 }

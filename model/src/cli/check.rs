@@ -31,6 +31,9 @@ pub fn check(args: CheckArgs) -> Result<ExitCode, String> {
     let mut opts = args.run_options(expect)?;
     let cfg = resolved.config;
     let cluster = args.search.cluster(token(&cfg, &opts, expect))?;
+    if cluster.is_some() && opts.memory_budget.is_some() {
+        return Err(run::memory_budget_distributed().to_string());
+    }
     if let Some(c) = &cluster {
         opts.threads = c.peers();
     }
@@ -97,8 +100,23 @@ pub fn check(args: CheckArgs) -> Result<ExitCode, String> {
             println!("stopping at the first counterexample (--exhaustive checks every property)");
         }
     }
-    display.start();
     let preset = (!resolved.changed).then_some(resolved.preset.name);
+    if let Some(refusal) = refusal(&opts, preset) {
+        // Before the search: a run that cannot fit is refused at once.
+        let lines = [
+            format!("verdict: refused: {refusal}"),
+            format!("exit status {}", run::exit::OVER_BUDGET),
+        ];
+        for line in lines {
+            if args.json {
+                eprintln!("{line}");
+            } else {
+                println!("{line}");
+            }
+        }
+        return Ok(ExitCode::from(run::exit::OVER_BUDGET));
+    }
+    display.start();
     let report = match cluster {
         None => Some(run::run(cfg, preset, expect, &opts, |p| display.update(&p))),
         Some(c) => {
@@ -134,6 +152,61 @@ pub fn check(args: CheckArgs) -> Result<ExitCode, String> {
         write_traces(dir, &report, args.json, args.force)?;
     }
     Ok(ExitCode::from(report.exit_status))
+}
+
+/// Why a run of a preset of known size is refused before it starts: its
+/// estimate does not fit `--memory-budget`.
+fn refusal(opts: &run::RunOptions, preset: Option<&'static str>) -> Option<String> {
+    let budget = opts.memory_budget?;
+    let p = highwater_model::presets::Preset::find(preset?)?;
+    let states = p.known_unique_states()?;
+    let estimate = highwater_model::presets::estimated_peak_bytes(states);
+    budget.refuses(estimate).then(|| {
+        format!(
+            "preset {} has {} unique states; at about {} bytes a state (measured) it needs about \
+             {}, more than --memory-budget {}. Give it more, or stop it early with --max-states",
+            p.name,
+            thousands(states),
+            highwater_model::presets::PEAK_BYTES_PER_STATE,
+            size_text(estimate),
+            size_text(budget.bytes)
+        )
+    })
+}
+
+/// `n` with commas between thousands.
+pub fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// A size in bytes as people read it: `1.50 GiB`, `320 MiB`, `512 bytes`.
+pub fn size_text(bytes: u64) -> String {
+    const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
+    let mut value = bytes as f64;
+    let mut unit = None;
+    for u in UNITS {
+        if value < 1024.0 {
+            break;
+        }
+        value /= 1024.0;
+        unit = Some(u);
+    }
+    // Three figures: budgets and needs that differ by a few percent must
+    // not print alike.
+    match unit {
+        Some(u) if value < 10.0 => format!("{value:.2} {u}"),
+        Some(u) if value < 100.0 => format!("{value:.1} {u}"),
+        Some(u) => format!("{value:.0} {u}"),
+        None => format!("{bytes} bytes"),
+    }
 }
 
 /// What every process of a distributed check must agree on: the
@@ -180,6 +253,9 @@ fn limits_text(opts: &run::RunOptions) -> String {
     }
     if let Some(m) = opts.max_states {
         parts.push(format!("at most {m} states"));
+    }
+    if let Some(b) = opts.memory_budget {
+        parts.push(format!("memory budget {}", size_text(b.bytes)));
     }
     if parts.is_empty() {
         String::new()

@@ -6,12 +6,18 @@ use highwater_model::render::{self, Style};
 use highwater_model::run::PropertyResult;
 use highwater_model::run::{self, Ended, Outcome, Report, Search, Verdict};
 
+use super::check::{size_text, thousands};
+
 pub fn print_report(r: &Report, style: Style) {
     let p = &r.progress;
     let how = match r.ended {
         Ended::Exhaustive | Ended::StoppedAtCounterexample | Ended::Sampled => "done",
         Ended::Limited => "NOT EXHAUSTIVE: stopped at a limit",
         Ended::Interrupted => "NOT EXHAUSTIVE: interrupted",
+        Ended::OverBudget if over_budget_step(r) == Some("progress-check") => {
+            "done, but the progress check does not fit the memory budget,"
+        }
+        Ended::OverBudget => "NOT EXHAUSTIVE: stopped by its memory budget",
     };
     println!(
         "{how} after {:.1}s: {} states, {} unique, depth {}, {:.0} states/s{}",
@@ -23,6 +29,7 @@ pub fn print_report(r: &Report, style: Style) {
         r.peak_memory_mib
             .map_or(String::new(), |m| format!(", peak memory {m:.0} MiB"))
     );
+    print_memory(r);
     if r.search != Search::Graph && r.properties.iter().any(|p| p.counterexample.is_some()) {
         println!(
             "shortest counterexamples found in {:.1}s more (breadth-first, symmetry-reduced)",
@@ -40,6 +47,9 @@ pub fn print_report(r: &Report, style: Style) {
             ("progress", Verdict::NotChecked) => match (r.search, r.ended) {
                 (Search::Graph, Ended::StoppedAtCounterexample) => {
                     "not checked (stopped at a counterexample)".to_string()
+                }
+                (Search::Graph, Ended::OverBudget) => {
+                    "not checked (out of memory budget)".to_string()
                 }
                 (Search::Graph, _) => "not checked (the search did not finish)".to_string(),
                 _ => "not checked (needs the default search's state graph)".to_string(),
@@ -127,7 +137,12 @@ pub fn print_report(r: &Report, style: Style) {
         {
             println!("verdict: a property BROKE ({no_expectation})")
         }
-        Outcome::NoExpectation if matches!(r.ended, Ended::Limited | Ended::Interrupted) => {
+        Outcome::NoExpectation
+            if matches!(
+                r.ended,
+                Ended::Limited | Ended::Interrupted | Ended::OverBudget
+            ) =>
+        {
             println!(
                 "verdict: not decided: nothing broke in the {} states seen, but the search did \
                  not finish ({no_expectation})",
@@ -140,6 +155,58 @@ pub fn print_report(r: &Report, style: Style) {
         Outcome::NoExpectation => println!("verdict: nothing broke ({no_expectation})"),
     }
     println!("exit status {}", r.exit_status);
+}
+
+fn over_budget_step(r: &Report) -> Option<&'static str> {
+    r.memory.over_budget.as_ref().map(|o| o.step)
+}
+
+/// What the run held per unique state, and, for a run its budget stopped,
+/// what it held and what it would have needed.
+fn print_memory(r: &Report) {
+    let m = &r.memory;
+    let b = |x: Option<f64>| x.map_or("?".to_string(), |x| format!("{x:.1}"));
+    if let Some(queue) = m.queue_bytes {
+        println!(
+            "memory per unique state: index {} bytes, graph {} ({} nodes, {} edges); queue at most \
+             {}; counted at most {}{}",
+            b(m.index_bytes_per_state),
+            b(m.graph_bytes_per_state),
+            b(m.node_bytes_per_state),
+            b(m.edge_bytes_per_state),
+            size_text(queue),
+            size_text(m.counted_peak_bytes.unwrap_or(0)),
+            m.peak_resident_bytes.map_or(String::new(), |p| format!(
+                "; peak resident {} ({} bytes a state)",
+                size_text(p),
+                b(m.peak_resident_bytes_per_state)
+            ))
+        );
+    }
+    let (Some(o), Some(budget)) = (&m.over_budget, m.budget_bytes) else {
+        return;
+    };
+    let step = match o.step {
+        "progress-check" => "the progress check over the complete graph",
+        _ => "growing the search for its next batch of states",
+    };
+    println!(
+        "memory budget {}: stopped after {} unique states, holding {} by the engine's count, \
+         before {step}, which would hold {} (a budget of {} at least)",
+        size_text(budget),
+        thousands(r.progress.unique_states),
+        size_text(o.held_bytes),
+        size_text(o.next_step_bytes),
+        size_text(o.next_step_budget_bytes)
+    );
+    if let (Some(e), Some(p)) = (o.estimated_bytes, r.preset) {
+        println!(
+            "the whole run of preset {p} is estimated to need about {} ({} bytes a state, \
+             measured)",
+            size_text(e),
+            highwater_model::presets::PEAK_BYTES_PER_STATE
+        );
+    }
 }
 
 fn plural(n: u64, what: &str) -> String {
