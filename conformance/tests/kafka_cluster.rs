@@ -43,6 +43,15 @@ fn programs(test: &str) -> Option<Programs> {
     }
 }
 
+/// The programs a long-tier cluster test needs, or None when it skips
+/// (the long tier off, or Java missing outside CI); `cost` is said on a skip.
+fn cluster_test(test: &str, cost: &str) -> Option<Programs> {
+    if !long_tier::enabled(cost) {
+        return None;
+    }
+    programs(test)
+}
+
 fn step(at_s: f64, kind: FaultKind, hold_s: f64) -> Step {
     Step {
         at: Duration::from_secs_f64(at_s),
@@ -123,11 +132,10 @@ fn assert_loss_seen_by_the_model(summary: &Summary, properties: &[&str]) {
 
 #[test]
 fn kafka_keeps_every_acknowledged_record_through_a_leader_kill_and_a_long_pause() {
-    let test = "kafka_keeps_every_acknowledged_record_through_a_leader_kill_and_a_long_pause";
-    if !long_tier::enabled("starts a Kafka cluster, about 55 s") {
-        return;
-    }
-    let Some(programs) = programs(test) else {
+    let Some(programs) = cluster_test(
+        "kafka_keeps_every_acknowledged_record_through_a_leader_kill_and_a_long_pause",
+        "starts a Kafka cluster, about 55 s",
+    ) else {
         return;
     };
     // kill -9 of the leader, down 2 s; then a SIGSTOP of the (new) leader for
@@ -166,11 +174,10 @@ fn kafka_keeps_every_acknowledged_record_through_a_leader_kill_and_a_long_pause(
 
 #[test]
 fn the_checker_sees_kafka_lose_records_acknowledged_with_acks_1() {
-    let test = "the_checker_sees_kafka_lose_records_acknowledged_with_acks_1";
-    if !long_tier::enabled("starts a Kafka cluster, about 50 s") {
-        return;
-    }
-    let Some(programs) = programs(test) else {
+    let Some(programs) = cluster_test(
+        "the_checker_sees_kafka_lose_records_acknowledged_with_acks_1",
+        "starts a Kafka cluster, about 50 s",
+    ) else {
         return;
     };
     // acks=1: the leader acknowledges alone while both followers are stopped
@@ -190,12 +197,10 @@ fn the_checker_sees_kafka_lose_records_acknowledged_with_acks_1() {
 
 #[test]
 fn an_unclean_election_on_kafka_loses_committed_records_and_breaks_the_models_property() {
-    let test =
-        "an_unclean_election_on_kafka_loses_committed_records_and_breaks_the_models_property";
-    if !long_tier::enabled("starts a Kafka cluster, about 60 s") {
-        return;
-    }
-    let Some(programs) = programs(test) else {
+    let Some(programs) = cluster_test(
+        "an_unclean_election_on_kafka_loses_committed_records_and_breaks_the_models_property",
+        "starts a Kafka cluster, about 60 s",
+    ) else {
         return;
     };
     // A follower stopped past the ISR lag and the session (it leaves the
@@ -220,12 +225,10 @@ fn an_unclean_election_on_kafka_loses_committed_records_and_breaks_the_models_pr
 
 #[test]
 fn a_leader_acknowledging_alone_under_min_isr_1_loses_records_to_a_power_loss_on_kafka() {
-    let test =
-        "a_leader_acknowledging_alone_under_min_isr_1_loses_records_to_a_power_loss_on_kafka";
-    if !long_tier::enabled("starts a Kafka cluster, about 60 s") {
-        return;
-    }
-    let Some(programs) = programs(test) else {
+    let Some(programs) = cluster_test(
+        "a_leader_acknowledging_alone_under_min_isr_1_loses_records_to_a_power_loss_on_kafka",
+        "starts a Kafka cluster, about 60 s",
+    ) else {
         return;
     };
     // Both followers stopped past the ISR lag: the leader, alone in the ISR,
@@ -245,11 +248,10 @@ fn a_leader_acknowledging_alone_under_min_isr_1_loses_records_to_a_power_loss_on
 
 #[test]
 fn a_leader_cut_from_the_controller_is_replaced_and_nothing_is_lost() {
-    let test = "a_leader_cut_from_the_controller_is_replaced_and_nothing_is_lost";
-    if !long_tier::enabled("starts a Kafka cluster, about 50 s") {
-        return;
-    }
-    let Some(programs) = programs(test) else {
+    let Some(programs) = cluster_test(
+        "a_leader_cut_from_the_controller_is_replaced_and_nothing_is_lost",
+        "starts a Kafka cluster, about 50 s",
+    ) else {
         return;
     };
     // The leader's link to the controller cut for 9 s, past the 6 s session:

@@ -164,6 +164,7 @@ pub fn validate(batches: &[Batch], topic: &str, rules: ClusterRules) -> Controll
         topic_id: None,
         replicas: Vec::new(),
         brokers: BTreeMap::new(),
+        topic_configs: Vec::new(),
     };
     for batch in batches {
         v.batches += 1;
@@ -193,6 +194,10 @@ struct Walk {
     topic_id: Option<String>,
     replicas: Brokers,
     brokers: BTreeMap<BrokerId, Broker>,
+    /// Configs the topic sets itself: a cluster-wide value of the same
+    /// name no longer applies to it (Kafka's topic config overrides the
+    /// broker default).
+    topic_configs: Vec<String>,
 }
 
 /// A broker event and the model events it may be.
@@ -230,9 +235,14 @@ impl Walk {
                 } if (*resource_type == 4 && resource.is_empty())
                     || (*resource_type == 2 && *resource == self.topic) =>
                 {
+                    let topic_level = *resource_type == 2;
+                    if topic_level && !self.topic_configs.contains(name) {
+                        self.topic_configs.push(name.clone());
+                    }
                     // A deleted config (no value) falls back to the static
                     // one, which this does not track: refuse rather than guess.
                     match value {
+                        Some(_) if !topic_level && self.topic_configs.contains(name) => {}
                         Some(value) => v.rules.set(name, value)?,
                         None if name == "min.insync.replicas"
                             || name == "unclean.leader.election.enable" =>
@@ -626,6 +636,52 @@ impl Walk {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn config(resource_type: i64, resource: &str, value: &str) -> Entry {
+        Entry {
+            offset: 0,
+            create_ms: 0,
+            record: MetaRecord::Config {
+                resource_type,
+                resource: resource.into(),
+                name: "min.insync.replicas".into(),
+                value: Some(value.into()),
+            },
+        }
+    }
+
+    #[test]
+    fn a_topics_own_config_overrides_the_cluster_default_whatever_the_order() {
+        let batch = |entries| Batch {
+            base_offset: 0,
+            create_ms: 0,
+            entries,
+        };
+        let topic_first = [
+            batch(vec![config(2, "soak", "3")]),
+            batch(vec![config(4, "", "1")]),
+        ];
+        let v = validate(&topic_first, "soak", ClusterRules::default());
+        assert_eq!((v.rules.min_isr, v.misfit), (3, None));
+        let cluster_first = [
+            batch(vec![config(4, "", "1")]),
+            batch(vec![config(2, "soak", "3")]),
+        ];
+        assert_eq!(
+            validate(&cluster_first, "soak", ClusterRules::default())
+                .rules
+                .min_isr,
+            3
+        );
+        // Another topic's config is not this one's.
+        let other = [batch(vec![config(2, "other", "3")])];
+        assert_eq!(
+            validate(&other, "soak", ClusterRules::default())
+                .rules
+                .min_isr,
+            1
+        );
+    }
 
     #[test]
     fn the_controllers_static_rules_are_read() {
