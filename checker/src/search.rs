@@ -419,9 +419,10 @@ impl Run<'_> {
         &mut self,
         g: &mut Graph<M>,
         index: &mut FingerprintTable,
-        adding: usize,
         queues: Queues<'_, M::State>,
     ) -> bool {
+        // Every successor of the pending merge may be a new state.
+        let adding: usize = queues.pending.iter().map(|p| p.successors.len()).sum();
         let held = Footprint {
             queue: queues.bytes(),
             ..g.footprint(index)
@@ -499,7 +500,6 @@ impl Run<'_> {
             }
             // Room for every state the pending merge may add, made while no
             // thread reads the index.
-            let adding = pending.iter().map(|p| p.successors.len()).sum();
             let queues = Queues {
                 level,
                 next,
@@ -507,7 +507,7 @@ impl Run<'_> {
                 pending: &pending,
                 spare: &spare,
             };
-            if !self.make_room(g, &mut index, adding, queues) {
+            if !self.make_room(g, &mut index, queues) {
                 pending.clear();
                 completed = false;
                 break;
@@ -549,7 +549,6 @@ impl Run<'_> {
                 })
             };
         }
-        let adding = pending.iter().map(|p| p.successors.len()).sum();
         let queues = Queues {
             level,
             next,
@@ -557,7 +556,7 @@ impl Run<'_> {
             pending: &pending,
             spare: &spare,
         };
-        if g.completion == Completion::OverBudget || self.make_room(g, &mut index, adding, queues) {
+        if g.completion == Completion::OverBudget || self.make_room(g, &mut index, queues) {
             merge(g, &index, pending, &mut spare, next, recovery);
         } else {
             completed = false;

@@ -105,14 +105,8 @@ impl Figures {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    // Every java process leads its own process group, so a terminal's Ctrl-C
-    // reaches only this one: stop them all by PID, then leave.
-    if let Err(e) = ctrlc::set_handler(|| {
-        let killed = pids::kill_all();
-        eprintln!("interrupted: killed {} processes {killed:?}", killed.len());
-        std::process::exit(130);
-    }) {
-        eprintln!("cannot install the Ctrl-C handler: {e}");
+    if let Err(e) = pids::kill_all_on_ctrl_c() {
+        eprintln!("{e}");
         return ExitCode::from(2);
     }
     match bench(&cli) {

@@ -75,14 +75,8 @@ fn main() -> ExitCode {
         }
         return ExitCode::SUCCESS;
     }
-    // Every java process leads its own process group, so a terminal's Ctrl-C
-    // reaches only this one: stop them all by PID, then leave.
-    if let Err(e) = ctrlc::set_handler(|| {
-        let killed = pids::kill_all();
-        eprintln!("interrupted: killed {} processes {killed:?}", killed.len());
-        std::process::exit(130);
-    }) {
-        eprintln!("cannot install the Ctrl-C handler: {e}");
+    if let Err(e) = pids::kill_all_on_ctrl_c() {
+        eprintln!("{e}");
         return ExitCode::from(2);
     }
     if let Some(run_dir) = &cli.validate {

@@ -397,12 +397,7 @@ pub fn apply(
             .first()
             .ok_or("the partition has no replicas")?,
         Target::Follower(n) => {
-            let mut others: Vec<u32> = state
-                .replicas
-                .iter()
-                .copied()
-                .filter(|&r| r as i64 != state.leader)
-                .collect();
+            let mut others = others(&state.replicas, state.leader);
             others.sort_unstable();
             *others
                 .get(n as usize % others.len().max(1))
@@ -446,12 +441,7 @@ pub fn apply(
         }
         FaultKind::StallFollowersKillLeader => {
             let leader = state.leader as u32;
-            let followers: Vec<u32> = state
-                .replicas
-                .iter()
-                .copied()
-                .filter(|&r| r != leader)
-                .collect();
+            let followers = others(&state.replicas, state.leader);
             for &f in &followers {
                 cluster.broker(f)?.pause()?;
             }
@@ -466,12 +456,7 @@ pub fn apply(
             cluster.restart(leader)?;
         }
         FaultKind::LagThenKillOthers => {
-            let others: Vec<u32> = state
-                .replicas
-                .iter()
-                .copied()
-                .filter(|&r| r != broker)
-                .collect();
+            let others = others(&state.replicas, broker.into());
             cluster.broker(broker)?.pause()?;
             std::thread::sleep(step.hold);
             for &o in &others {
@@ -487,12 +472,7 @@ pub fn apply(
             }
         }
         FaultKind::StrandThenPowerLoss => {
-            let followers: Vec<u32> = state
-                .replicas
-                .iter()
-                .copied()
-                .filter(|&r| r != broker)
-                .collect();
+            let followers = others(&state.replicas, broker.into());
             for &f in &followers {
                 cluster.broker(f)?.pause()?;
             }
@@ -548,6 +528,15 @@ pub fn apply(
         leader_after,
         note,
     })
+}
+
+/// The replicas but `but` (a broker id, or -1 for none).
+fn others(replicas: &[u32], but: i64) -> Vec<u32> {
+    replicas
+        .iter()
+        .copied()
+        .filter(|&r| i64::from(r) != but)
+        .collect()
 }
 
 /// kill -9, then the partition's log cut back to its recovery point, as

@@ -41,3 +41,16 @@ pub fn kill_all() -> Vec<i32> {
     }
     live
 }
+
+/// Installs the Ctrl-C handler every binary that starts Kafka needs: each
+/// java process leads its own process group, so a terminal's Ctrl-C
+/// reaches only the binary; it kills every registered process, says which,
+/// and exits 130.
+pub fn kill_all_on_ctrl_c() -> Result<(), String> {
+    ctrlc::set_handler(|| {
+        let killed = kill_all();
+        eprintln!("interrupted: killed {} processes {killed:?}", killed.len());
+        std::process::exit(130);
+    })
+    .map_err(|e| format!("cannot install the Ctrl-C handler: {e}"))
+}

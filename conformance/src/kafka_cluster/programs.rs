@@ -103,18 +103,24 @@ impl Programs {
         format!("{}:{}/*", self.jar().display(), self.lib().display())
     }
 
-    /// `java ... dev.highwater.kafka.Main COMMAND ARGS`, its own process group.
-    pub fn client(&self, command: &str, args: &[String]) -> Command {
+    /// `java ... CLASS` on the client classpath (our programs, and Kafka's
+    /// own tools such as `DumpLogSegments`), its own process group.
+    pub fn tool(&self, class: &str) -> Command {
         let mut cmd = Command::new("java");
         cmd.arg("-Xmx256m")
             .args(JVM_FLAGS)
             .arg("-cp")
             .arg(self.client_classpath())
-            .arg("dev.highwater.kafka.Main")
-            .arg(command)
-            .args(args)
+            .arg(class)
             .stdin(Stdio::null())
             .process_group(0);
+        cmd
+    }
+
+    /// `java ... dev.highwater.kafka.Main COMMAND ARGS`.
+    pub fn client(&self, command: &str, args: &[String]) -> Command {
+        let mut cmd = self.tool("dev.highwater.kafka.Main");
+        cmd.arg(command).args(args);
         cmd
     }
 

@@ -130,16 +130,10 @@ pub fn dump(programs: &Programs, dir: &Path) -> Result<String> {
         ));
     }
     let files: Vec<String> = logs.iter().map(|p| p.display().to_string()).collect();
-    let mut cmd = std::process::Command::new("java");
-    cmd.arg("-Xmx256m")
-        .args(crate::kafka_cluster::programs::JVM_FLAGS)
-        .arg("-cp")
-        .arg(programs.client_classpath())
-        .arg("org.apache.kafka.tools.DumpLogSegments")
-        .arg("--cluster-metadata-decoder")
+    let mut cmd = programs.tool("org.apache.kafka.tools.DumpLogSegments");
+    cmd.arg("--cluster-metadata-decoder")
         .arg("--files")
-        .arg(files.join(","))
-        .stdin(std::process::Stdio::null());
+        .arg(files.join(","));
     run_bounded(cmd, "DumpLogSegments", Duration::from_secs(120))
 }
 
