@@ -303,3 +303,22 @@ fn the_distributed_check_finds_what_one_process_finds() {
         }
     }
 }
+
+/// The comparison above notices edges lost by the distributed progress
+/// check: the planted flaw drops the last edge of every round (slices of
+/// 3 edges here), and states that reach their goal only through a lost
+/// edge are counted stuck.
+#[test]
+fn the_comparison_catches_edges_lost_at_slice_ends() {
+    use highwater_checker::distributed::Flaw as Planted;
+    let model = retries(Flaw::None);
+    let want = common::describe(&common::single(&model, true, Until::Exhausted));
+    let got = common::describe(&common::spread(
+        &model,
+        true,
+        Until::Exhausted,
+        2,
+        Planted::DropSliceEnds,
+    ));
+    assert_ne!(got, want, "edges dropped at slice ends went unnoticed");
+}

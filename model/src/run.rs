@@ -461,6 +461,7 @@ pub fn run_distributed(
             stop: &stop,
             on_progress: &mut report,
             flaw,
+            slices: highwater_checker::distributed::Slices::default(),
         },
     )?;
     let Some(outcome) = outcome else {

@@ -71,6 +71,28 @@ pub enum Flaw {
     /// A state sent from one worker to another is dropped when its
     /// fingerprint is a multiple of 5: states go missing.
     DropSomeSent,
+    /// The progress check's last edge of every round is not sent: edges
+    /// go missing at the ends of slices.
+    DropSliceEnds,
+}
+
+/// How much each worker sends in one round: a level's states, and the
+/// progress check's edges, go out in slices of these, so that only a
+/// slice is on its way at once (memory) at the cost of a round each
+/// (time). The answers do not depend on them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Slices {
+    pub states: usize,
+    pub edges: usize,
+}
+
+impl Default for Slices {
+    fn default() -> Self {
+        Slices {
+            states: 8192,
+            edges: 1 << 20,
+        }
+    }
 }
 
 /// What to search, where, and when to stop.
@@ -88,6 +110,7 @@ pub struct DistributedOptions<'a, M: Checkable> {
     /// Called in process 0 after each level.
     pub on_progress: &'a mut dyn FnMut(&SearchProgress),
     pub flaw: Flaw,
+    pub slices: Slices,
 }
 
 /// What every worker reads.
@@ -103,6 +126,7 @@ pub(crate) struct Shared<M: Checkable> {
     pub until: Vec<usize>,
     pub until_all: bool,
     pub flaw: Flaw,
+    pub slices: Slices,
     /// Workers per process.
     pub workers: usize,
     pub start: Instant,
@@ -158,6 +182,7 @@ where
         until,
         until_all,
         flaw: opts.flaw,
+        slices: opts.slices,
         workers: cluster.workers,
         start: Instant::now(),
     });

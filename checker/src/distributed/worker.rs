@@ -81,13 +81,9 @@ fn arrive<S>(
     false
 }
 
-/// States expanded by each worker in one round: a level goes out in
-/// slices, so that only one slice's successors are in flight.
-const SLICE: usize = 8192;
-
-/// The rounds a level of at most `widest` states a worker takes.
-fn slices(widest: u64) -> usize {
-    (widest as usize).div_ceil(SLICE).max(1)
+/// The rounds that `most` items a worker take, `slice` a round.
+fn rounds(most: u64, slice: usize) -> usize {
+    (most as usize).div_ceil(slice.max(1)).max(1)
 }
 
 /// What the workers send each other, but states.
@@ -158,6 +154,9 @@ struct Store {
     edge_len: Vec<u16>,
     /// Fault-free edges, by target fingerprint.
     edges: Vec<u64>,
+    /// The edge count and the store's bytes when the edges were given up
+    /// (the progress check holds them at their targets instead).
+    dropped: Option<(u64, u64)>,
 }
 
 impl Store {
@@ -176,7 +175,22 @@ impl Store {
     fn in_bounds(&self, n: u32) -> bool {
         self.flags[n as usize] & flag::IN_BOUNDS != 0
     }
+    /// The fault-free edges kept.
+    fn edge_count(&self) -> u64 {
+        self.dropped
+            .map_or(self.edges.len() as u64, |(edges, _)| edges)
+    }
+    /// Frees the outgoing edges, keeping their figures.
+    fn drop_edges(&mut self) {
+        self.dropped = Some((self.edge_count(), self.bytes()));
+        self.edges = Vec::new();
+        self.edge_start = Vec::new();
+        self.edge_len = Vec::new();
+    }
     fn bytes(&self) -> u64 {
+        if let Some((_, bytes)) = self.dropped {
+            return bytes;
+        }
         let per_node = 8 + 8 + 1 + 1 + 4 + 4 + 2;
         (self.fps.capacity() * per_node + self.index.capacity() * 12 + self.edges.capacity() * 8)
             as u64
@@ -428,8 +442,8 @@ where
                 HashMap::default();
             let mut converted = false;
             let mut level = std::mem::take(&mut frontier).into_iter();
-            for _ in 0..slices(widest) {
-                for (n, rank, s) in level.by_ref().take(SLICE) {
+            for _ in 0..rounds(widest, sh.slices.states) {
+                for (n, rank, s) in level.by_ref().take(sh.slices.states) {
                     let fp = self.store.fps[n as usize];
                     let e = expand(sh, Phase::Bounded, &s, true, &mut enabled);
                     self.store.flags[n as usize] |= e.flags | flag::EXPANDED;
@@ -626,8 +640,8 @@ where
                 let mut walked = 0u64;
                 let mut recovery = 0u64;
                 let mut states = std::mem::take(&mut level).into_iter();
-                for _ in 0..slices(widest) {
-                    for (n, s) in states.by_ref().take(SLICE) {
+                for _ in 0..rounds(widest, sh.slices.states) {
+                    for (n, s) in states.by_ref().take(sh.slices.states) {
                         let fp = self.store.fps[n as usize];
                         let e = expand(sh, Phase::Recovery, &s, true, &mut enabled);
                         self.store.flags[n as usize] |= e.flags | flag::EXPANDED;
@@ -714,7 +728,7 @@ where
             worker,
             Summary {
                 bytes,
-                edges: self.store.edges.len() as u64,
+                edges: self.store.edge_count(),
                 ..Summary::default()
             },
         );
@@ -784,37 +798,67 @@ where
         }))
     }
 
+    /// Sends every fault-free edge (target, source) to its target's owner,
+    /// a slice of edges a worker a round, and hands each arrival to
+    /// `arrive` with the target's local index. In slices, so that only a
+    /// slice's edges are on their way at once: sent all together they were
+    /// the distributed check's peak (every edge in flight and delivered
+    /// beside the edges kept).
+    fn each_edge_at_its_target(&mut self, worker: &mut Worker, mut arrive: impl FnMut(u32, u64)) {
+        let counts = self.all_gather(
+            worker,
+            Summary {
+                edges: self.store.edges.len() as u64,
+                ..Summary::default()
+            },
+        );
+        let most = counts.iter().map(|s| s.edges).max().unwrap_or(0);
+        let slice = self.sh.slices.edges.max(1);
+        let (mut n, mut i) = (0usize, 0usize);
+        for _ in 0..rounds(most, slice) {
+            let mut sent = 0;
+            while sent < slice && n < self.store.fps.len() {
+                if i == self.store.edge_len[n] as usize {
+                    (n, i) = (n + 1, 0);
+                    continue;
+                }
+                let target = self.store.edges[self.store.edge_start[n] as usize + i];
+                (i, sent) = (i + 1, sent + 1);
+                if self.sh.flaw == Flaw::DropSliceEnds && sent == slice {
+                    continue;
+                }
+                self.edges
+                    .send(self.owner(target), (target, self.store.fps[n]));
+            }
+            for (target, source) in self.edges.finish(worker) {
+                arrive(self.store.index[&target], source);
+            }
+        }
+    }
+
     /// The progress check's figures, the same in every worker.
     fn progress_check(&mut self, worker: &mut Worker) -> Summary {
         let sh = self.sh;
-        // Each edge to its target's owner, which keeps its predecessors.
-        for n in 0..self.store.fps.len() {
-            let source = self.store.fps[n];
-            let start = self.store.edge_start[n] as usize;
-            for i in 0..self.store.edge_len[n] as usize {
-                let target = self.store.edges[start + i];
-                self.edges.send(self.owner(target), (target, source));
-            }
-        }
-        let mut incoming: Vec<(u32, u64)> = self
-            .edges
-            .finish(worker)
-            .into_iter()
-            .map(|(target, source)| (self.store.index[&target], source))
-            .collect();
-        incoming.sort_unstable();
+        // Each state's predecessors, kept by its owner: the edges go to
+        // their targets' owners twice, to count and then to place them,
+        // so that no list of (target, source) pairs is held beside them.
         let nodes = self.store.fps.len();
         let mut start = vec![0u32; nodes + 1];
-        for &(t, _) in &incoming {
-            start[t as usize + 1] += 1;
-        }
+        self.each_edge_at_its_target(worker, |t, _| start[t as usize + 1] += 1);
         for i in 0..nodes {
             start[i + 1] += start[i];
         }
-        let predecessors = Predecessors {
-            start,
-            sources: incoming.into_iter().map(|(_, s)| s).collect(),
-        };
+        let mut sources = vec![0u64; start[nodes] as usize];
+        let mut cursor = start.clone();
+        self.each_edge_at_its_target(worker, |t, source| {
+            sources[cursor[t as usize] as usize] = source;
+            cursor[t as usize] += 1;
+        });
+        drop(cursor);
+        // The edges are now held where they lead; the outgoing lists are
+        // not needed again (a stuck state's trap is found by expanding).
+        self.store.drop_edges();
+        let predecessors = Predecessors { start, sources };
         let goal_bits = all_goals(sh.goals.len());
         let seeds: Vec<(u64, u8)> = (0..nodes)
             .filter_map(|n| {

@@ -102,6 +102,12 @@ where
             stop: &|_| false,
             on_progress: &mut |_| {},
             flaw,
+            // Small slices: many rounds a level, and for the progress
+            // check's edges, even in models this small.
+            slices: distributed::Slices {
+                states: 7,
+                edges: 3,
+            },
         },
     )
     .expect("the distributed search runs")
