@@ -39,30 +39,40 @@ struct StateMsg<S> {
 }
 
 /// A state new to its owner in this level: the least key (and its parent)
-/// by which it was reached within the bounds, and beyond them.
-struct Arrival<S> {
+/// by which it was reached within the bounds, and beyond them, and where
+/// the state is kept.
+struct Arrival {
     bounded: Option<((u32, u32), u64)>,
     recovery: Option<((u32, u32), u64)>,
-    state: S,
+    state: u32,
+}
+
+/// The states new to a worker in a level, each kept once: the map holds
+/// what orders them, the states lie in one array that becomes the next
+/// level's as it is (a level's states are the search's largest cost after
+/// the graph; moved from map to list to level they were held two and three
+/// times over).
+struct Pending<S> {
+    arrivals: HashMap<u64, Arrival, ahash::RandomState>,
+    states: Vec<S>,
 }
 
 /// Takes in a successor sent to its owner: kept once per state new to the
 /// owner, with the least key that reached it (within the bounds, and
 /// beyond them). True when it reaches a recovery state within the bounds
 /// (not supported).
-fn arrive<S>(
-    store: &Store,
-    pending: &mut HashMap<u64, Arrival<S>, ahash::RandomState>,
-    m: StateMsg<S>,
-    flaw: Flaw,
-) -> bool {
+fn arrive<S>(store: &Store, pending: &mut Pending<S>, m: StateMsg<S>, flaw: Flaw) -> bool {
     if let Some(&known) = store.index.get(&m.fp) {
         return m.in_bounds && !store.in_bounds(known);
     }
-    let arrival = pending.entry(m.fp).or_insert_with(|| Arrival {
-        bounded: None,
-        recovery: None,
-        state: m.state,
+    let states = &mut pending.states;
+    let arrival = pending.arrivals.entry(m.fp).or_insert_with(|| {
+        states.push(m.state);
+        Arrival {
+            bounded: None,
+            recovery: None,
+            state: u32::try_from(states.len() - 1).expect("fewer than 2^32 a level"),
+        }
     });
     let slot = if m.in_bounds {
         &mut arrival.bounded
@@ -404,7 +414,9 @@ where
         // The initial states, in order, each class once: every worker
         // ranks them alike and keeps its own.
         let mut seen = std::collections::HashSet::new();
-        let mut frontier: Vec<(u32, u32, M::State)> = Vec::new();
+        // The level: (node, rank, where its state lies in `states`).
+        let mut frontier: Vec<(u32, u32, u32)> = Vec::new();
+        let mut states: Vec<M::State> = Vec::new();
         let mut level_size = 0u32;
         for init in model.init_states() {
             let rep = model.representative(&init);
@@ -415,7 +427,8 @@ where
             if self.owner(fp) == self.me {
                 let n = self.store.add(fp, fp, 0, flag::IN_BOUNDS);
                 self.store.rank[n as usize] = level_size;
-                frontier.push((n, level_size, rep));
+                frontier.push((n, level_size, states.len() as u32));
+                states.push(rep);
             }
             level_size += 1;
         }
@@ -438,14 +451,17 @@ where
             // The level goes out in slices, each one round, so that only a
             // slice's successors are on their way at once; what arrives is
             // kept once per state, with the least key that reached it.
-            let mut pending: HashMap<u64, Arrival<M::State>, ahash::RandomState> =
-                HashMap::default();
+            let mut pending = Pending {
+                arrivals: HashMap::default(),
+                states: Vec::new(),
+            };
             let mut converted = false;
             let mut level = std::mem::take(&mut frontier).into_iter();
             for _ in 0..rounds(widest, sh.slices.states) {
-                for (n, rank, s) in level.by_ref().take(sh.slices.states) {
+                for (n, rank, at) in level.by_ref().take(sh.slices.states) {
                     let fp = self.store.fps[n as usize];
-                    let e = expand(sh, Phase::Bounded, &s, true, &mut enabled);
+                    let s = &states[at as usize];
+                    let e = expand(sh, Phase::Bounded, s, true, &mut enabled);
                     self.store.flags[n as usize] |= e.flags | flag::EXPANDED;
                     for (i, f) in first.iter_mut().enumerate() {
                         if e.properties & (1 << i) != 0 && f.is_none() {
@@ -488,9 +504,14 @@ where
                 }
             }
             drop(level);
-            let mut arrived: Vec<(u64, Arrival<M::State>)> = pending.into_iter().collect();
+            drop(std::mem::take(&mut states));
+            let Pending {
+                arrivals,
+                states: next_states,
+            } = pending;
+            let mut arrived: Vec<(u64, Arrival)> = arrivals.into_iter().collect();
             arrived.sort_unstable_by_key(|(_, a)| a.bounded.or(a.recovery).map(|k| k.0));
-            let mut next: Vec<(u32, M::State)> = Vec::new();
+            let mut next: Vec<(u32, u32)> = Vec::new();
             let mut keys: Vec<(u32, u32, u32)> = Vec::new();
             let (mut unique, mut recovery) = (0u64, 0u64);
             for (fp, a) in arrived {
@@ -510,7 +531,7 @@ where
                     (None, Some((_, parent))) => {
                         let n = self.store.add(fp, parent, depth.saturating_add(1), 0);
                         recovery += 1;
-                        recovery_states.push((n, a.state));
+                        recovery_states.push((n, next_states[a.state as usize].clone()));
                     }
                     (None, None) => unreachable!("an arrival has a key"),
                 }
@@ -595,12 +616,13 @@ where
             }
             frontier = next
                 .into_iter()
-                .map(|(n, s)| {
+                .map(|(n, at)| {
                     let rank = ranks[&n];
                     self.store.rank[n as usize] = rank;
-                    (n, rank, s)
+                    (n, rank, at)
                 })
                 .collect();
+            states = next_states;
             frontier.sort_unstable_by_key(|f| f.1);
             level_size = u32::try_from(next_size).expect("fewer than 2^32 a level");
             if level_size > 0 {
