@@ -19,6 +19,16 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Sender;
 use timely::worker::Worker;
 
+mod expand;
+mod paths;
+mod progress_check;
+mod recovery;
+mod store;
+
+use expand::{expand, Phase};
+use progress_check::stuck_report;
+use store::Store;
+
 type Index = HashMap<u64, u32, ahash::RandomState>;
 
 /// A path through the graph: each node's fingerprint, and whether it is a
@@ -149,164 +159,6 @@ struct Summary {
     bytes: u64,
 }
 
-/// The nodes a worker owns.
-#[derive(Default)]
-struct Store {
-    index: Index,
-    fps: Vec<u64>,
-    /// The parent's fingerprint (its own for an initial state).
-    parent: Vec<u64>,
-    depth: Vec<u8>,
-    flags: Vec<u8>,
-    /// The rank in its level (states of the bounded model).
-    rank: Vec<u32>,
-    edge_start: Vec<u32>,
-    edge_len: Vec<u16>,
-    /// Fault-free edges, by target fingerprint.
-    edges: Vec<u64>,
-    /// The edge count and the store's bytes when the edges were given up
-    /// (the progress check holds them at their targets instead).
-    dropped: Option<(u64, u64)>,
-}
-
-impl Store {
-    fn add(&mut self, fp: u64, parent: u64, depth: u8, flags: u8) -> u32 {
-        let n = u32::try_from(self.fps.len()).expect("fewer than 2^32 states per worker");
-        self.index.insert(fp, n);
-        self.fps.push(fp);
-        self.parent.push(parent);
-        self.depth.push(depth);
-        self.flags.push(flags);
-        self.rank.push(0);
-        self.edge_start.push(0);
-        self.edge_len.push(0);
-        n
-    }
-    fn in_bounds(&self, n: u32) -> bool {
-        self.flags[n as usize] & flag::IN_BOUNDS != 0
-    }
-    /// The fault-free edges kept.
-    fn edge_count(&self) -> u64 {
-        self.dropped
-            .map_or(self.edges.len() as u64, |(edges, _)| edges)
-    }
-    /// Frees the outgoing edges, keeping their figures.
-    fn drop_edges(&mut self) {
-        self.dropped = Some((self.edge_count(), self.bytes()));
-        self.edges = Vec::new();
-        self.edge_start = Vec::new();
-        self.edge_len = Vec::new();
-    }
-    fn bytes(&self) -> u64 {
-        if let Some((_, bytes)) = self.dropped {
-            return bytes;
-        }
-        let per_node = 8 + 8 + 1 + 1 + 4 + 4 + 2;
-        (self.fps.capacity() * per_node + self.index.capacity() * 12 + self.edges.capacity() * 8)
-            as u64
-    }
-}
-
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Phase {
-    Bounded,
-    Recovery,
-}
-
-/// One successor of a state, as the single-process expansion computes it.
-struct Successor<S> {
-    fp: u64,
-    action: u32,
-    fault: bool,
-    in_bounds: bool,
-    rep: S,
-}
-
-/// A state's expansion: its property bits, flags, and successors (none
-/// when a recovery walk spared it).
-struct Expansion<S> {
-    properties: u64,
-    flags: u8,
-    walked: bool,
-    successors: Vec<Successor<S>>,
-}
-
-/// Expands `s` as `search.rs`'s `expand_chunk` does (`walk`: whether a
-/// recovery state may be walked instead).
-fn expand<M: Checkable>(
-    sh: &Shared<M>,
-    phase: Phase,
-    s: &M::State,
-    walk: bool,
-    enabled: &mut Vec<M::Action>,
-) -> Expansion<M::State> {
-    let model = &sh.model;
-    let lister = if sh.keeps_progress {
-        &sh.recovery
-    } else {
-        model
-    };
-    let properties = if phase == Phase::Bounded {
-        noteworthy_properties(model, &sh.properties, s)
-    } else {
-        0
-    };
-    let mut flags = 0;
-    if sh.keeps_progress {
-        flags = progress_flags(model, &sh.goals, s);
-    }
-    let mut out = Expansion {
-        properties,
-        flags,
-        walked: false,
-        successors: Vec::new(),
-    };
-    if phase == Phase::Recovery && walk {
-        let every = all_goals(sh.goals.len());
-        let goals = match sh.walk {
-            RecoveryWalk::Greedy => recovery_walk::goals_reached(model, &sh.recovery, &sh.goals, s),
-            RecoveryWalk::Off => 0,
-            RecoveryWalk::ClaimsEveryGoal => every,
-        };
-        out.flags |= goals;
-        if goals == every {
-            out.walked = true;
-            return out;
-        }
-    }
-    enabled.clear();
-    lister.actions(s, enabled);
-    for (i, a) in enabled.iter().enumerate() {
-        let fault = model.is_fault(s, a);
-        if phase == Phase::Recovery && !model.heals(s, a) {
-            continue;
-        }
-        let Some(next) = lister.successor(s, a.clone()) else {
-            continue;
-        };
-        if !model.within_boundary(&next) {
-            continue;
-        }
-        let in_bounds = phase == Phase::Bounded && model.within_bounds(&next);
-        if !in_bounds && !model.heals(s, a) {
-            continue;
-        }
-        let rep = if in_bounds {
-            model.representative(&next)
-        } else {
-            model.representative(&model.recovery_view(next))
-        };
-        out.successors.push(Successor {
-            fp: fingerprint_of_representative(&rep),
-            action: i as u32,
-            fault,
-            in_bounds,
-            rep,
-        });
-    }
-    out
-}
-
 /// The search's figures, the same in every worker.
 #[derive(Default)]
 struct Figures {
@@ -408,7 +260,14 @@ where
         self.sh.flaw == Flaw::DropSomeSent && self.owner(fp) != self.me && fp.is_multiple_of(5)
     }
 
-    fn search(&mut self, worker: &mut Worker) -> Result<Option<Outcome<M>>, String> {
+    /// Phase 1: the bounded model, level by level. Its completion, the
+    /// recovery states it reached (beyond the bounds), and the depth a
+    /// counterexample ends the search at.
+    #[allow(clippy::type_complexity)]
+    fn bounded_levels(
+        &mut self,
+        worker: &mut Worker,
+    ) -> Result<(Completion, Vec<(u32, M::State)>, Option<u8>), String> {
         let sh = self.sh;
         let model = &sh.model;
         // The initial states, in order, each class once: every worker
@@ -440,7 +299,6 @@ where
         let mut stop_depth: Option<u8> = None;
         let mut depth: u8 = 0;
         let mut enabled = Vec::new();
-        // Phase 1, the bounded model, level by level.
         while level_size > 0 {
             if stop_depth.is_some_and(|d| depth > d) {
                 completion = Completion::StoppedAtCounterexample;
@@ -646,88 +504,17 @@ where
             }
             depth = depth.saturating_add(1);
         }
-        // Phase 2, recovery states.
-        if sh.keeps_progress && completion == Completion::Exhaustive {
-            self.fig.progress.recovery_phase = true;
-            let mut level = recovery_states;
-            let sizes = self.all_gather(
-                worker,
-                Summary {
-                    keys: level.len() as u64,
-                    ..Summary::default()
-                },
-            );
-            let mut widest = sizes.iter().map(|s| s.keys).max().unwrap_or(0);
-            while widest > 0 {
-                let mut walked = 0u64;
-                let mut recovery = 0u64;
-                let mut states = std::mem::take(&mut level).into_iter();
-                for _ in 0..rounds(widest, sh.slices.states) {
-                    for (n, s) in states.by_ref().take(sh.slices.states) {
-                        let fp = self.store.fps[n as usize];
-                        let e = expand(sh, Phase::Recovery, &s, true, &mut enabled);
-                        self.store.flags[n as usize] |= e.flags | flag::EXPANDED;
-                        if e.walked {
-                            walked += 1;
-                            continue;
-                        }
-                        let edge_start = self.store.edges.len() as u32;
-                        let mut edge_len = 0u16;
-                        for succ in e.successors {
-                            if self.lost(succ.fp) {
-                                continue;
-                            }
-                            if !succ.fault {
-                                self.store.edges.push(succ.fp);
-                                edge_len += 1;
-                            }
-                            let to = self.owner(succ.fp);
-                            let msg = StateMsg {
-                                fp: succ.fp,
-                                parent: fp,
-                                key: (0, succ.action),
-                                in_bounds: false,
-                                state: succ.rep,
-                            };
-                            if to != self.me {
-                                self.states.send(to, msg);
-                            } else if !self.store.index.contains_key(&msg.fp) {
-                                let n = self.store.add(msg.fp, msg.parent, 0, 0);
-                                recovery += 1;
-                                level.push((n, msg.state));
-                            }
-                        }
-                        self.store.edge_start[n as usize] = edge_start;
-                        self.store.edge_len[n as usize] = edge_len;
-                    }
-                    for m in self.states.finish(worker) {
-                        if !self.store.index.contains_key(&m.fp) {
-                            let n = self.store.add(m.fp, m.parent, 0, 0);
-                            recovery += 1;
-                            level.push((n, m.state));
-                        }
-                    }
-                }
-                let summaries = self.all_gather(
-                    worker,
-                    Summary {
-                        keys: level.len() as u64,
-                        recovery,
-                        walked,
-                        stop: self.stop.load(Ordering::Relaxed),
-                        ..Summary::default()
-                    },
-                );
-                let p = &mut self.fig.progress;
-                p.recovery_states += summaries.iter().map(|s| s.recovery).sum::<u64>();
-                p.recovery_walked += summaries.iter().map(|s| s.walked).sum::<u64>();
-                self.report();
-                if summaries.iter().any(|s| s.stop) {
-                    completion = Completion::Interrupted;
-                    break;
-                }
-                widest = summaries.iter().map(|s| s.keys).max().unwrap_or(0);
-            }
+        Ok((completion, recovery_states, stop_depth))
+    }
+
+    fn search(&mut self, worker: &mut Worker) -> Result<Option<Outcome<M>>, String> {
+        let sh = self.sh;
+        let (mut completion, recovery_states, stop_depth) = self.bounded_levels(worker)?;
+        if sh.keeps_progress
+            && completion == Completion::Exhaustive
+            && !self.recovery_levels(worker, recovery_states)
+        {
+            completion = Completion::Interrupted;
         }
         if let (Some(d), Completion::StoppedAtCounterexample) = (stop_depth, completion) {
             for f in &mut self.fig.first {
@@ -818,259 +605,5 @@ where
             counted_peak: None,
             over_budget: None,
         }))
-    }
-
-    /// Sends every fault-free edge (target, source) to its target's owner,
-    /// a slice of edges a worker a round, and hands each arrival to
-    /// `arrive` with the target's local index. In slices, so that only a
-    /// slice's edges are on their way at once: sent all together they were
-    /// the distributed check's peak (every edge in flight and delivered
-    /// beside the edges kept).
-    fn each_edge_at_its_target(&mut self, worker: &mut Worker, mut arrive: impl FnMut(u32, u64)) {
-        let counts = self.all_gather(
-            worker,
-            Summary {
-                edges: self.store.edges.len() as u64,
-                ..Summary::default()
-            },
-        );
-        let most = counts.iter().map(|s| s.edges).max().unwrap_or(0);
-        let slice = self.sh.slices.edges.max(1);
-        let (mut n, mut i) = (0usize, 0usize);
-        for _ in 0..rounds(most, slice) {
-            let mut sent = 0;
-            while sent < slice && n < self.store.fps.len() {
-                if i == self.store.edge_len[n] as usize {
-                    (n, i) = (n + 1, 0);
-                    continue;
-                }
-                let target = self.store.edges[self.store.edge_start[n] as usize + i];
-                (i, sent) = (i + 1, sent + 1);
-                if self.sh.flaw == Flaw::DropSliceEnds && sent == slice {
-                    continue;
-                }
-                self.edges
-                    .send(self.owner(target), (target, self.store.fps[n]));
-            }
-            for (target, source) in self.edges.finish(worker) {
-                arrive(self.store.index[&target], source);
-            }
-        }
-    }
-
-    /// The progress check's figures, the same in every worker.
-    fn progress_check(&mut self, worker: &mut Worker) -> Summary {
-        let sh = self.sh;
-        // Each state's predecessors, kept by its owner: the edges go to
-        // their targets' owners twice, to count and then to place them,
-        // so that no list of (target, source) pairs is held beside them.
-        let nodes = self.store.fps.len();
-        let mut start = vec![0u32; nodes + 1];
-        self.each_edge_at_its_target(worker, |t, _| start[t as usize + 1] += 1);
-        for i in 0..nodes {
-            start[i + 1] += start[i];
-        }
-        let mut sources = vec![0u64; start[nodes] as usize];
-        let mut cursor = start.clone();
-        self.each_edge_at_its_target(worker, |t, source| {
-            sources[cursor[t as usize] as usize] = source;
-            cursor[t as usize] += 1;
-        });
-        drop(cursor);
-        // The edges are now held where they lead; the outgoing lists are
-        // not needed again (a stuck state's trap is found by expanding).
-        self.store.drop_edges();
-        let predecessors = Predecessors { start, sources };
-        let goal_bits = all_goals(sh.goals.len());
-        let seeds: Vec<(u64, u8)> = (0..nodes)
-            .filter_map(|n| {
-                let bits = self.store.flags[n] & (goal_bits | flag::EXEMPT);
-                (bits != 0).then_some((self.store.fps[n], bits))
-            })
-            .collect();
-        let index = Rc::new(std::mem::take(&mut self.store.index));
-        let reached = reach::reach(worker, Rc::clone(&index), predecessors, seeds, nodes);
-        self.store.index = Rc::try_unwrap(index).unwrap_or_else(|rc| (*rc).clone());
-        // Stuck states per goal, and the first of each, as the
-        // single-process check orders them: least depth, then rank.
-        let key = |n: usize| (self.store.depth[n], self.store.rank[n], self.store.fps[n]);
-        let mut s = Summary {
-            stuck: vec![0; sh.goals.len()],
-            exempt: vec![0; sh.goals.len()],
-            first_stuck: vec![None; sh.goals.len()],
-            ..Summary::default()
-        };
-        for n in (0..nodes).filter(|&n| self.store.in_bounds(n as u32)) {
-            if self.store.flags[n] & flag::EXEMPT != 0 {
-                s.first_exempt = s.first_exempt.min(Some(key(n))).or(Some(key(n)));
-            }
-            let exempt = reached[n] & flag::EXEMPT != 0;
-            for g in 0..sh.goals.len() {
-                if reached[n] & (flag::GOAL << g) != 0 {
-                    continue;
-                }
-                if exempt {
-                    s.exempt[g] += 1;
-                } else {
-                    s.stuck[g] += 1;
-                    let k = Some(key(n));
-                    s.first_stuck[g] = match s.first_stuck[g] {
-                        Some(old) if Some(old) < k => Some(old),
-                        _ => k,
-                    };
-                }
-            }
-        }
-        let all = self.all_gather(worker, s);
-        let mut out = Summary {
-            stuck: vec![0; sh.goals.len()],
-            exempt: vec![0; sh.goals.len()],
-            first_stuck: vec![None; sh.goals.len()],
-            ..Summary::default()
-        };
-        for w in &all {
-            for g in 0..sh.goals.len() {
-                out.stuck[g] += w.stuck[g];
-                out.exempt[g] += w.exempt[g];
-                out.first_stuck[g] = min_some(out.first_stuck[g], w.first_stuck[g]);
-            }
-            out.first_exempt = min_some(out.first_exempt, w.first_exempt);
-        }
-        out
-    }
-
-    /// Each target's chain of (fingerprint, in bounds) from an initial
-    /// state, chased from owner to owner (worker 0 gets them all).
-    fn chase(
-        &mut self,
-        worker: &mut Worker,
-        targets: &[Option<u64>],
-    ) -> Option<Vec<Option<Chain>>> {
-        let mut found: Vec<Option<Chain>> = vec![None; targets.len()];
-        if self.me == 0 {
-            for (q, t) in targets.iter().enumerate() {
-                if let Some(fp) = *t {
-                    let to = self.owner(fp);
-                    self.rounds.send(
-                        to,
-                        Msg::Chase {
-                            query: q as u32,
-                            at: fp,
-                            chain: Vec::new(),
-                        },
-                    );
-                }
-            }
-        }
-        // A chain is at most as long as the deepest state; one round more
-        // brings the last to worker 0.
-        for _ in 0..self.fig.progress.max_depth + 3 {
-            for m in self.rounds.finish(worker) {
-                match m {
-                    Msg::Chase {
-                        query,
-                        at,
-                        mut chain,
-                    } => {
-                        let n = self.store.index[&at];
-                        chain.push((at, self.store.in_bounds(n)));
-                        let parent = self.store.parent[n as usize];
-                        if parent == at {
-                            chain.reverse();
-                            self.rounds.send(0, Msg::Chain { query, chain });
-                        } else {
-                            let to = self.owner(parent);
-                            self.rounds.send(
-                                to,
-                                Msg::Chase {
-                                    query,
-                                    at: parent,
-                                    chain,
-                                },
-                            );
-                        }
-                    }
-                    Msg::Chain { query, chain } => found[query as usize] = Some(chain),
-                    _ => {}
-                }
-            }
-        }
-        (self.me == 0).then_some(found)
-    }
-}
-
-fn min_some<T: Ord>(a: Option<T>, b: Option<T>) -> Option<T> {
-    match (a, b) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, None) => a,
-        (None, b) => b,
-    }
-}
-
-/// The fingerprint `graph.node_of` looks a state up by.
-fn node_fp<M: Checkable>(model: &M, s: &M::State) -> u64 {
-    if model.within_bounds(s) {
-        fingerprint(model, s)
-    } else {
-        fingerprint(model, &model.recovery_view(s.clone()))
-    }
-}
-
-/// A stuck state's report, as `progress.rs` makes it: the fault-free
-/// exits, and the continuation into a trap, found by walking forward from
-/// the stuck state over the edges the search kept (each state expanded
-/// again from its representative, as the search expanded it, so that the
-/// edges come in the same order).
-fn stuck_report<M: Checkable>(sh: &Shared<M>, trace: Trace<M>) -> Stuck<M> {
-    let model = &sh.model;
-    let recovery = &sh.recovery;
-    let last = trace.last().expect("a path has a state").0.clone();
-    let mut enabled = Vec::new();
-    recovery.actions(&last, &mut enabled);
-    let exits = enabled
-        .into_iter()
-        .filter_map(|a| Some((a.clone(), recovery.next_state(&last, a)?)))
-        .filter(|(a, next)| graph::fault_free_edge(model, &last, a, next))
-        .collect();
-    // The states the stuck one reaches, by node, with their edges.
-    let root = model.representative(&last);
-    let mut nodes: Vec<(u64, Phase, M::State)> =
-        vec![(fingerprint_of_representative(&root), Phase::Bounded, root)];
-    let mut index: HashMap<u64, u32> = HashMap::from([(nodes[0].0, 0)]);
-    let mut edges: Vec<Vec<u32>> = Vec::new();
-    let mut buf = Vec::new();
-    let mut i = 0;
-    while i < nodes.len() {
-        let (_, phase, s) = &nodes[i];
-        let e = expand(sh, *phase, s, false, &mut buf);
-        let mut out = Vec::new();
-        for succ in e.successors {
-            if succ.fault {
-                continue;
-            }
-            let next = index.len() as u32;
-            let t = *index.entry(succ.fp).or_insert(next);
-            if t == next {
-                let phase = if succ.in_bounds {
-                    Phase::Bounded
-                } else {
-                    Phase::Recovery
-                };
-                nodes.push((succ.fp, phase, succ.rep));
-            }
-            out.push(t);
-        }
-        edges.push(out);
-        i += 1;
-    }
-    let (chain, trap_states) = progress::trap_chain(0, |m| &edges[m as usize]);
-    let continuation = progress::concrete_path(model, recovery, last, &chain, |s, want| {
-        node_fp(model, s) == nodes[want as usize].0
-    });
-    Stuck {
-        trace,
-        exits,
-        continuation,
-        trap_states,
     }
 }
