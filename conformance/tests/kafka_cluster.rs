@@ -6,7 +6,8 @@
 //! acks=1, unclean election and min.insync.replicas=1 each lose
 //! acknowledged records, and the model's property breaks at an election
 //! validation checked; a leader cut from the controller is replaced and
-//! loses nothing. Long tier: each test starts a cluster (about 10 s)
+//! loses nothing; a leader partitioned from its followers, and a follower
+//! from the leader, leave the ISR and lose nothing. Long tier: each test starts a cluster (about 10 s)
 //! and produces for 20-30 s. Outside CI a test skips when Java or Maven
 //! is missing; under CI=true that fails.
 
@@ -272,6 +273,60 @@ fn a_leader_cut_from_the_controller_is_replaced_and_nothing_is_lost() {
     assert!(
         !summary.lost(),
         "a leader cut from the controller lost acknowledged records:\n{summary}"
+    );
+    assert_eq!(summary.misfit(), None, "the run fits the model:\n{summary}");
+}
+
+#[test]
+fn a_leader_partitioned_from_its_followers_shrinks_the_isr_and_nothing_is_lost() {
+    let Some(programs) = cluster_test(
+        "a_leader_partitioned_from_its_followers_shrinks_the_isr_and_nothing_is_lost",
+        "starts a Kafka cluster, about 75 s",
+    ) else {
+        return;
+    };
+    // The links between the leader and its followers held for 10 s, both
+    // directions, past the 6 s replica.lag.time.max.ms: the followers'
+    // fetches stop, and the leader, still heartbeating to the controller,
+    // shrinks the ISR to itself (below min.insync.replicas: its HW stops,
+    // acks=all sends fail) until the links open. Then one follower's links
+    // to its peers cut for 9 s (one direction: it cannot fetch from the
+    // leader): the leader drops it alone, and the ISR keeps two.
+    let (summary, _dir) = run(
+        &programs,
+        Rules::Today,
+        35,
+        vec![
+            step(3.0, FaultKind::HoldFromPeers, 10.0),
+            step_on(20.0, FaultKind::CutPeersOut, Target::Follower(0), 9.0),
+        ],
+    );
+    assert_eq!(summary.faults.len(), 2, "both faults applied:\n{summary}");
+    let [held, cut] = &summary.faults[..] else {
+        unreachable!()
+    };
+    // The link rule is not a no-op: the held followers left the ISR.
+    assert_eq!(
+        held.leader_during, held.leader_before,
+        "the controller kept the partitioned leader:\n{summary}"
+    );
+    assert_eq!(
+        held.isr_during,
+        vec![held.broker],
+        "the held followers are still in the ISR (their fetches went on?):\n{summary}"
+    );
+    assert!(
+        cut.isr_during.len() == 2 && !cut.isr_during.contains(&cut.broker),
+        "the cut follower, alone, left the ISR:\n{summary}"
+    );
+    assert!(
+        summary.verdict.acknowledged > 0,
+        "records were acknowledged:\n{summary}"
+    );
+    assert!(summary.healed, "the cluster healed (full ISR):\n{summary}");
+    assert!(
+        !summary.lost(),
+        "a partition between brokers lost acknowledged records:\n{summary}"
     );
     assert_eq!(summary.misfit(), None, "the run fits the model:\n{summary}");
 }

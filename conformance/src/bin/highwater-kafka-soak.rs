@@ -3,7 +3,8 @@
 //! starts a cluster, creates a topic (1 partition, replication factor 3),
 //! produces numbered records for --seconds while faults strike the leader
 //! or a follower (kill -9 and restart, SIGSTOP shorter and longer than the
-//! session timeout, clean restart, kill -9 losing the unflushed tail),
+//! session timeout, clean restart, kill -9 losing the unflushed tail,
+//! network partitions between a broker and the controller or its peers),
 //! heals, reads the partition back and checks that every acknowledged
 //! record is there; then validates the run's observations (the
 //! controller's metadata log, the brokers' state-change logs, the

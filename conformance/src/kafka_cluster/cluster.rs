@@ -4,9 +4,13 @@
 //! point checkpoint every 2 s so that an unflushed tail is small and
 //! known). Each broker reaches the controller through a proxy of its own
 //! ([`proxy`](super::proxy)), so that the nemesis can partition one broker
-//! from the controller. Started, waited for (every broker registered and
-//! unfenced), and stopped; every process is killed when the `Cluster` is
-//! dropped.
+//! from the controller; and each broker's peers reach it through a proxy in
+//! front of its inter-broker listener, which tells the peers apart by the
+//! client id of their requests, so that the nemesis can partition one
+//! broker from another. Clients (the producer, the consumer, Admin) use
+//! another listener, direct. Started, waited for (every broker registered
+//! and unfenced), and stopped; every process is killed when the `Cluster`
+//! is dropped.
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -54,6 +58,10 @@ pub struct Cluster {
     bootstrap: String,
     /// Each broker's link to the controller, by broker id.
     controller_links: Vec<(u32, Proxy)>,
+    /// The proxy in front of each broker's inter-broker listener (the
+    /// address its peers fetch from), by broker id: the links from its
+    /// peers to it.
+    peer_links: Vec<(u32, Proxy)>,
     /// From the first process started to every broker unfenced.
     pub started_in: Duration,
 }
@@ -107,7 +115,10 @@ impl Cluster {
     pub fn start(programs: &Programs, config: &ClusterConfig, dir: &Path) -> Result<Cluster> {
         std::fs::create_dir_all(dir)
             .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-        let ports = free_ports(1 + config.brokers as usize)?;
+        // The controller's; each broker's client listener; each broker's
+        // inter-broker listener (behind its proxy).
+        let n = config.brokers as usize;
+        let ports = free_ports(1 + 2 * n)?;
         let quorum = format!("127.0.0.1:{}", ports[0]);
         let controller_addr = ([127, 0, 0, 1], ports[0]).into();
         // A static quorum (`controller.quorum.voters`), so that each node
@@ -117,10 +128,16 @@ impl Cluster {
         let controller_links = (1..=config.brokers)
             .map(|id| Proxy::start(controller_addr).map(|p| (id, p)))
             .collect::<Result<Vec<_>>>()?;
+        let peer_links = (1..=config.brokers)
+            .map(|id| {
+                let replication = ([127, 0, 0, 1], ports[n + id as usize]).into();
+                Proxy::start(replication).map(|p| (id, p))
+            })
+            .collect::<Result<Vec<_>>>()?;
         let rules = config.rules;
         let common = format!(
             "controller.listener.names=CONTROLLER\n\
-             listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT\n\
+             listener.security.protocol.map=PLAINTEXT:PLAINTEXT,REPLICATION:PLAINTEXT,CONTROLLER:PLAINTEXT\n\
              min.insync.replicas={}\n\
              unclean.leader.election.enable={}\n\
              broker.session.timeout.ms={SESSION_TIMEOUT_MS}\n\
@@ -157,14 +174,24 @@ impl Cluster {
                 Role::Broker => {
                     let addr = format!("127.0.0.1:{}", ports[node.id as usize]);
                     bootstrap.push(addr.clone());
-                    let link = controller_links
-                        .iter()
-                        .find(|(id, _)| *id == node.id)
-                        .map(|(_, p)| p.port())
-                        .ok_or("no controller link for a broker")?;
+                    let port_of = |links: &[(u32, Proxy)]| {
+                        links
+                            .iter()
+                            .find(|(id, _)| *id == node.id)
+                            .map(|(_, p)| p.port())
+                            .ok_or("no proxy for a broker")
+                    };
+                    let link = port_of(&controller_links)?;
+                    let peers = port_of(&peer_links)?;
+                    let replication = format!("127.0.0.1:{}", ports[n + node.id as usize]);
+                    // Clients bootstrap from PLAINTEXT and are answered with
+                    // PLAINTEXT addresses; followers fetch from the leader's
+                    // REPLICATION address, which is its proxy's.
                     format!(
-                        "process.roles=broker\nnode.id={}\nlisteners=PLAINTEXT://{addr}\n\
-                         advertised.listeners=PLAINTEXT://{addr}\ninter.broker.listener.name=PLAINTEXT\n\
+                        "process.roles=broker\nnode.id={}\n\
+                         listeners=PLAINTEXT://{addr},REPLICATION://{replication}\n\
+                         advertised.listeners=PLAINTEXT://{addr},REPLICATION://127.0.0.1:{peers}\n\
+                         inter.broker.listener.name=REPLICATION\n\
                          controller.quorum.voters={CONTROLLER_ID}@127.0.0.1:{link}\n",
                         node.id
                     )
@@ -191,6 +218,7 @@ impl Cluster {
             log4j,
             bootstrap: bootstrap.join(","),
             controller_links,
+            peer_links,
             started_in: Duration::ZERO,
         };
         cluster.wait_unfenced(programs, config.start_timeout)?;
@@ -217,6 +245,49 @@ impl Cluster {
             .find(|(b, _)| *b == id)
             .map(|(_, p)| p.set(link))
             .ok_or_else(|| format!("no broker {id}"))
+    }
+
+    /// Sets the link from broker `from` to broker `to`: the connections
+    /// `from` opens to `to`'s inter-broker listener (its fetches from `to`
+    /// when `to` leads, and their answers).
+    pub fn set_peer_link(&self, from: u32, to: u32, link: Link) -> Result<()> {
+        if from == to || !self.peer_links.iter().any(|(b, _)| *b == from) {
+            return Err(format!("no link from broker {from} to broker {to}"));
+        }
+        self.peer_links
+            .iter()
+            .find(|(b, _)| *b == to)
+            .map(|(_, p)| p.set_from(from, link))
+            .ok_or_else(|| format!("no broker {to}"))
+    }
+
+    /// The broker ids.
+    pub fn broker_ids(&self) -> Vec<u32> {
+        self.brokers.iter().map(|b| b.id).collect()
+    }
+
+    /// What each proxy saw: how many connections began with each client
+    /// id, one line per proxy.
+    pub fn proxy_clients(&self) -> String {
+        let mut out = String::new();
+        let proxies = self
+            .controller_links
+            .iter()
+            .map(|(id, p)| (format!("broker-{id} to the controller"), p))
+            .chain(
+                self.peer_links
+                    .iter()
+                    .map(|(id, p)| (format!("peers to broker-{id}"), p)),
+            );
+        for (name, p) in proxies {
+            let clients: Vec<String> = p
+                .clients()
+                .iter()
+                .map(|(c, n)| format!("{c} x{n}"))
+                .collect();
+            out += &format!("{name}: {}\n", clients.join(", "));
+        }
+        out
     }
 
     /// Starts a broker that is down.
@@ -279,6 +350,12 @@ impl Cluster {
             if proxy.link() != Link::Open {
                 proxy.set(Link::Open);
                 done.push(format!("opened broker-{id}'s link to the controller"));
+            }
+        }
+        for (to, proxy) in &self.peer_links {
+            for (from, _) in proxy.closed_sources() {
+                proxy.set_from(from, Link::Open);
+                done.push(format!("opened the link from broker-{from} to broker-{to}"));
             }
         }
         let (classpath, log4j) = (self.classpath.clone(), self.log4j.clone());

@@ -2,7 +2,8 @@
 //! KRaft cluster of one controller and three brokers, each a `java`
 //! process started from the jars `conformance/kafka/setup.sh` fetches,
 //! on 127.0.0.1 in a directory of its own; a seeded nemesis that kills,
-//! pauses and stops brokers (and cuts an unflushed log tail); a producer
+//! pauses and stops brokers (and cuts an unflushed log tail) and partitions
+//! them from the controller or from each other; a producer
 //! and a consumer (Kafka's clients, `ClusterClient.java`); and a checker
 //! that every acknowledged record is on the final leader's log.
 //!
@@ -10,7 +11,9 @@
 //! - [`pids`]: every process started, so that Ctrl-C stops them all.
 //! - [`node`]: one Kafka process: start, kill -9, SIGTERM, SIGSTOP/SIGCONT.
 //! - [`cluster`]: the cluster's configuration, start, readiness and stop.
-//! - [`proxy`]: each broker's link to the controller, which can be held or cut.
+//! - [`proxy`]: each broker's link to the controller, and the links between
+//!   brokers (told apart by the client id of each connection's first
+//!   request), which can be held or cut.
 //! - [`client`]: the Java client commands (topic, describe, produce, consume).
 //! - [`segment`]: cutting a partition's log back to its recovery point.
 //! - [`nemesis`]: the seeded, printed, replayable fault schedule.

@@ -58,10 +58,27 @@ pub enum FaultKind {
     /// As [`FaultKind::CutFromController`], but the link held silent (open,
     /// nothing passes): the broker's requests time out instead of failing.
     HoldFromController,
+    /// Every link between the broker and its peers cut, both directions
+    /// (connections reset, new ones closed), for the hold, shorter or
+    /// longer than replica.lag.time.max.ms; its links to the controller and
+    /// the clients stay open. A leader's followers cannot fetch, so past
+    /// the lag it shrinks the ISR to itself (below min.insync.replicas:
+    /// the HW stops and acks=all sends fail); a follower cannot fetch, and
+    /// the leader drops it from the ISR.
+    CutFromPeers,
+    /// As [`FaultKind::CutFromPeers`], but the links held silent (open,
+    /// nothing passes): fetches wait for answers that do not come.
+    HoldFromPeers,
+    /// Its peers' links to the broker cut, its own to them open: always
+    /// strikes the leader, whose followers cannot fetch from it.
+    CutPeersIn,
+    /// The broker's links to its peers cut, theirs to it open: always
+    /// strikes a follower, which cannot fetch from the leader.
+    CutPeersOut,
 }
 
 impl FaultKind {
-    const ALL: [FaultKind; 10] = [
+    const ALL: [FaultKind; 14] = [
         FaultKind::Kill,
         FaultKind::PauseShort,
         FaultKind::PauseLong,
@@ -72,6 +89,10 @@ impl FaultKind {
         FaultKind::StrandThenPowerLoss,
         FaultKind::CutFromController,
         FaultKind::HoldFromController,
+        FaultKind::CutFromPeers,
+        FaultKind::HoldFromPeers,
+        FaultKind::CutPeersIn,
+        FaultKind::CutPeersOut,
     ];
 
     pub fn name(self) -> &'static str {
@@ -86,7 +107,36 @@ impl FaultKind {
             FaultKind::StrandThenPowerLoss => "strand-power-loss",
             FaultKind::CutFromController => "cut-controller",
             FaultKind::HoldFromController => "hold-controller",
+            FaultKind::CutFromPeers => "cut-peers",
+            FaultKind::HoldFromPeers => "hold-peers",
+            FaultKind::CutPeersIn => "cut-peers-in",
+            FaultKind::CutPeersOut => "cut-peers-out",
         }
+    }
+
+    /// The links between brokers this fault sets for `broker` among
+    /// `brokers` (from, to), and how.
+    fn peer_links(self, broker: u32, brokers: &[u32]) -> (Vec<(u32, u32)>, Link) {
+        let peers = brokers.iter().copied().filter(|&b| b != broker);
+        let (ins, outs) = match self {
+            FaultKind::CutFromPeers | FaultKind::HoldFromPeers => (true, true),
+            FaultKind::CutPeersIn => (true, false),
+            FaultKind::CutPeersOut => (false, true),
+            _ => (false, false),
+        };
+        let links = peers
+            .flat_map(|p| {
+                let i = ins.then_some((p, broker));
+                let o = outs.then_some((broker, p));
+                i.into_iter().chain(o)
+            })
+            .collect();
+        let link = if self == FaultKind::HoldFromPeers {
+            Link::Held
+        } else {
+            Link::Cut
+        };
+        (links, link)
     }
 }
 
@@ -159,11 +209,13 @@ impl Schedule {
             };
             if matches!(
                 kind,
-                FaultKind::StallFollowersKillLeader | FaultKind::StrandThenPowerLoss
+                FaultKind::StallFollowersKillLeader
+                    | FaultKind::StrandThenPowerLoss
+                    | FaultKind::CutPeersIn
             ) {
                 target = Target::Leader;
             }
-            if kind == FaultKind::LagThenKillOthers {
+            if matches!(kind, FaultKind::LagThenKillOthers | FaultKind::CutPeersOut) {
                 target = Target::Follower((rng.next() % 2) as u8);
             }
             let hold = match kind {
@@ -173,6 +225,11 @@ impl Schedule {
                 FaultKind::CutFromController | FaultKind::HoldFromController => {
                     rng.ms(2000, SESSION_TIMEOUT_MS + 6000)
                 }
+                // Either side of replica.lag.time.max.ms: dropped from the ISR or not.
+                FaultKind::CutFromPeers
+                | FaultKind::HoldFromPeers
+                | FaultKind::CutPeersIn
+                | FaultKind::CutPeersOut => rng.ms(2000, REPLICA_LAG_MS + 6000),
                 FaultKind::PauseLong => {
                     rng.ms(SESSION_TIMEOUT_MS + 2000, SESSION_TIMEOUT_MS + 6000)
                 }
@@ -236,6 +293,8 @@ pub struct Applied {
     pub leader_before: i64,
     /// The leader at the end of the hold, before the broker came back (-1: none, or no answer).
     pub leader_during: i64,
+    /// The ISR at the end of the hold (empty: no answer).
+    pub isr_during: Vec<u32>,
     /// The leader once the fault was over and the brokers were back (or the wait gave up).
     pub leader_after: i64,
     pub note: String,
@@ -245,7 +304,7 @@ impl fmt::Display for Applied {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "{:>6.1}s {} broker {} ({}; leader {} -> {} -> {}){}",
+            "{:>6.1}s {} broker {} ({}; leader {} -> {} -> {}; ISR during {:?}){}",
             self.began.as_secs_f64(),
             self.step.kind.name(),
             self.broker,
@@ -253,6 +312,7 @@ impl fmt::Display for Applied {
             self.leader_before,
             self.leader_during,
             self.leader_after,
+            self.isr_during,
             if self.note.is_empty() {
                 String::new()
             } else {
@@ -406,25 +466,25 @@ pub fn apply(
     };
     let mut note = String::new();
     let bootstrap = cluster.bootstrap().to_string();
-    // The leader as the hold ends, before the broker is back.
+    // The leader and ISR as the hold ends, before the broker is back.
     let during = |programs: &Programs| {
         client::describe(programs, &bootstrap, topic)
-            .map(|s| s.leader)
-            .unwrap_or(-1)
+            .map(|s| (s.leader, s.isr))
+            .unwrap_or((-1, Vec::new()))
     };
-    let leader_during;
+    let (leader_during, isr_during);
     let began_ms = now_ms();
     match step.kind {
         FaultKind::Kill => {
             cluster.broker(broker)?.kill()?;
             std::thread::sleep(step.hold);
-            leader_during = during(programs);
+            (leader_during, isr_during) = during(programs);
             cluster.restart(broker)?;
         }
         FaultKind::PauseShort | FaultKind::PauseLong => {
             cluster.broker(broker)?.pause()?;
             std::thread::sleep(step.hold);
-            leader_during = during(programs);
+            (leader_during, isr_during) = during(programs);
             cluster.broker(broker)?.resume()?;
         }
         FaultKind::CleanRestart => {
@@ -436,7 +496,7 @@ pub fn apply(
                 "did not stop within 30 s: killed".into()
             };
             std::thread::sleep(step.hold);
-            leader_during = during(programs);
+            (leader_during, isr_during) = during(programs);
             cluster.restart(broker)?;
         }
         FaultKind::StallFollowersKillLeader => {
@@ -452,7 +512,7 @@ pub fn apply(
             }
             // Until the controller fences the dead leader (its session ends) and elects another.
             std::thread::sleep(Duration::from_millis(SESSION_TIMEOUT_MS + 2000));
-            leader_during = during(programs);
+            (leader_during, isr_during) = during(programs);
             cluster.restart(leader)?;
         }
         FaultKind::LagThenKillOthers => {
@@ -466,7 +526,7 @@ pub fn apply(
             // Until the controller fences the dead brokers, unfences the
             // resumed one and elects (or cannot).
             std::thread::sleep(Duration::from_millis(SESSION_TIMEOUT_MS + 3000));
-            leader_during = during(programs);
+            (leader_during, isr_during) = during(programs);
             for &o in &others {
                 cluster.restart(o)?;
             }
@@ -482,7 +542,7 @@ pub fn apply(
                 cluster.broker(f)?.resume()?;
             }
             std::thread::sleep(Duration::from_millis(SESSION_TIMEOUT_MS + 3000));
-            leader_during = during(programs);
+            (leader_during, isr_during) = during(programs);
             cluster.restart(broker)?;
         }
         FaultKind::CutFromController | FaultKind::HoldFromController => {
@@ -493,13 +553,33 @@ pub fn apply(
             };
             cluster.set_controller_link(broker, link)?;
             std::thread::sleep(step.hold);
-            leader_during = during(programs);
+            (leader_during, isr_during) = during(programs);
             cluster.set_controller_link(broker, Link::Open)?;
+        }
+        FaultKind::CutFromPeers
+        | FaultKind::HoldFromPeers
+        | FaultKind::CutPeersIn
+        | FaultKind::CutPeersOut => {
+            let (links, link) = step.kind.peer_links(broker, &cluster.broker_ids());
+            for &(from, to) in &links {
+                cluster.set_peer_link(from, to, link)?;
+            }
+            std::thread::sleep(step.hold);
+            (leader_during, isr_during) = during(programs);
+            for &(from, to) in &links {
+                cluster.set_peer_link(from, to, Link::Open)?;
+            }
+            note = links
+                .iter()
+                .map(|(f, t)| format!("{f}->{t}"))
+                .collect::<Vec<_>>()
+                .join(" ");
+            note = format!("links {note} {link:?}");
         }
         FaultKind::PowerLoss => {
             note = lose_power(cluster, broker, topic)?;
             std::thread::sleep(step.hold);
-            leader_during = during(programs);
+            (leader_during, isr_during) = during(programs);
             cluster.restart(broker)?;
         }
     }
@@ -525,6 +605,7 @@ pub fn apply(
         broker,
         leader_before: state.leader,
         leader_during,
+        isr_during,
         leader_after,
         note,
     })
@@ -591,6 +672,8 @@ mod tests {
                         assert!(step.hold > session);
                         assert_eq!(step.target, Target::Leader);
                     }
+                    FaultKind::CutPeersIn => assert_eq!(step.target, Target::Leader),
+                    FaultKind::CutPeersOut => assert_ne!(step.target, Target::Leader),
                     _ => {}
                 }
                 assert!(step.at < Duration::from_secs(117));
@@ -605,5 +688,33 @@ mod tests {
             FaultKind::ALL.len(),
             "every fault is drawn: {kinds:?}"
         );
+        // The partitions between brokers are drawn on either side of the lag.
+        let lag = Duration::from_millis(REPLICA_LAG_MS);
+        let peer_holds: Vec<Duration> = (0..50)
+            .flat_map(|seed| Schedule::from_seed(seed, 120).steps)
+            .filter(|s| s.kind.name().contains("peers"))
+            .map(|s| s.hold)
+            .collect();
+        assert!(peer_holds.iter().any(|h| *h < lag) && peer_holds.iter().any(|h| *h > lag));
+    }
+
+    #[test]
+    fn a_peer_partition_sets_the_links_of_its_broker_in_its_directions() {
+        let brokers = [1, 2, 3];
+        let (both, link) = FaultKind::CutFromPeers.peer_links(2, &brokers);
+        assert_eq!(both, [(1, 2), (2, 1), (3, 2), (2, 3)]);
+        assert_eq!(link, Link::Cut);
+        let (held, link) = FaultKind::HoldFromPeers.peer_links(2, &brokers);
+        assert_eq!(held, both);
+        assert_eq!(link, Link::Held);
+        assert_eq!(
+            FaultKind::CutPeersIn.peer_links(1, &brokers).0,
+            [(2, 1), (3, 1)]
+        );
+        assert_eq!(
+            FaultKind::CutPeersOut.peer_links(3, &brokers).0,
+            [(3, 1), (3, 2)]
+        );
+        assert!(FaultKind::Kill.peer_links(1, &brokers).0.is_empty());
     }
 }

@@ -5,7 +5,8 @@
 //! (its log dir with the partition and, for the controller,
 //! `__cluster_metadata-0`; server.log; state-change.log), producer.jsonl
 //! and producer.stderr, consumed.jsonl, faults.jsonl (each fault applied,
-//! on the wall clock), schedule.txt and summary.txt.
+//! on the wall clock), proxies.txt (the client ids each proxy read, with
+//! how many connections began with each), schedule.txt and summary.txt.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -58,6 +59,7 @@ pub fn run(programs: &Programs, config: &SoakConfig) -> Result<Summary> {
         cluster.started_in.as_secs_f64()
     ));
     let result = produce_and_check(programs, config, &mut cluster);
+    let _ = write_file(&dir.join("proxies.txt"), &cluster.proxy_clients());
     // Stopped on success and failure alike (Drop kills whatever this leaves).
     let killed = cluster.stop();
     let mut summary = result?;

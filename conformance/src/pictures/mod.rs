@@ -54,6 +54,9 @@ pub fn fault_colour(kind: &str) -> RGBColor {
         "fence" | "pause-long" => RGBColor(106, 90, 205),
         "pause" | "pause-short" => RGBColor(0, 139, 139),
         "stall-kill" => RGBColor(139, 0, 0),
+        // Network partitions: from the controller, and between brokers.
+        "cut-controller" | "hold-controller" => RGBColor(85, 107, 47),
+        "cut-peers" | "hold-peers" | "cut-peers-in" | "cut-peers-out" => RGBColor(30, 144, 255),
         _ => RGBColor(128, 128, 128),
     }
 }
