@@ -296,3 +296,68 @@ fn bad_flags_are_errors_not_panics() {
         );
     }
 }
+
+/// Whether a TCP connection between the two addresses of `hosts` is
+/// established (Linux: `/proc/net/tcp`, addresses in hex, state 01).
+fn connected(hosts: &str) -> bool {
+    let text = std::fs::read_to_string(hosts).expect("the host file");
+    let ports: Vec<String> = text
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .map(|l| {
+            format!(
+                ":{:04X}",
+                l.rsplit(':').next().unwrap().parse::<u16>().unwrap()
+            )
+        })
+        .collect();
+    let table = std::fs::read_to_string("/proc/net/tcp").unwrap_or_default();
+    table.lines().skip(1).any(|row| {
+        let f: Vec<&str> = row.split_whitespace().collect();
+        f.len() > 3 && f[3] == "01" && ports.iter().any(|p| f[1].ends_with(p.as_str()))
+    })
+}
+
+/// A process killed mid-run: the other says so in one line and exits with
+/// the status of an error (2), not with timely's panics.
+#[test]
+fn a_process_that_goes_away_is_an_error_not_a_panic() {
+    if !std::path::Path::new("/proc/net/tcp").exists() {
+        eprintln!("skipped: needs Linux's /proc/net/tcp to see the processes connect");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let hosts = hostfile(&dir);
+    let with = |process: &'static str| {
+        let args = ["check", "--records", "1", "-q", "-n", "2", "-w", "1"];
+        let mut all: Vec<&str> = args.to_vec();
+        all.extend(["--process", process, "--hostfile", &hosts]);
+        spawn(&all)
+    };
+    let mut one = with("1");
+    let zero = with("0");
+    let start = Instant::now();
+    while !connected(&hosts) {
+        assert!(
+            start.elapsed() < Duration::from_secs(120),
+            "the processes never connected"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // Past the handshake (a few bytes each way), into the search (seconds).
+    std::thread::sleep(Duration::from_secs(1));
+    one.0.kill().expect("kill process 1 by its PID");
+    let zero = finish(zero, Duration::from_secs(300));
+    if zero.status == 0 {
+        // Process 1 had done its part before it was killed: nothing to see.
+        eprintln!("process 0 finished before process 1 was killed; not decided");
+        return;
+    }
+    assert_eq!(zero.status, 2, "{}", zero.stderr);
+    assert!(
+        zero.stderr.contains("a process went away"),
+        "{}",
+        zero.stderr
+    );
+    assert!(!zero.stderr.contains("panicked"), "{}", zero.stderr);
+}

@@ -43,6 +43,7 @@
 //! single-process engine's.
 
 mod exchange;
+mod lost_peer;
 pub mod net;
 mod reach;
 mod worker;
@@ -187,6 +188,46 @@ where
         start: Instant::now(),
     });
     let (builders, others) = net::allocators(&cluster)?;
+    // A process that goes away makes timely's threads panic: said as an
+    // error instead (`lost_peer.rs`).
+    lost_peer::install();
+    let _ = lost_peer::take();
+    let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        run_workers(
+            builders,
+            others,
+            shared,
+            opts.stop,
+            opts.on_progress,
+            started,
+        )
+    }));
+    if let Some(failure) = lost_peer::take() {
+        return Err(format!(
+            "the connection to another process of the distributed check failed ({failure}): \
+             a process went away or the network between them failed; the check cannot go on \
+             (start every process again)"
+        ));
+    }
+    match ran {
+        Ok(result) => result,
+        Err(panic) => std::panic::resume_unwind(panic),
+    }
+}
+
+/// Runs the workers of this process to the end, relaying their figures.
+fn run_workers<M>(
+    builders: Vec<timely::communication::AllocatorBuilder>,
+    others: Box<dyn std::any::Any + Send>,
+    shared: Arc<Shared<M>>,
+    stop_when: &(dyn Fn(&SearchProgress) -> bool + Sync),
+    on_progress: &mut dyn FnMut(&SearchProgress),
+    started: Instant,
+) -> Result<Option<Outcome<M>>, String>
+where
+    M: Checkable + 'static,
+    M::State: Serialize + DeserializeOwned + 'static,
+{
     let stop = Arc::new(AtomicBool::new(false));
     let (tx, rx) = std::sync::mpsc::channel::<SearchProgress>();
     let worker_stop = Arc::clone(&stop);
@@ -206,7 +247,7 @@ where
         match rx.recv_timeout(Duration::from_millis(100)) {
             Ok(p) => {
                 last = p;
-                (opts.on_progress)(&p);
+                on_progress(&p);
             }
             Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
             Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
@@ -214,12 +255,12 @@ where
         // Time goes on between the workers' reports.
         let mut now = last;
         now.seconds = now.seconds.max(started.elapsed().as_secs_f64());
-        if (opts.stop)(&now) {
+        if stop_when(&now) {
             stop.store(true, Ordering::Relaxed);
         }
         if guards.guards().iter().all(|g| g.is_finished()) {
             while let Ok(p) = rx.try_recv() {
-                (opts.on_progress)(&p);
+                on_progress(&p);
             }
             break;
         }

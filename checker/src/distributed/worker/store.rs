@@ -56,7 +56,11 @@ impl Store {
             return bytes;
         }
         let per_node = 8 + 8 + 1 + 1 + 4 + 4 + 2;
-        (self.fps.capacity() * per_node + self.index.capacity() * 12 + self.edges.capacity() * 8)
-            as u64
+        // The map's buckets: an entry (padded to 16 bytes) and a control
+        // byte each, one in eight kept empty.
+        let per_entry = (std::mem::size_of::<(u64, u32)>() + 1) * 8 / 7;
+        (self.fps.capacity() * per_node
+            + self.index.capacity() * per_entry
+            + self.edges.capacity() * 8) as u64
     }
 }
