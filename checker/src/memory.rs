@@ -26,9 +26,10 @@ pub struct Footprint {
     pub nodes: u64,
     /// The graph's fault-free edges.
     pub edges: u64,
-    /// States waiting to be expanded, and the buffers of the expansion and
-    /// of the progress check (a state's own bytes only: heap memory a state
-    /// points to is not counted).
+    /// States waiting to be expanded (packed, when the model packs:
+    /// `queue.rs`), and the buffers of the expansion and of the progress
+    /// check (a state's own bytes only: heap memory a state points to is
+    /// not counted).
     pub queue: u64,
 }
 
