@@ -315,6 +315,7 @@ pub fn search<M: Checkable>(model: &M, opts: SearchOptions<'_, M>) -> Graph<M> {
             };
         }
         level = next;
+        crate::queue::release_freed();
     }
     // Phase 2, recovery states (those phase 1 reached within bounds after
     // all were expanded there).
@@ -334,6 +335,7 @@ pub fn search<M: Checkable>(model: &M, opts: SearchOptions<'_, M>) -> Graph<M> {
                 break;
             }
             level = next;
+            crate::queue::release_freed();
         }
     }
     if let (Some(d), Completion::StoppedAtCounterexample) = (stop_depth, g.completion) {
