@@ -127,14 +127,46 @@ impl<M: Checkable> Graph<M> {
     pub fn edge_count(&self) -> usize {
         self.edges.len()
     }
-    /// The node of a state of the bounded model, or of a recovery state.
+    /// The node of a state of the bounded model, or of a recovery state,
+    /// looked up in the index (None once the index is released,
+    /// [`release_index`](Self::release_index); [`find_node`](Self::find_node)
+    /// needs none).
     pub fn node_of(&self, s: &M::State) -> Option<NodeId> {
-        let fp = if self.model.within_bounds(s) {
+        self.index
+            .get(self.fingerprint_of(s))
+            .map(|v| v & !IN_BOUNDS_TAG)
+    }
+
+    /// The fingerprint a node of `s` has: of its class, or, beyond the
+    /// bounds, of what recovery sees of it.
+    fn fingerprint_of(&self, s: &M::State) -> u64 {
+        if self.model.within_bounds(s) {
             fingerprint(&self.model, s)
         } else {
             fingerprint(&self.model, &self.model.recovery_view(s.clone()))
-        };
-        self.index.get(fp).map(|v| v & !IN_BOUNDS_TAG)
+        }
+    }
+
+    /// Whether `s` is in node `n`'s class.
+    pub fn is_node(&self, s: &M::State, n: NodeId) -> bool {
+        self.fps[n as usize] == self.fingerprint_of(s)
+    }
+
+    /// The node of `s` without the index: among `near` first (such as the
+    /// successors of the node `s` was reached from), else among every node.
+    pub fn find_node(&self, s: &M::State, near: &[NodeId]) -> Option<NodeId> {
+        let fp = self.fingerprint_of(s);
+        near.iter()
+            .copied()
+            .find(|&n| self.fps[n as usize] == fp)
+            .or_else(|| self.fps.iter().position(|&f| f == fp).map(|n| n as NodeId))
+    }
+
+    /// Frees the fingerprint index: what comes after the search (paths,
+    /// the progress check) needs none, and the check's buffers then take
+    /// its place.
+    pub fn release_index(&mut self) {
+        self.index = FingerprintTable::default();
     }
     /// Bytes held by the graph (index, per-node arrays and edges).
     pub fn memory_bytes(&self) -> usize {

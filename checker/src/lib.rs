@@ -33,6 +33,7 @@ pub mod lasso;
 pub mod memory;
 pub mod outcome;
 pub mod progress;
+mod queue;
 pub mod recovery_walk;
 pub mod search;
 pub mod shortest;
@@ -155,6 +156,29 @@ pub trait Checkable:
         Vec::new()
     }
 
+    /// Whether the search's queues (the level being expanded, the next
+    /// level, the recovery states) hold this model's states packed into
+    /// bytes by [`pack`](Checkable::pack) rather than whole: a state
+    /// waiting in a queue then takes its packed size. The default: whole.
+    const PACKS: bool = false;
+
+    /// Appends `state`'s packed bytes to `out` (called only when
+    /// [`PACKS`](Checkable::PACKS) is true). [`unpack`](Checkable::unpack)
+    /// must give the state back exactly, and the state's `Hash` must write
+    /// exactly these bytes in one `write`: the search fingerprints a
+    /// packed state by its bytes, so that a state is encoded once, and
+    /// this fingerprint must be [`fingerprint`]'s (asserted on the initial
+    /// states). At most 65,535 bytes.
+    fn pack(&self, _state: &Self::State, _out: &mut Vec<u8>) {
+        unreachable!("pack is called only when the model PACKS")
+    }
+
+    /// The state [`pack`](Checkable::pack) packed into `bytes` (only ever
+    /// bytes it packed).
+    fn unpack(&self, _bytes: &[u8]) -> Self::State {
+        unreachable!("unpack is called only when the model PACKS")
+    }
+
     /// Whether the model owes no progress from `state` by design (a system
     /// that waits for an operator). A state whose every fault-free future
     /// can end in such states is counted, not reported as stuck. The
@@ -172,5 +196,19 @@ pub fn fingerprint<M: Checkable>(model: &M, state: &M::State) -> u64 {
 /// The fingerprint of a state already made its class's representative.
 pub(crate) fn fingerprint_of_representative<S: Hash>(rep: &S) -> u64 {
     // Fixed keys: the same state has the same fingerprint in every run.
-    ahash::RandomState::with_seeds(1, 2, 3, 4).hash_one(rep)
+    fingerprint_hasher().hash_one(rep)
+}
+
+/// The fingerprint of a state packed by [`Checkable::pack`]: the same as
+/// [`fingerprint_of_representative`]'s when the state's `Hash` writes its
+/// packed bytes in one `write`, as `pack` requires.
+pub(crate) fn fingerprint_of_packed(bytes: &[u8]) -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = fingerprint_hasher().build_hasher();
+    h.write(bytes);
+    h.finish()
+}
+
+fn fingerprint_hasher() -> ahash::RandomState {
+    ahash::RandomState::with_seeds(1, 2, 3, 4)
 }

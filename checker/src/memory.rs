@@ -26,9 +26,10 @@ pub struct Footprint {
     pub nodes: u64,
     /// The graph's fault-free edges.
     pub edges: u64,
-    /// States waiting to be expanded, and the buffers of the expansion and
-    /// of the progress check (a state's own bytes only: heap memory a state
-    /// points to is not counted).
+    /// States waiting to be expanded (packed, when the model packs:
+    /// `queue.rs`), and the buffers of the expansion and of the progress
+    /// check (a state's own bytes only: heap memory a state points to is
+    /// not counted).
     pub queue: u64,
 }
 
@@ -76,7 +77,7 @@ pub enum BudgetFlaw {
 
 /// The share of the budget kept for what the engine does not count: the
 /// program and its threads' stacks, the model's own allocations, the
-/// allocator's slack. On `safe` the process's peak resident set was 1.04
+/// allocator's slack. On `safe` the process's peak resident set was 1.05
 /// times what the engine counted at its largest (README, "Memory"); an
 /// eighth leaves room above that. Below some tens of MiB the program's own memory is most of it,
 /// and a budget that small is kept by the engine's count only.

@@ -44,20 +44,24 @@ impl<M: Checkable> Outcome<M> {
     /// The outcome of a single-process search: its paths, and the progress
     /// check when the graph is complete and kept its edges
     /// (`before_check` is called just before it starts) and, under a
-    /// `budget`, when what the check allocates fits beside the graph.
+    /// `budget`, when what the check allocates fits beside the graph. The
+    /// graph's index is released before the check, which needs none
+    /// ([`Graph::release_index`]): the check's buffers take its place.
     pub fn of_graph(
-        g: &Graph<M>,
+        g: &mut Graph<M>,
         budget: Option<Budget>,
         before_check: impl FnOnce(),
     ) -> Outcome<M> {
         let first = g.first.iter().map(|f| f.map(|n| g.path_to(n))).collect();
+        let graph_bytes = g.memory_bytes() as u64;
         let mut over_budget = g.over_budget;
-        let mut footprint = g.peak.max(g.footprint(&g.index));
-        let mut counted_peak = g.peak_total.max(g.footprint(&g.index).total());
+        let held = g.footprint(&g.index);
+        let mut footprint = g.peak.max(held);
+        let mut counted_peak = g.peak_total.max(held.total());
         let wanted = g.keeps_progress && g.completion == Completion::Exhaustive;
         let check = if wanted {
-            let held = g.footprint(&g.index);
             let with_check = Footprint {
+                index: 0,
                 queue: progress::check_bytes(g),
                 ..held
             };
@@ -73,6 +77,7 @@ impl<M: Checkable> Outcome<M> {
                     None
                 }
                 None => {
+                    g.release_index();
                     footprint = footprint.max(with_check);
                     counted_peak = counted_peak.max(with_check.total());
                     before_check();
@@ -90,7 +95,7 @@ impl<M: Checkable> Outcome<M> {
             completion: g.completion,
             progress: g.progress,
             check,
-            graph_bytes: g.memory_bytes() as u64,
+            graph_bytes,
             footprint: Some(footprint),
             counted_peak: Some(counted_peak),
             over_budget,

@@ -74,7 +74,8 @@ pub struct ProgressReport<M: Checkable> {
 }
 
 /// Runs the progress check on a complete graph that kept its fault-free
-/// edges (on any other graph every state would look stuck).
+/// edges (on any other graph every state would look stuck). It needs no
+/// index ([`Graph::release_index`]).
 pub fn check<M: Checkable>(graph: &Graph<M>) -> ProgressReport<M> {
     assert!(
         graph.keeps_progress && graph.completion == Completion::Exhaustive,
@@ -170,7 +171,7 @@ fn stuck_report<M: Checkable>(
         .filter(|(a, next)| graph.is_edge(&last, a, next))
         .inspect(|(a, next)| {
             assert!(
-                graph.node_of(next).is_some_and(stuck),
+                graph.find_node(next, graph.edges(n)).is_some_and(stuck),
                 "{} leads out of a stuck state: the progress check is wrong",
                 graph.model.format_action(a)
             );
@@ -192,7 +193,7 @@ fn stuck_report<M: Checkable>(
 fn trap<M: Checkable>(graph: &Graph<M>, n: NodeId, from: M::State) -> (Trace<M>, u64) {
     let (chain, size) = trap_chain(n, |m| graph.edges(m));
     let path = concrete_path(&graph.model, &graph.recovery, from, &chain, |s, want| {
-        graph.node_of(s) == Some(want)
+        graph.is_node(s, want)
     });
     (path, size)
 }

@@ -31,6 +31,7 @@
 use crate::fingerprint_table::FingerprintTable;
 use crate::graph::{self, flag, index_value, Graph, NodeId, IN_BOUNDS_TAG, MAX_GOALS, NODE_BYTES};
 use crate::memory::{bytes_of, Budget, Footprint, OverBudget, Step};
+use crate::queue::{Queue, Slice, States};
 use crate::recovery_walk::{self, RecoveryWalk};
 use crate::{fingerprint_of_representative, Checkable, Goal};
 use stateright::{Expectation, Property};
@@ -127,8 +128,9 @@ pub enum Completion {
 /// One successor, as a worker computed it. The worker looks its
 /// fingerprint up in the index (which the previous batch's merge may be
 /// writing: what it finds is a hint, and the merge looks an unknown state up
-/// again) and keeps the state itself only where the merge may need it: a
-/// new state, or one the bounded model reaches only now.
+/// again) and keeps the state itself (packed, when the model packs) only
+/// where the merge may need it: a new state, or one the bounded model
+/// reaches only now.
 struct Successor {
     fp: u64,
     /// The node it already is, or [`UNKNOWN`].
@@ -156,7 +158,7 @@ struct Expanded<S> {
     walked: u64,
     expansions: Vec<Expansion>,
     successors: Vec<Successor>,
-    states: Vec<S>,
+    states: States<S>,
 }
 
 impl<S> Default for Expanded<S> {
@@ -165,7 +167,7 @@ impl<S> Default for Expanded<S> {
             walked: 0,
             expansions: Vec::new(),
             successors: Vec::new(),
-            states: Vec::new(),
+            states: States::default(),
         }
     }
 }
@@ -174,7 +176,7 @@ impl<S> Expanded<S> {
     fn bytes(&self) -> u64 {
         bytes_of::<Expansion>(self.expansions.capacity())
             + bytes_of::<Successor>(self.successors.capacity())
-            + bytes_of::<S>(self.states.capacity())
+            + self.states.capacity_bytes()
     }
 
     /// Empty, with its buffers kept for the next batch.
@@ -242,17 +244,27 @@ pub fn search<M: Checkable>(model: &M, opts: SearchOptions<'_, M>) -> Graph<M> {
     // The initial states, each a root at depth 0 (stateright's checkers
     // also leave out those outside the model's boundary).
     let mut index = std::mem::take(&mut g.index);
-    let mut level = Vec::new();
+    // A level is expanded a block at a time, a batch of each thread's
+    // `BATCH` states (`queue.rs`).
+    let threads = opts.threads.max(1);
+    let block = BATCH * threads;
+    let mut level = Queue::new(block);
     for init in model.init_states() {
         if !model.within_boundary(&init) {
             continue;
         }
         let rep = model.representative(&init);
-        let fp = fingerprint_of_representative(&rep);
+        let mut packed = States::default();
+        let fp = packed.push_rep(model, rep.clone());
+        assert_eq!(
+            fp,
+            fingerprint_of_representative(&rep),
+            "a packed state's fingerprint is its Hash's (Checkable::pack)"
+        );
         if index.get(fp).is_none() {
             index.reserve(1);
             let root = g.add_node(&index, fp, None, flag::IN_BOUNDS);
-            level.push((root, rep));
+            level.push(root, packed.drain().next().expect("one state"));
         }
     }
     g.index = index;
@@ -265,7 +277,7 @@ pub fn search<M: Checkable>(model: &M, opts: SearchOptions<'_, M>) -> Graph<M> {
         walk,
     };
     let mut run = Run {
-        threads: opts.threads.max(1),
+        threads,
         start,
         last_report: Instant::now(),
         stop: opts.stop,
@@ -273,20 +285,20 @@ pub fn search<M: Checkable>(model: &M, opts: SearchOptions<'_, M>) -> Graph<M> {
         budget: opts.budget,
     };
     // Phase 1, the bounded model, level by level.
-    let mut recovery_states = Vec::new();
+    let mut recovery_states = Queue::new(block);
     // The depth at which the search may stop, once known.
     let mut stop_depth: Option<u8> = None;
-    while let Some(&(first, _)) = level.first() {
+    while let Some(first) = level.first_node() {
         if stop_depth.is_some_and(|d| g.depth(first) > d) {
             g.completion = Completion::StoppedAtCounterexample;
             break;
         }
-        let mut next = Vec::new();
+        let mut next = Queue::new(block);
         if !run.expand(
             &ctx,
             &mut g,
             Phase::Bounded,
-            &level,
+            &mut level,
             &mut next,
             &mut recovery_states,
         ) {
@@ -303,28 +315,27 @@ pub fn search<M: Checkable>(model: &M, opts: SearchOptions<'_, M>) -> Graph<M> {
             };
         }
         level = next;
+        crate::queue::release_freed();
     }
     // Phase 2, recovery states (those phase 1 reached within bounds after
     // all were expanded there).
     if keeps_progress && g.completion == Completion::Exhaustive {
         g.progress.recovery_phase = true;
-        let mut level: Vec<_> = recovery_states
-            .into_iter()
-            .filter(|(n, _)| !g.in_bounds(*n))
-            .collect();
+        let mut level = recovery_states.retain(block, |n| !g.in_bounds(n));
         while !level.is_empty() {
-            let mut next = Vec::new();
+            let mut next = Queue::new(block);
             if !run.expand(
                 &ctx,
                 &mut g,
                 Phase::Recovery,
-                &level,
+                &mut level,
                 &mut next,
-                &mut Vec::new(),
+                &mut Queue::new(block),
             ) {
                 break;
             }
             level = next;
+            crate::queue::release_freed();
         }
     }
     if let (Some(d), Completion::StoppedAtCounterexample) = (stop_depth, g.completion) {
@@ -359,9 +370,6 @@ struct Ctx<'a, M: Checkable> {
     walk: RecoveryWalk,
 }
 
-/// A level's states, each with its node.
-type Level<S> = Vec<(NodeId, S)>;
-
 /// The search's threads, limits and reporting.
 struct Run<'a> {
     threads: usize,
@@ -372,14 +380,15 @@ struct Run<'a> {
     budget: Option<Budget>,
 }
 
-/// The queues a level's expansion holds: the states being expanded, those
-/// found for the next level and for recovery (by their length, as the
-/// graph's arrays), and the expansion's buffers (by their capacity: they
-/// are filled, cleared and filled again).
+/// The queues a level's expansion holds: the states being expanded (those
+/// of the level's blocks not yet freed), those found for the next level
+/// and for recovery (by their length, as the graph's arrays), and the
+/// expansion's buffers (by their capacity: they are filled, cleared and
+/// filled again).
 struct Queues<'q, S> {
-    level: &'q Level<S>,
-    next: &'q Level<S>,
-    recovery: &'q Level<S>,
+    level: &'q Queue<S>,
+    next: &'q Queue<S>,
+    recovery: &'q Queue<S>,
     pending: &'q [Expanded<S>],
     spare: &'q [Expanded<S>],
 }
@@ -393,11 +402,18 @@ impl<S> Queues<'_, S> {
         bytes(self.pending).saturating_sub(bytes(self.spare))
     }
 
+    /// What the pending merge may add to the queues: every state it holds.
+    fn queue_growth(&self) -> u64 {
+        self.pending
+            .iter()
+            .map(|p| Queue::bytes_for(&p.states))
+            .sum()
+    }
+
     fn bytes(&self) -> u64 {
-        let level = |l: &Level<S>| bytes_of::<(NodeId, S)>(l.len());
-        level(self.level)
-            + level(self.next)
-            + level(self.recovery)
+        self.level.bytes()
+            + self.next.bytes()
+            + self.recovery.bytes()
             + self
                 .pending
                 .iter()
@@ -431,12 +447,13 @@ impl Run<'_> {
         g.peak_total = g.peak_total.max(held.total());
         let edges = if g.keeps_progress { adding } else { 0 };
         // The grown index is allocated, and zeroed, while the old one is
-        // still held; each new state takes a node and a place in a queue.
+        // still held; each new state takes a node and a place in a queue
+        // (the merge queues only states the expansion kept).
         let grown = Footprint {
             index: index.growth_bytes(adding) as u64,
             nodes: adding as u64 * NODE_BYTES,
             edges: bytes_of::<NodeId>(edges),
-            queue: bytes_of::<(NodeId, M::State)>(adding) + queues.buffer_growth(),
+            queue: queues.queue_growth() + queues.buffer_growth(),
         };
         let at_most = held.total() + grown.total();
         if let Some(budget) = self.budget.filter(|b| !b.admits(at_most)) {
@@ -454,17 +471,17 @@ impl Run<'_> {
         true
     }
 
-    /// Expands `level` batch by batch into the graph; new states go to
-    /// `next` (or, beyond the bounds in phase 1, to `recovery`).
-    /// False when stopped by a limit.
+    /// Expands `level` batch by batch (block by block, each freed once
+    /// expanded) into the graph; new states go to `next` (or, beyond the
+    /// bounds in phase 1, to `recovery`). False when stopped by a limit.
     fn expand<M: Checkable>(
         &mut self,
         ctx: &Ctx<'_, M>,
         g: &mut Graph<M>,
         phase: Phase,
-        level: &Level<M::State>,
-        next: &mut Level<M::State>,
-        recovery: &mut Level<M::State>,
+        level: &mut Queue<M::State>,
+        next: &mut Queue<M::State>,
+        recovery: &mut Queue<M::State>,
     ) -> bool {
         // The index leaves the graph while the level runs: the expansion
         // threads read it while the merge writes it and the rest of the graph.
@@ -476,8 +493,8 @@ impl Run<'_> {
                      index: &FingerprintTable,
                      parts: Vec<Expanded<M::State>>,
                      spare: &mut Vec<Expanded<M::State>>,
-                     next: &mut Level<M::State>,
-                     recovery: &mut Level<M::State>| {
+                     next: &mut Queue<M::State>,
+                     recovery: &mut Queue<M::State>| {
             for mut part in parts {
                 merge_part(g, ctx, index, phase, &mut part, next, recovery);
                 part.clear();
@@ -487,7 +504,8 @@ impl Run<'_> {
         // Expanded, not yet merged: merged while the next batch expands.
         let mut pending: Vec<Expanded<M::State>> = Vec::new();
         let mut completed = true;
-        for batch in level.chunks(BATCH * self.threads) {
+        while let Some(block) = level.front() {
+            let batch = block.slice();
             g.progress.seconds = self.start.elapsed().as_secs_f64();
             if (self.stop)(&g.progress) {
                 g.completion = Completion::Interrupted;
@@ -529,6 +547,7 @@ impl Run<'_> {
                 std::thread::scope(|scope| {
                     let workers: Vec<_> = batch
                         .chunks(chunk)
+                        .into_iter()
                         .map(|c| {
                             let out = spare.pop().unwrap_or_default();
                             scope.spawn(move || expand_chunk(ctx, index, phase, c, out))
@@ -548,6 +567,8 @@ impl Run<'_> {
                         .collect()
                 })
             };
+            // Expanded: what the merge needs is in `pending`.
+            level.pop_front();
         }
         let queues = Queues {
             level,
@@ -570,7 +591,7 @@ fn expand_chunk<M: Checkable>(
     ctx: &Ctx<'_, M>,
     index: &FingerprintTable,
     phase: Phase,
-    chunk: &[(NodeId, M::State)],
+    chunk: Slice<'_, M::State>,
     mut out: Expanded<M::State>,
 ) -> Expanded<M::State> {
     let model = ctx.model;
@@ -582,9 +603,13 @@ fn expand_chunk<M: Checkable>(
     };
     let every = graph::all_goals(ctx.goals.len());
     let mut enabled = Vec::new();
-    let mut local: Vec<(u64, M::State, bool, bool)> = Vec::new();
+    // A state's successors: fingerprint, fault, in bounds; and their
+    // representatives, packed when the model packs.
+    let mut local: Vec<(u64, bool, bool)> = Vec::new();
+    let mut reps: States<M::State> = States::default();
     let mut known: Vec<NodeId> = Vec::new();
-    for (node, s) in chunk {
+    for (node, s) in chunk.iter(model) {
+        let s: &M::State = &s;
         let properties = if phase == Phase::Bounded {
             noteworthy_properties(model, ctx.properties, s)
         } else {
@@ -608,7 +633,7 @@ fn expand_chunk<M: Checkable>(
             if goals == every {
                 out.walked += 1;
                 out.expansions.push(Expansion {
-                    node: *node,
+                    node,
                     properties,
                     flags,
                     successors: first..first,
@@ -642,9 +667,9 @@ fn expand_chunk<M: Checkable>(
             } else {
                 model.representative(&model.recovery_view(next.clone()))
             };
-            let fp = fingerprint_of_representative(&rep);
+            let fp = reps.push_rep(model, rep);
             index.prefetch(fp);
-            local.push((fp, rep, fault, in_bounds));
+            local.push((fp, fault, in_bounds));
         }
         // Looked up together, so that the memory accesses overlap.
         known.clear();
@@ -653,7 +678,8 @@ fn expand_chunk<M: Checkable>(
                 .iter()
                 .map(|(fp, ..)| index.get(*fp).unwrap_or(UNKNOWN)),
         );
-        for ((fp, rep, fault, in_bounds), &node) in local.drain(..).zip(&known) {
+        let successors = local.drain(..).zip(&known).zip(reps.drain());
+        for (((fp, fault, in_bounds), &node), rep) in successors {
             let needs_state = node == UNKNOWN || (in_bounds && node & IN_BOUNDS_TAG == 0);
             let node = if node == UNKNOWN {
                 node
@@ -674,8 +700,9 @@ fn expand_chunk<M: Checkable>(
                 in_bounds,
             });
         }
+        reps.clear();
         out.expansions.push(Expansion {
-            node: *node,
+            node,
             properties,
             flags,
             successors: first..out.successors.len(),
@@ -691,15 +718,16 @@ fn merge_part<M: Checkable>(
     index: &FingerprintTable,
     phase: Phase,
     batch: &mut Expanded<M::State>,
-    next: &mut Level<M::State>,
-    recovery: &mut Level<M::State>,
+    next: &mut Queue<M::State>,
+    recovery: &mut Queue<M::State>,
 ) {
     g.progress.recovery_walked += batch.walked;
-    // The states the merge keeps are moved out, not cloned. Successors
-    // number their states in the order the merge meets them, so one pass
-    // over the batch's states finds each (those the merge does not need,
-    // found meanwhile by an earlier state of the batch, are passed over).
-    let mut states = batch.states.drain(..).enumerate();
+    // The states the merge keeps are moved out (or their packed bytes
+    // copied), not cloned. Successors number their states in the order the
+    // merge meets them, so one pass over the batch's states finds each
+    // (those the merge does not need, found meanwhile by an earlier state
+    // of the batch, are passed over).
+    let mut states = batch.states.drain().enumerate();
     let mut take = |i: u32| {
         states
             .find(|(j, _)| *j == i as usize)
@@ -746,7 +774,7 @@ fn merge_part<M: Checkable>(
                         g.depth[m as usize] = g.depth[n as usize].saturating_add(1);
                         g.progress.unique_states += 1;
                         g.progress.recovery_states -= 1;
-                        next.push((m, take(s.state)));
+                        next.push(m, take(s.state));
                     }
                     m
                 }
@@ -755,9 +783,9 @@ fn merge_part<M: Checkable>(
                     let m = g.add_node(index, s.fp, Some(n), flags);
                     let state = take(s.state);
                     if s.in_bounds || phase == Phase::Recovery {
-                        next.push((m, state));
+                        next.push(m, state);
                     } else {
-                        recovery.push((m, state));
+                        recovery.push(m, state);
                     }
                     m
                 }

@@ -362,11 +362,11 @@ pub const SAFE_HW_CHECKPOINT_UNIQUE_STATES: u64 = 79_119_184;
 
 /// What `highwater check` needs at its peak (resident set) whatever its
 /// size, and what each unique state adds: the line through two runs
-/// (README, "Memory"; 2026-12-03): `tla-kip320`, 400,807 states, 121.7 MiB,
-/// and `safe`, 20,659,040 states, 2,465.7 MiB. `--memory-budget`'s
-/// estimates for a preset of known size.
-pub const PEAK_BYTES_BASE: u64 = 75 << 20;
-pub const PEAK_BYTES_PER_STATE: u64 = 122;
+/// (checker/README.md, "Memory"; 2026-12-03, queues of packed states):
+/// `tla-kip320`, 400,807 states, 67.3 MiB, and `safe`, 20,659,040 states,
+/// 1,802.1 MiB. `--memory-budget`'s estimates for a preset of known size.
+pub const PEAK_BYTES_BASE: u64 = 33 << 20;
+pub const PEAK_BYTES_PER_STATE: u64 = 90;
 
 /// What a run of `states` unique states is estimated to need at its peak.
 pub fn estimated_peak_bytes(states: u64) -> u64 {

@@ -621,7 +621,7 @@ fn run_graph(cfg: Config, opts: &RunOptions, on_progress: &mut impl FnMut(Progre
         why.is_some()
     };
     let mut report = |p: &SearchProgress| on_progress(progress_of(p, Phase::Search));
-    let g = search::search(
+    let mut g = search::search(
         &model,
         SearchOptions {
             threads: opts.threads,
@@ -637,8 +637,9 @@ fn run_graph(cfg: Config, opts: &RunOptions, on_progress: &mut impl FnMut(Progre
             budget: opts.memory_budget,
         },
     );
-    let outcome = CheckOutcome::of_graph(&g, opts.memory_budget, || {
-        on_progress(progress_of(&g.progress, Phase::ProgressCheck))
+    let searched = g.progress;
+    let outcome = CheckOutcome::of_graph(&mut g, opts.memory_budget, || {
+        on_progress(progress_of(&searched, Phase::ProgressCheck))
     });
     drop(g);
     let limited = *ended.lock().expect("not poisoned");

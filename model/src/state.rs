@@ -455,16 +455,154 @@ impl State {}
 // Hashing writes every field as one byte into a buffer and hashes that once:
 // the checker hashes every state it meets, and field-by-field hashing was a
 // large share of its time. One byte a field keeps the encoding injective, so
-// distinct states never share an encoding.
+// distinct states never share an encoding. The same bytes are the state as
+// the checker's queues hold it (`Checkable::pack`, about half its size),
+// given back by `decode`, the encoding's exact inverse.
 
 /// Bytes of the encoding, at most.
-const ENCODED_MAX: usize = 24 * MAX_REPLICAS + 64;
+pub const ENCODED_MAX: usize = 24 * MAX_REPLICAS + 64;
 
 fn opt(x: Option<u8>) -> u8 {
     x.map_or(0xff, |v| v)
 }
 
+fn unopt(b: u8) -> Option<u8> {
+    (b != 0xff).then_some(b)
+}
+
+/// How [`State::decode_as`] decodes: exactly, or with a flaw planted for
+/// the round-trip test to catch.
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Decoding {
+    Exact,
+    /// Drops the controller's epoch (decoded as None).
+    DropsControllerEpoch,
+}
+
 impl State {
+    /// Appends the state's encoding to `out`: the bytes its `Hash` writes.
+    pub fn encode_into(&self, out: &mut Vec<u8>) {
+        let mut buf = [0u8; ENCODED_MAX];
+        let n = self.encode(&mut buf);
+        out.extend_from_slice(&buf[..n]);
+    }
+
+    /// The state whose encoding `bytes` is ([`encode_into`](Self::encode_into)'s
+    /// exact inverse). Only bytes the encoding wrote are ever decoded; others
+    /// panic or give a state no encoding makes.
+    pub fn decode(bytes: &[u8]) -> State {
+        State::decode_as(bytes, Decoding::Exact)
+    }
+
+    /// [`decode`](Self::decode), or with a planted flaw.
+    #[doc(hidden)]
+    #[inline]
+    pub fn decode_as(bytes: &[u8], how: Decoding) -> State {
+        let mut at = 0;
+        let mut get = || {
+            let b = bytes[at];
+            at += 1;
+            b
+        };
+        // Built field by field without `..` (as `encode` destructures), in
+        // the encoding's order: a field added to the state fails to compile
+        // here until it is decoded.
+        let n = get();
+        let mut replicas = [Replica::default(); MAX_REPLICAS];
+        for r in &mut replicas[..n as usize] {
+            let len = get();
+            let mut entries = [Entry::default(); MAX_RECORDS];
+            for e in &mut entries {
+                let id = get();
+                let epoch = get();
+                *e = Entry { id, epoch };
+            }
+            let log = CompactLog { len, entries };
+            let alive = get() != 0;
+            let hw = get();
+            let recovery_point = get();
+            let hw_checkpoint = get();
+            let epoch = unopt(get());
+            let leader = match get() {
+                0xfe => LeaderView::Unknown,
+                0xff => LeaderView::NoLeader,
+                l => LeaderView::Replica(l),
+            };
+            let isr = ReplicaSet(get());
+            let mut follower_leo = [None; MAX_REPLICAS];
+            for x in &mut follower_leo {
+                *x = unopt(get());
+            }
+            let stale_fetch = ReplicaSet(get());
+            let pending_acks = get();
+            let unclean_down = get() != 0;
+            *r = Replica {
+                alive,
+                log,
+                hw,
+                recovery_point,
+                hw_checkpoint,
+                epoch,
+                leader,
+                isr,
+                follower_leo,
+                stale_fetch,
+                pending_acks,
+                unclean_down,
+            };
+        }
+        let leader = unopt(get());
+        let epoch = match (unopt(get()), how) {
+            (_, Decoding::DropsControllerEpoch) => None,
+            (e, Decoding::Exact) => e,
+        };
+        let controller = Controller {
+            leader,
+            epoch,
+            isr: ReplicaSet(get()),
+            elr: ReplicaSet(get()),
+            lke: ReplicaSet(get()),
+            recovering: get() != 0,
+            fenced: ReplicaSet(get()),
+        };
+        let mut requests = [None; EPOCH_SLOTS];
+        for req in &mut requests {
+            *req = match get() {
+                0xfe => None,
+                leader => Some(Request {
+                    leader: unopt(leader),
+                    isr: ReplicaSet(get()),
+                    last_isr: ReplicaSet(get()),
+                }),
+            };
+        }
+        let produced = get();
+        let mut records = [RecordHistory::default(); MAX_RECORDS];
+        for r in &mut records {
+            *r = RecordHistory {
+                offset: get(),
+                acked: unopt(get()),
+                visible: unopt(get()),
+            };
+        }
+        let clean_crashes = get();
+        let unclean_crashes = get();
+        let leader_moves = get();
+        debug_assert_eq!(at, bytes.len(), "the whole encoding is decoded");
+        State {
+            n,
+            replicas,
+            controller,
+            requests,
+            produced,
+            records,
+            clean_crashes,
+            unclean_crashes,
+            leader_moves,
+        }
+    }
+
     // Every struct is destructured without `..`: a field added to the state
     // fails to compile here until it is encoded, so no field can be left out
     // of the fingerprint (states differing only in it would be merged).

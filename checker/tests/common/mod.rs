@@ -65,7 +65,7 @@ pub fn describe<M: Checkable>(o: &Outcome<M>) -> String {
 
 /// The single-process engine's outcome (two threads).
 pub fn single<M: Checkable>(model: &M, progress: bool, until: Until<'_>) -> Outcome<M> {
-    let g = search::search(
+    let mut g = search::search(
         model,
         SearchOptions {
             threads: 2,
@@ -77,7 +77,7 @@ pub fn single<M: Checkable>(model: &M, progress: bool, until: Until<'_>) -> Outc
             budget: None,
         },
     );
-    Outcome::of_graph(&g, None, || {})
+    Outcome::of_graph(&mut g, None, || {})
 }
 
 /// The distributed engine's outcome on `workers` threads of this process.
