@@ -297,7 +297,7 @@ fn a_preset_that_cannot_fit_is_refused_at_once_with_an_estimate() {
     let out = text(&o);
     assert_eq!(o.status.code(), Some(152), "{out}");
     assert!(
-        out.contains("verdict: refused: preset safe-hw-checkpoint has 79,119,184 unique states"),
+        out.contains("verdict: refused: preset safe-hw-checkpoint has 96,292,461 unique states"),
         "{out}"
     );
     assert!(
