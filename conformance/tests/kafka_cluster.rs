@@ -163,7 +163,14 @@ fn kafka_keeps_every_acknowledged_record_through_a_leader_kill_and_a_long_pause(
     assert!(summary.healed, "the cluster healed (full ISR):\n{summary}");
     assert!(
         !summary.lost(),
-        "acks=all, min.insync.replicas=2 lost acknowledged records:\n{summary}"
+        "acks=all, min.insync.replicas=2 lost acknowledged records, or a read vanished:\n{summary}"
+    );
+    // The consumer beside the producer read through both faults, and
+    // nothing it read vanished.
+    let reads = summary.verdict.reads.as_ref().expect("a consumer ran");
+    assert!(
+        reads.done && reads.distinct > 0 && reads.vanished.is_empty(),
+        "the consumer read, and nothing it read vanished:\n{summary}"
     );
     assert_eq!(summary.misfit(), None, "the run fits the model:\n{summary}");
     let v = summary.validation.as_ref().expect("validated");
