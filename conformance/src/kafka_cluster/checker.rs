@@ -43,6 +43,8 @@ pub struct Reads {
     pub sessions: u64,
     /// The errors the consumer printed (and went on after).
     pub errors: u64,
+    /// The first of them.
+    pub first_error: Option<String>,
     /// Whether the consumer ended with its final line (it was not killed).
     pub done: bool,
     /// Distinct (offset, value) pairs read.
@@ -67,11 +69,18 @@ impl Reads {
 /// Checks what the consumer read during the run against the final log and
 /// the `sent` values: a record read at offset o with value v has vanished
 /// when the final log does not hold v at o.
-pub fn check_reads(sent: u64, reads: &[Read], errors: u64, done: bool, log: &[Record]) -> Reads {
+pub fn check_reads(
+    sent: u64,
+    reads: &[Read],
+    errors: &[String],
+    done: bool,
+    log: &[Record],
+) -> Reads {
     let at: HashMap<u64, &str> = log.iter().map(|r| (r.offset, r.value.as_str())).collect();
     let mut out = Reads {
         reads: reads.len() as u64,
-        errors,
+        errors: errors.len() as u64,
+        first_error: errors.first().cloned(),
         done,
         ..Reads::default()
     };
@@ -262,7 +271,7 @@ mod tests {
             read(1, 1, "2"),
         ];
         let final_log = log(&[(0, "0"), (1, "2")]);
-        let r = check_reads(3, &reads, 1, true, &final_log);
+        let r = check_reads(3, &reads, &["truncated".into()], true, &final_log);
         assert_eq!(
             r.vanished,
             vec![
@@ -280,7 +289,7 @@ mod tests {
 
         // The same reads against a log that kept them: nothing vanished.
         let kept = log(&[(0, "0"), (1, "1"), (2, "2")]);
-        let ok = check_reads(3, &reads[..3], 0, true, &kept);
+        let ok = check_reads(3, &reads[..3], &[], true, &kept);
         assert!(!ok.violated(), "{ok:?}");
         let mut v = check(3, &outcomes, &kept);
         v.reads = Some(ok);
@@ -293,7 +302,7 @@ mod tests {
         let back = check_reads(
             3,
             &[read(0, 0, "0"), read(0, 2, "2"), read(0, 1, "1")],
-            0,
+            &[],
             true,
             &kept,
         );
@@ -303,13 +312,13 @@ mod tests {
         let again = check_reads(
             3,
             &[read(0, 0, "0"), read(0, 1, "1"), read(1, 0, "0")],
-            0,
+            &[],
             true,
             &kept,
         );
         assert!(!again.violated(), "{again:?}");
         assert_eq!(again.distinct, 2);
-        let foreign = check_reads(3, &[read(0, 0, "7"), read(0, 1, "x")], 0, true, &kept);
+        let foreign = check_reads(3, &[read(0, 0, "7"), read(0, 1, "x")], &[], true, &kept);
         assert_eq!(foreign.unsent.len(), 2);
         assert!(foreign.violated());
     }

@@ -192,7 +192,7 @@ fn produce_and_check(
     verdict.reads = Some(checker::check_reads(
         sent,
         &read.reads,
-        read.errors.len() as u64,
+        &read.errors,
         read.done,
         &log,
     ));

@@ -135,6 +135,12 @@ impl fmt::Display for Summary {
             if !r.unsent.is_empty() {
                 writeln!(f, "  UNSENT values read: {}", r.unsent.len())?;
             }
+            if let Some(e) = &r.first_error {
+                writeln!(f, "  the consumer's first error (of {}): {e}", r.errors)?;
+            }
+            if !r.done {
+                writeln!(f, "  the consumer did not print its last line")?;
+            }
         }
         if !v.duplicated.is_empty() {
             writeln!(f, "  duplicated values: {}", v.duplicated.len())?;
