@@ -2,7 +2,10 @@
 //! brokers as local `java` processes), under a fixed fault schedule, its
 //! acknowledged records checked from the client side
 //! (spec/kafka-cluster.md) and its observations validated against the
-//! model (spec/kafka-trace.md): today's rules keep everything and fit;
+//! model (spec/kafka-trace.md), with a consumer reading beside the
+//! producer whose reads must not vanish: today's rules keep everything,
+//! nothing read vanishes, and the run fits; an unclean election loses
+//! records the consumer had read;
 //! acks=1, unclean election and min.insync.replicas=1 each lose
 //! acknowledged records, and the model's property breaks at an election
 //! validation checked; a leader cut from the controller is replaced and
@@ -238,6 +241,15 @@ fn an_unclean_election_on_kafka_loses_committed_records_and_breaks_the_models_pr
     assert!(
         !reads.vanished.is_empty() && reads.sessions >= 2,
         "the consumer saw committed records that the unclean election lost:\n{summary}"
+    );
+    // The validation takes those reads as evidence of visibility too.
+    let v = summary.validation.as_ref().expect("validated");
+    assert!(
+        v.broken()
+            .iter()
+            .any(|b| b.property == COMMITTED_RECORDS_SURVIVE
+                && b.why.contains("the consumer had read")),
+        "the reads break committed records survive at the unclean election:\n{summary}"
     );
 }
 
