@@ -2,7 +2,10 @@
 //! brokers as local `java` processes), under a fixed fault schedule, its
 //! acknowledged records checked from the client side
 //! (spec/kafka-cluster.md) and its observations validated against the
-//! model (spec/kafka-trace.md): today's rules keep everything and fit;
+//! model (spec/kafka-trace.md), with a consumer reading beside the
+//! producer whose reads must not vanish: today's rules keep everything,
+//! nothing read vanishes, and the run fits; an unclean election loses
+//! records the consumer had read;
 //! acks=1, unclean election and min.insync.replicas=1 each lose
 //! acknowledged records, and the model's property breaks at an election
 //! validation checked; a leader cut from the controller is replaced and
@@ -163,7 +166,14 @@ fn kafka_keeps_every_acknowledged_record_through_a_leader_kill_and_a_long_pause(
     assert!(summary.healed, "the cluster healed (full ISR):\n{summary}");
     assert!(
         !summary.lost(),
-        "acks=all, min.insync.replicas=2 lost acknowledged records:\n{summary}"
+        "acks=all, min.insync.replicas=2 lost acknowledged records, or a read vanished:\n{summary}"
+    );
+    // The consumer beside the producer read through both faults, and
+    // nothing it read vanished.
+    let reads = summary.verdict.reads.as_ref().expect("a consumer ran");
+    assert!(
+        reads.done && reads.distinct > 0 && reads.vanished.is_empty(),
+        "the consumer read, and nothing it read vanished:\n{summary}"
     );
     assert_eq!(summary.misfit(), None, "the run fits the model:\n{summary}");
     let v = summary.validation.as_ref().expect("validated");
@@ -222,6 +232,25 @@ fn an_unclean_election_on_kafka_loses_committed_records_and_breaks_the_models_pr
         &summary,
         &[COMMITTED_RECORDS_SURVIVE, ACKNOWLEDGED_RECORDS_SURVIVE],
     );
+    // Committed means read: the consumer beside the producer read records
+    // the two killed replicas committed while the lagging one was out, and
+    // they vanished with the unclean election (1,631 of them in the first
+    // run). Its position then lay past the new leader's log end: it began a
+    // new session there.
+    let reads = summary.verdict.reads.as_ref().expect("a consumer ran");
+    assert!(
+        !reads.vanished.is_empty() && reads.sessions >= 2,
+        "the consumer saw committed records that the unclean election lost:\n{summary}"
+    );
+    // The validation takes those reads as evidence of visibility too.
+    let v = summary.validation.as_ref().expect("validated");
+    assert!(
+        v.broken()
+            .iter()
+            .any(|b| b.property == COMMITTED_RECORDS_SURVIVE
+                && b.why.contains("the consumer had read")),
+        "the reads break committed records survive at the unclean election:\n{summary}"
+    );
 }
 
 #[test]
@@ -244,6 +273,13 @@ fn a_leader_acknowledging_alone_under_min_isr_1_loses_records_to_a_power_loss_on
     assert_loss_seen_by_the_model(
         &summary,
         &[COMMITTED_RECORDS_SURVIVE, ACKNOWLEDGED_RECORDS_SURVIVE],
+    );
+    // Alone in the ISR, the leader moved its HW alone: the consumer read
+    // the records the power loss then cut (431 and 1,780 in two runs).
+    let reads = summary.verdict.reads.as_ref().expect("a consumer ran");
+    assert!(
+        !reads.vanished.is_empty(),
+        "the consumer read records that the power loss then cut:\n{summary}"
     );
 }
 

@@ -6,11 +6,13 @@
 //! session timeout, clean restart, kill -9 losing the unflushed tail,
 //! network partitions between a broker and the controller or its peers),
 //! heals, reads the partition back and checks that every acknowledged
-//! record is there; then validates the run's observations (the
+//! record is there, and that nothing a consumer read during the run
+//! (from the partition's start, beside the producer) vanished from it;
+//! then validates the run's observations (the
 //! controller's metadata log, the brokers' state-change logs, the
 //! producer's acknowledgements) against the model (spec/kafka-trace.md).
 //! Prints each seed's schedule first (a seed replays it) and its summary
-//! at the end. Exits non-zero on a loss under today's rules, on a run that
+//! at the end. Exits non-zero on a loss or a vanished read under today's rules, on a run that
 //! does not fit the model, or on a harness failure; the run directory (every node's log
 //! dir and logs, the producer's and consumer's JSON lines) is kept with
 //! --keep or on failure.
@@ -112,7 +114,7 @@ fn main() -> ExitCode {
         }
     };
     let mut failed = false;
-    let mut totals = [0u64; 5];
+    let mut totals = [0u64; 7];
     // Runs whose observations fit the model, runs that did not, and the
     // metadata batches and broker lines validated.
     let (mut fitted, mut misfits, mut batches, mut lines) = (0u64, 0u64, 0usize, 0usize);
@@ -136,8 +138,23 @@ fn main() -> ExitCode {
                 totals[2] += v.indeterminate;
                 totals[3] += v.lost.len() as u64;
                 totals[4] += summary.faults.len() as u64;
+                totals[5] += v.reads.as_ref().map_or(0, |r| r.reads);
+                totals[6] += v.vanished() as u64;
                 if summary.lost() && cli.rules == Rules::Today {
-                    println!("  FAIL: acknowledged data lost under today's rules");
+                    if v.vanished() > 0 {
+                        println!(
+                            "  FAIL: records read by the consumer vanished under today's rules"
+                        );
+                    }
+                    if v.reads
+                        .as_ref()
+                        .is_some_and(|r| !r.out_of_order.is_empty() || !r.unsent.is_empty())
+                    {
+                        println!("  FAIL: the consumer read out of order, or a value never sent");
+                    }
+                    if !v.lost.is_empty() || !v.moved.is_empty() || !v.unexpected.is_empty() {
+                        println!("  FAIL: acknowledged data lost under today's rules");
+                    }
                     failed = true;
                 }
                 if let Ok(v) = &summary.validation {
@@ -184,13 +201,15 @@ fn main() -> ExitCode {
         }
     }
     println!(
-        "total over {} seeds ({}): sent {} acknowledged {} indeterminate {} lost {} faults {}",
+        "total over {} seeds ({}): sent {} acknowledged {} indeterminate {} lost {} read {} vanished {} faults {}",
         cli.seeds,
         cli.rules.name(),
         totals[0],
         totals[1],
         totals[2],
         totals[3],
+        totals[5],
+        totals[6],
         totals[4]
     );
     println!(

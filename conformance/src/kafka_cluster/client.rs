@@ -4,14 +4,14 @@
 //! they come) and the consumer that reads the partition back.
 
 use std::io::{BufRead, BufReader};
-use std::process::{Child, Stdio};
+use std::process::{Child, ChildStdin, Stdio};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
 use serde::Deserialize;
 
-use super::checker::{Outcome, Record};
+use super::checker::{Outcome, Read, Record};
 use super::programs::Programs;
 use super::{pids, Result};
 
@@ -191,12 +191,113 @@ pub enum Produced {
     Done { sent: u64 },
 }
 
-/// The producer, running: its lines (raw, as printed) gathered by a thread.
-pub struct Producer {
+/// A client process, running: its lines (raw, as printed) gathered by a
+/// thread as they come; stopped by its PID.
+struct LineProcess {
+    what: &'static str,
     child: Option<Child>,
+    /// Held open while it runs; closing it asks the reader to stop.
+    stdin: Option<ChildStdin>,
     lines: Arc<Mutex<Vec<String>>>,
     reader: Option<JoinHandle<()>>,
 }
+
+impl LineProcess {
+    fn start(
+        what: &'static str,
+        mut cmd: std::process::Command,
+        stderr: &std::path::Path,
+    ) -> Result<LineProcess> {
+        // Its stderr (an exception that ends it, say) goes to a file kept with the run.
+        let err = std::fs::File::create(stderr)
+            .map_err(|e| format!("cannot create {}: {e}", stderr.display()))?;
+        cmd.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::from(err));
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| format!("cannot start the {what}: {e}"))?;
+        pids::register(child.id() as i32);
+        let stdin = child.stdin.take();
+        let stdout = child.stdout.take().expect("piped");
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        let sink = lines.clone();
+        let reader = std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                sink.lock().unwrap_or_else(|e| e.into_inner()).push(line);
+            }
+        });
+        Ok(LineProcess {
+            what,
+            child: Some(child),
+            stdin,
+            lines,
+            reader: Some(reader),
+        })
+    }
+
+    fn so_far(&self) -> usize {
+        self.lines.lock().unwrap_or_else(|e| e.into_inner()).len()
+    }
+
+    /// Closes its stdin, waits (at most `limit`) for it to end, kills its
+    /// process group by PID past that, and returns its raw lines.
+    fn finish(self, limit: Duration) -> Result<Vec<String>> {
+        let (lines, ended) = self.finish_lines(limit);
+        ended.map(|()| lines)
+    }
+
+    /// As `finish`, the lines returned whether or not it ended well.
+    fn finish_lines(mut self, limit: Duration) -> (Vec<String>, Result<()>) {
+        drop(self.stdin.take());
+        let mut child = self.child.take().expect("started");
+        let pid = child.id() as i32;
+        let start = std::time::Instant::now();
+        let status = loop {
+            match child.try_wait() {
+                Ok(Some(s)) => break Some(Ok(s)),
+                Ok(None) if start.elapsed() > limit => break None,
+                Ok(None) => std::thread::sleep(Duration::from_millis(100)),
+                Err(e) => break Some(Err(format!("waiting for the {}: {e}", self.what))),
+            }
+        };
+        if !matches!(status, Some(Ok(_))) {
+            let _ = pids::signal_group(pid, libc::SIGKILL);
+            let _ = child.wait();
+        }
+        pids::unregister(pid);
+        if let Some(reader) = self.reader.take() {
+            let _ = reader.join();
+        }
+        let lines = std::mem::take(&mut *self.lines.lock().unwrap_or_else(|e| e.into_inner()));
+        let ended = match status {
+            Some(Ok(s)) if s.success() => Ok(()),
+            Some(Ok(s)) => Err(format!(
+                "the {} failed ({s}) after {} lines",
+                self.what,
+                lines.len()
+            )),
+            Some(Err(e)) => Err(e),
+            None => Err(format!("the {} did not end within {limit:?}", self.what)),
+        };
+        (lines, ended)
+    }
+}
+
+impl Drop for LineProcess {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let pid = child.id() as i32;
+            let _ = pids::signal_group(pid, libc::SIGKILL);
+            let _ = child.wait();
+            pids::unregister(pid);
+        }
+    }
+}
+
+/// The producer, running.
+pub struct Producer(LineProcess);
 
 impl Producer {
     pub fn start(
@@ -207,7 +308,7 @@ impl Producer {
         seconds: u64,
         stderr: &std::path::Path,
     ) -> Result<Producer> {
-        let mut cmd = programs.client(
+        let cmd = programs.client(
             "produce",
             &args(&[
                 ("bootstrap", bootstrap),
@@ -217,75 +318,83 @@ impl Producer {
                 ("interval-ms", "5"),
             ]),
         );
-        // Its stderr (an exception that ends it, say) goes to a file kept with the run.
-        let err = std::fs::File::create(stderr)
-            .map_err(|e| format!("cannot create {}: {e}", stderr.display()))?;
-        cmd.stdout(Stdio::piped()).stderr(Stdio::from(err));
-        let mut child = cmd
-            .spawn()
-            .map_err(|e| format!("cannot start the producer: {e}"))?;
-        pids::register(child.id() as i32);
-        let stdout = child.stdout.take().expect("piped");
-        let lines = Arc::new(Mutex::new(Vec::new()));
-        let sink = lines.clone();
-        let reader = std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                sink.lock().unwrap_or_else(|e| e.into_inner()).push(line);
-            }
-        });
-        Ok(Producer {
-            child: Some(child),
-            lines,
-            reader: Some(reader),
-        })
+        LineProcess::start("producer", cmd, stderr).map(Producer)
     }
 
     /// Outcomes printed so far.
     pub fn outcomes_so_far(&self) -> usize {
-        self.lines.lock().unwrap_or_else(|e| e.into_inner()).len()
+        self.0.so_far()
     }
 
     /// Waits (at most `limit`) for the producer to end and returns its raw lines.
-    pub fn finish(mut self, limit: Duration) -> Result<Vec<String>> {
-        let mut child = self.child.take().expect("started");
-        let pid = child.id() as i32;
-        let start = std::time::Instant::now();
-        let status = loop {
-            match child.try_wait() {
-                Ok(Some(s)) => break Some(s),
-                Ok(None) if start.elapsed() > limit => break None,
-                Ok(None) => std::thread::sleep(Duration::from_millis(100)),
-                Err(e) => return Err(format!("waiting for the producer: {e}")),
-            }
-        };
-        if status.is_none() {
-            let _ = pids::signal_group(pid, libc::SIGKILL);
-            let _ = child.wait();
-        }
-        pids::unregister(pid);
-        if let Some(reader) = self.reader.take() {
-            let _ = reader.join();
-        }
-        let lines = std::mem::take(&mut *self.lines.lock().unwrap_or_else(|e| e.into_inner()));
-        match status {
-            Some(s) if s.success() => Ok(lines),
-            Some(s) => Err(format!(
-                "the producer failed ({s}) after {} lines",
-                lines.len()
-            )),
-            None => Err(format!("the producer did not end within {limit:?}")),
-        }
+    pub fn finish(self, limit: Duration) -> Result<Vec<String>> {
+        self.0.finish(limit)
     }
 }
 
-impl Drop for Producer {
-    fn drop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let pid = child.id() as i32;
-            let _ = pids::signal_group(pid, libc::SIGKILL);
-            let _ = child.wait();
-            pids::unregister(pid);
+/// The consumer that reads the partition beside the producer for the
+/// whole run (`ClusterClient.java read`), running.
+pub struct Reader(LineProcess);
+
+impl Reader {
+    pub fn start(
+        programs: &Programs,
+        bootstrap: &str,
+        topic: &str,
+        stderr: &std::path::Path,
+    ) -> Result<Reader> {
+        let cmd = programs.client("read", &args(&[("bootstrap", bootstrap), ("topic", topic)]));
+        LineProcess::start("reader", cmd, stderr).map(Reader)
+    }
+
+    /// Lines printed so far.
+    pub fn lines_so_far(&self) -> usize {
+        self.0.so_far()
+    }
+
+    /// Asks it to stop (its stdin closed), waits at most `limit`, then
+    /// kills it by its PID; its raw lines, and whether it ended well.
+    pub fn finish(self, limit: Duration) -> (Vec<String>, Result<()>) {
+        self.0.finish_lines(limit)
+    }
+}
+
+#[derive(Deserialize)]
+struct ReadLine {
+    session: Option<u64>,
+    offset: Option<u64>,
+    value: Option<String>,
+    ms: Option<u64>,
+    error: Option<String>,
+    done: Option<bool>,
+}
+
+/// What the reader printed: its reads, its errors, and whether it ended
+/// with its final line.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ReaderLines {
+    pub reads: Vec<Read>,
+    pub errors: Vec<String>,
+    pub done: bool,
+}
+
+/// Parses the reader's lines.
+pub fn parse_reads(lines: &[String]) -> Result<ReaderLines> {
+    let mut out = ReaderLines::default();
+    for line in lines.iter().filter(|l| !l.trim().is_empty()) {
+        let r: ReadLine =
+            serde_json::from_str(line).map_err(|e| format!("the reader printed {line:?}: {e}"))?;
+        match (r.session, r.offset, r.value, r.error, r.done) {
+            (Some(session), Some(offset), Some(value), _, _) => out.reads.push(Read {
+                session,
+                offset,
+                value,
+                ms: r.ms.unwrap_or(0),
+            }),
+            (_, _, _, Some(error), _) => out.errors.push(error),
+            (_, _, _, _, Some(true)) => out.done = true,
+            _ => return Err(format!("the reader printed {line:?}")),
         }
     }
+    Ok(out)
 }

@@ -4,7 +4,9 @@
 //! Everything observed stays in the run directory: each node's directory
 //! (its log dir with the partition and, for the controller,
 //! `__cluster_metadata-0`; server.log; state-change.log), producer.jsonl
-//! and producer.stderr, consumed.jsonl, faults.jsonl (each fault applied,
+//! and producer.stderr, reads.jsonl and reader.stderr (the consumer that
+//! reads beside the producer from its start to the end of the heal),
+//! consumed.jsonl, faults.jsonl (each fault applied,
 //! on the wall clock), proxies.txt (the client ids each proxy read, with
 //! how many connections began with each), schedule.txt and summary.txt.
 
@@ -12,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use super::checker::{self, Outcome};
-use super::client::{self, Produced, Producer};
+use super::client::{self, Produced, Producer, Reader};
 use super::cluster::{Cluster, ClusterConfig};
 use super::nemesis::{self, Schedule};
 use super::node::write_file;
@@ -90,6 +92,14 @@ fn produce_and_check(
     )?];
     say(&format!("topic {TOPIC} created, leader {}", leaders[0]));
 
+    // The consumer reads from the partition's start for the whole run: it
+    // starts before the producer and stops after the heal.
+    let reader = Reader::start(
+        programs,
+        &bootstrap,
+        TOPIC,
+        &config.run_dir.join("reader.stderr"),
+    )?;
     let producer = Producer::start(
         programs,
         &bootstrap,
@@ -129,8 +139,9 @@ fn produce_and_check(
     let spans: String = faults.iter().map(|a| a.span().to_line() + "\n").collect();
     write_file(&config.run_dir.join("faults.jsonl"), &spans)?;
     say(&format!(
-        "faults done; {} producer lines so far",
-        producer.outcomes_so_far()
+        "faults done; {} producer lines and {} reader lines so far",
+        producer.outcomes_so_far(),
+        reader.lines_so_far()
     ));
     // The producer stops sending at `seconds`; each send then ends within its delivery timeout.
     let left = end.saturating_sub(start.elapsed());
@@ -151,9 +162,20 @@ fn produce_and_check(
         leaders.push(s.leader);
     }
     leaders.dedup();
+    // The reader catches up with the healed partition before it is stopped.
+    std::thread::sleep(Duration::from_secs(2));
+    let (read_lines, reader_ended) = reader.finish(Duration::from_secs(15));
+    write_file(
+        &config.run_dir.join("reads.jsonl"),
+        &(read_lines.join("\n") + "\n"),
+    )?;
+    reader_ended?;
+    let read = client::parse_reads(&read_lines)?;
     say(&format!(
-        "healed: {healed} in {:.1}s; reading the partition back",
-        healed_in.as_secs_f64()
+        "healed: {healed} in {:.1}s; the reader read {} records in {} lines; reading the partition back",
+        healed_in.as_secs_f64(),
+        read.reads.len(),
+        read_lines.len()
     ));
     let log = client::consume(programs, &bootstrap, TOPIC)?;
     let consumed: Vec<String> = log
@@ -166,7 +188,14 @@ fn produce_and_check(
     )?;
 
     let (sent, outcomes) = outcomes(&lines)?;
-    let verdict = checker::check(sent, &outcomes, &log);
+    let mut verdict = checker::check(sent, &outcomes, &log);
+    verdict.reads = Some(checker::check_reads(
+        sent,
+        &read.reads,
+        &read.errors,
+        read.done,
+        &log,
+    ));
     Ok(Summary {
         seed: config.schedule.seed,
         rules: config.rules,

@@ -27,7 +27,9 @@ pub struct Summary {
 }
 
 impl Summary {
-    /// Whether the run lost (or rewrote) acknowledged data.
+    /// Whether the run lost (or rewrote) acknowledged data, or a record a
+    /// consumer read vanished from the final log (or reads broke order, or
+    /// read a value never sent).
     pub fn lost(&self) -> bool {
         self.verdict.violated()
     }
@@ -53,13 +55,24 @@ impl fmt::Display for Summary {
         let seed = self.seed.map_or("fixed".to_string(), |s| s.to_string());
         writeln!(
             f,
-            "seed {seed} rules {}: sent {} acknowledged {} indeterminate {} ({} of them on the log) lost {}",
+            "seed {seed} rules {}: sent {} acknowledged {} indeterminate {} ({} of them on the log) lost {}{}",
             self.rules.name(),
             v.sent,
             v.acknowledged,
             v.indeterminate,
             v.indeterminate_present,
-            v.lost.len()
+            v.lost.len(),
+            match &v.reads {
+                Some(r) => format!(
+                    " read {} ({} distinct, {} sessions, {} errors) vanished {}",
+                    r.reads,
+                    r.distinct,
+                    r.sessions,
+                    r.errors,
+                    r.vanished.len()
+                ),
+                None => " (no consumer)".to_string(),
+            }
         )?;
         writeln!(
             f,
@@ -101,6 +114,33 @@ impl fmt::Display for Summary {
         }
         if !v.unexpected.is_empty() {
             writeln!(f, "  UNEXPECTED records: {}", v.unexpected.len())?;
+        }
+        if let Some(r) = &v.reads {
+            if !r.vanished.is_empty() {
+                writeln!(
+                    f,
+                    "  VANISHED reads (offset, value read, final log's value there; first {}): {:?}",
+                    show(r.vanished.len()),
+                    &r.vanished[..show(r.vanished.len())]
+                )?;
+            }
+            if !r.out_of_order.is_empty() {
+                writeln!(
+                    f,
+                    "  OUT OF ORDER reads (session, offset before, offset; first {}): {:?}",
+                    show(r.out_of_order.len()),
+                    &r.out_of_order[..show(r.out_of_order.len())]
+                )?;
+            }
+            if !r.unsent.is_empty() {
+                writeln!(f, "  UNSENT values read: {}", r.unsent.len())?;
+            }
+            if let Some(e) = &r.first_error {
+                writeln!(f, "  the consumer's first error (of {}): {e}", r.errors)?;
+            }
+            if !r.done {
+                writeln!(f, "  the consumer did not print its last line")?;
+            }
         }
         if !v.duplicated.is_empty() {
             writeln!(f, "  duplicated values: {}", v.duplicated.len())?;

@@ -20,7 +20,10 @@
 //! - `committed records survive` (the model's `COMMITTED_RECORDS_SURVIVE`)
 //!   at the same elections: the highest HW any leader published before the
 //!   controller wrote the election (its `partition.log`, same clock) is at
-//!   most the new leader's log end offset.
+//!   most the new leader's log end offset. And with the consumer's reads as
+//!   the evidence of visibility: a record the consumer read before the
+//!   election (it was below some leader's HW then) sits below the new
+//!   leader's log end offset.
 
 use std::fmt;
 
@@ -37,6 +40,15 @@ use super::state_change::{Applied, Role};
 pub struct Ack {
     pub value: u64,
     pub offset: u64,
+    pub at_ms: u64,
+}
+
+/// A record the consumer beside the producer read: it was below some
+/// leader's HW (visible, the model's committed) at `at_ms`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Visible {
+    pub offset: u64,
+    pub value: String,
     pub at_ms: u64,
 }
 
@@ -68,6 +80,9 @@ pub struct BrokerValidation {
     /// HW moves published before the elections checked; None when the
     /// brokers' partition.log was not kept.
     pub hw_moves_before_elections: Option<usize>,
+    /// Records the consumer read before the elections checked; None when
+    /// no consumer's reads were kept.
+    pub reads_before_elections: Option<usize>,
     pub broken: Vec<Broken>,
     pub misfit: Option<String>,
     /// The CreateTime of the registration the misfit line applied, when
@@ -81,10 +96,12 @@ pub fn validate(
     registrations: &[Registration],
     acks: Option<&[Ack]>,
     hw_moves: Option<&[HwMove]>,
+    reads: Option<&[Visible]>,
 ) -> BrokerValidation {
     let mut v = BrokerValidation {
         acks_before_elections: acks.map(|_| 0),
         hw_moves_before_elections: hw_moves.map(|_| 0),
+        reads_before_elections: reads.map(|_| 0),
         ..BrokerValidation::default()
     };
     let mut moves: Vec<HwMove> = hw_moves.unwrap_or_default().to_vec();
@@ -92,6 +109,8 @@ pub fn validate(
     // Acknowledgements by time, to find those before an election at once.
     let mut by_time: Vec<Ack> = acks.unwrap_or_default().to_vec();
     by_time.sort_by_key(|a| a.at_ms);
+    let mut reads_by_time: Vec<Visible> = reads.unwrap_or_default().to_vec();
+    reads_by_time.sort_by_key(|r| r.at_ms);
     for a in applied {
         v.applied += 1;
         let Some(r) = usize::try_from(a.partition_epoch)
@@ -162,6 +181,31 @@ pub fn validate(
                 }
             }
         }
+        if reads.is_some() {
+            let before = reads_by_time.partition_point(|r| r.at_ms < elected.create_ms);
+            v.reads_before_elections = v.reads_before_elections.map(|n| n + before);
+            let gone: Vec<&Visible> = reads_by_time[..before]
+                .iter()
+                .filter(|r| r.offset >= a.log_end_offset)
+                .collect();
+            if let Some(first) = gone.iter().min_by_key(|r| r.offset) {
+                v.broken.push(Broken {
+                    property: COMMITTED_RECORDS_SURVIVE,
+                    at_ms: elected.create_ms,
+                    why: format!(
+                        "broker {} became leader in epoch {} (elected at metadata offset {}) with log end offset {}, but the consumer had read {} records at or above it before that election (the first: value {:?} at offset {}, read at {} ms)",
+                        a.broker,
+                        a.leader_epoch,
+                        elected.offset,
+                        a.log_end_offset,
+                        gone.len(),
+                        first.value,
+                        first.offset,
+                        first.at_ms
+                    ),
+                });
+            }
+        }
         if acks.is_some() {
             let before = by_time.partition_point(|ack| ack.at_ms < elected.create_ms);
             v.acks_before_elections = v.acks_before_elections.map(|n| n + before);
@@ -196,4 +240,74 @@ fn same_set(a: &[u32], b: &[u32]) -> bool {
     a.sort_unstable();
     b.sort_unstable();
     a == b
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn registration(leader: u32, leader_epoch: i64, partition_epoch: i64, ms: u64) -> Registration {
+        Registration {
+            leader: Some(leader),
+            leader_epoch,
+            partition_epoch,
+            isr: vec![leader],
+            elr: vec![],
+            lke: vec![],
+            recovering: false,
+            offset: partition_epoch as u64 * 10,
+            create_ms: ms,
+        }
+    }
+
+    fn leader(broker: u32, epoch: i64, log_end_offset: u64) -> Applied {
+        Applied {
+            broker,
+            line: 1,
+            leader_epoch: epoch,
+            partition_epoch: epoch,
+            log_end_offset,
+            high_watermark: 0,
+            role: Role::Leader { isr: vec![broker] },
+        }
+    }
+
+    fn visible(offset: u64, at_ms: u64) -> Visible {
+        Visible {
+            offset,
+            value: offset.to_string(),
+            at_ms,
+        }
+    }
+
+    #[test]
+    fn a_record_read_before_an_election_above_the_new_leaders_log_end_breaks_committed_records_survive(
+    ) {
+        // Broker 1 leads from 1000 ms, broker 2 is elected at 2000 ms with
+        // a log ending at offset 5.
+        let registrations = [registration(1, 0, 0, 1000), registration(2, 1, 1, 2000)];
+        let applied = [leader(1, 0, 0), leader(2, 1, 5)];
+        // Offsets 0-6 read before the election: 5 and 6 are gone; offset 9,
+        // read after it, is not evidence against it.
+        let reads: Vec<Visible> = (0..7)
+            .map(|o| visible(o, 1500))
+            .chain([visible(9, 2500)])
+            .collect();
+        let v = validate(&applied, &registrations, None, None, Some(&reads));
+        assert_eq!(v.misfit, None);
+        assert_eq!(v.reads_before_elections, Some(7));
+        assert_eq!(v.broken.len(), 1, "{:?}", v.broken);
+        assert_eq!(v.broken[0].property, COMMITTED_RECORDS_SURVIVE);
+        assert!(
+            v.broken[0].why.contains("read 2 records"),
+            "{}",
+            v.broken[0]
+        );
+        // Read only below the new leader's log end: nothing broken.
+        let v = validate(&applied, &registrations, None, None, Some(&reads[..5]));
+        assert!(v.broken.is_empty(), "{:?}", v.broken);
+        // No reads kept: not checked.
+        let v = validate(&applied, &registrations, None, None, None);
+        assert_eq!(v.reads_before_elections, None);
+    }
 }

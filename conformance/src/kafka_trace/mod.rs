@@ -12,7 +12,9 @@
 //!   leader, with the host's wall-clock time;
 //! - the producer's lines: every acknowledged offset, with the host's
 //!   wall-clock time of the acknowledgement, which the metadata log's batch
-//!   times share.
+//!   times share;
+//! - the consumer's lines (`reads.jsonl`): every record read during the
+//!   run, with the wall-clock time of its read: a record visible then.
 //!
 //! They are validated in two halves: [`controller`] explains every
 //! metadata batch as a step of the model's controller (a misfit names the
@@ -36,7 +38,7 @@ use crate::kafka_cluster::checker::Outcome;
 use crate::kafka_cluster::client::{self, Produced};
 use crate::kafka_cluster::programs::Programs;
 use crate::kafka_cluster::Result;
-use brokers::{Ack, Broken, BrokerValidation};
+use brokers::{Ack, Broken, BrokerValidation, Visible};
 use controller::ControllerValidation;
 
 /// Both halves' results for one run.
@@ -115,6 +117,9 @@ impl fmt::Display for KafkaValidation {
             Some(n) => writeln!(f, "  and against {n} HW moves published before them")?,
             None => writeln!(f, "  HW moves not checked (no partition.log kept)")?,
         }
+        if let Some(n) = b.reads_before_elections {
+            writeln!(f, "  and against {n} records the consumer read before them")?;
+        }
         for broken in &b.broken {
             writeln!(f, "  property broken at a validated step: {broken}")?;
         }
@@ -147,6 +152,19 @@ pub fn acks(lines: &[String]) -> Result<Option<Vec<Ack>>> {
     Ok(Some(acks))
 }
 
+/// The records in the consumer's lines, with when each was read.
+pub fn reads(lines: &[String]) -> Result<Vec<Visible>> {
+    Ok(client::parse_reads(lines)?
+        .reads
+        .into_iter()
+        .map(|r| Visible {
+            offset: r.offset,
+            value: r.value,
+            at_ms: r.ms,
+        })
+        .collect())
+}
+
 /// What a run left, read: the inputs of [`validate`].
 #[derive(Clone, Debug, Default)]
 pub struct Observations {
@@ -158,6 +176,9 @@ pub struct Observations {
     pub partition_logs: Option<Vec<(metadata::BrokerId, String)>>,
     /// The producer's lines.
     pub producer: Vec<String>,
+    /// The consumer's lines (`reads.jsonl`); None for runs made before
+    /// a consumer read beside the producer.
+    pub reads: Option<Vec<String>>,
     /// The controller's rules from its `server.properties`.
     pub rules: controller::ClusterRules,
 }
@@ -220,6 +241,10 @@ impl Observations {
                 .lines()
                 .map(str::to_string)
                 .collect(),
+            reads: match run_dir.join("reads.jsonl") {
+                p if p.exists() => Some(read(&p)?.lines().map(str::to_string).collect()),
+                _ => None,
+            },
             rules: controller::ClusterRules::from_properties(&read(
                 &cluster.join("controller/server.properties"),
             )?)?,
@@ -255,6 +280,11 @@ impl Observations {
             producer: match read("producer.jsonl") {
                 Ok(text) => text.lines().map(str::to_string).collect(),
                 Err(_) if !dir.join("producer.jsonl").exists() => Vec::new(),
+                Err(e) => return Err(e),
+            },
+            reads: match read("reads.jsonl") {
+                Ok(text) => Some(text.lines().map(str::to_string).collect()),
+                Err(_) if !dir.join("reads.jsonl").exists() => None,
                 Err(e) => return Err(e),
             },
             rules: controller::ClusterRules::from_properties(&read(
@@ -296,11 +326,13 @@ pub fn validate(o: &Observations, topic: &str, acks_all: bool) -> Result<KafkaVa
         None => None,
     };
     let acks = acks(&o.producer)?;
+    let reads = o.reads.as_deref().map(reads).transpose()?;
     let brokers = brokers::validate(
         &applied,
         &controller.registrations,
         acks.as_deref(),
         hw_moves.as_deref(),
+        reads.as_deref(),
     );
     let r = controller.rules;
     let model_holds = acks_all && r.min_isr >= 2 && r.elr && !r.unclean;

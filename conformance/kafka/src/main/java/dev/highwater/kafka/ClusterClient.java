@@ -9,13 +9,17 @@ import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.admin.TopicDescription;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.InvalidOffsetException;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.consumer.LogTruncationException;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.Node;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.TopicPartitionInfo;
+import org.apache.kafka.common.errors.WakeupException;
 import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.record.internal.DefaultRecord;
 import org.apache.kafka.common.record.internal.DefaultRecordBatch;
@@ -33,6 +37,7 @@ import java.util.Properties;
 import java.util.Set;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
@@ -386,6 +391,135 @@ final class ClusterClient {
         ObjectNode done = LogSupport.NODES.objectNode();
         done.put("done", true);
         done.put("end", end);
+        emit(done);
+    }
+
+    /**
+     * {@code read --bootstrap B --topic T}: a consumer beside the producer for the whole run.
+     * Reads partition 0 from its start, continuously (read_uncommitted: without transactions a
+     * consumer sees only records below the leader's high watermark), until its standard input
+     * closes (the harness closes it, or kills the process by its PID), and prints one line per
+     * record read: {"session":s,"offset":o,"value":"v","ms":t}, t the wall clock (ms since the
+     * epoch) when poll returned it. A session is one unbroken run of positions: the consumer runs
+     * with auto.offset.reset=none, so that when Kafka says its position is no longer valid (the
+     * log was truncated below it, KIP-320's divergence check, or it is out of range) it does not
+     * move silently; it prints {"session":s,"error":"...","resume":r} and starts session s+1 at
+     * r: the divergent offset Kafka gave, else the start of the log. Any other error is printed
+     * as {"session":s,"error":"..."} and the consumer, closed and made again, goes on in a new
+     * session after the last offset it read. Ends with {"done":true,"reads":n,"sessions":s}.
+     */
+    static void read(String[] argv) throws Exception {
+        Map<String, String> args = LogSupport.parseArgs(argv, 0);
+        String topic = LogSupport.required(args, "topic");
+        Properties p = new Properties();
+        p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, LogSupport.required(args, "bootstrap"));
+        p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
+        p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "none");
+        p.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_uncommitted");
+        p.put(ConsumerConfig.REQUEST_TIMEOUT_MS_CONFIG, "5000");
+        p.put(ConsumerConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, "10000");
+        p.put(ConsumerConfig.CLIENT_ID_CONFIG, "highwater-reader");
+        p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
+        p.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
+        TopicPartition tp = new TopicPartition(topic, 0);
+        AtomicBoolean stop = new AtomicBoolean();
+        final KafkaConsumer<?, ?>[] current = new KafkaConsumer<?, ?>[1];
+        Thread stdin = new Thread(() -> {
+            try {
+                while (System.in.read() >= 0) {
+                    // Nothing is expected on it: its end is the signal.
+                }
+            } catch (Exception e) {
+                // A broken stdin ends the reader as its end does.
+            }
+            stop.set(true);
+            synchronized (current) {
+                if (current[0] != null) {
+                    current[0].wakeup();
+                }
+            }
+        }, "stdin-watch");
+        stdin.setDaemon(true);
+        stdin.start();
+        long reads = 0;
+        long session = 0;
+        // Where the next session starts; -1: the start of the log.
+        long resume = -1;
+        while (!stop.get()) {
+            KafkaConsumer<String, String> consumer = new KafkaConsumer<>(p);
+            synchronized (current) {
+                current[0] = consumer;
+            }
+            long last = -1;
+            try {
+                consumer.assign(List.of(tp));
+                if (resume < 0) {
+                    consumer.seekToBeginning(List.of(tp));
+                } else {
+                    consumer.seek(tp, resume);
+                }
+                while (!stop.get()) {
+                    try {
+                        for (ConsumerRecord<String, String> r : consumer.poll(Duration.ofMillis(200))) {
+                            ObjectNode out = LogSupport.NODES.objectNode();
+                            out.put("session", session);
+                            out.put("offset", r.offset());
+                            out.put("value", r.value());
+                            out.put("ms", System.currentTimeMillis());
+                            emit(out);
+                            reads++;
+                            last = r.offset();
+                        }
+                    } catch (InvalidOffsetException e) {
+                        long at = -1;
+                        if (e instanceof LogTruncationException t) {
+                            OffsetAndMetadata d = t.divergentOffsets().get(tp);
+                            if (d != null) {
+                                at = d.offset();
+                            }
+                        }
+                        ObjectNode out = LogSupport.NODES.objectNode();
+                        out.put("session", session);
+                        out.put("error", e.toString());
+                        out.put("resume", at);
+                        out.put("ms", System.currentTimeMillis());
+                        emit(out);
+                        session++;
+                        last = -1;
+                        resume = at;
+                        if (at < 0) {
+                            consumer.seekToBeginning(List.of(tp));
+                        } else {
+                            consumer.seek(tp, at);
+                        }
+                    }
+                }
+            } catch (WakeupException e) {
+                // stdin closed: the loop ends.
+            } catch (Exception e) {
+                ObjectNode out = LogSupport.NODES.objectNode();
+                out.put("session", session);
+                out.put("error", e.toString());
+                out.put("ms", System.currentTimeMillis());
+                emit(out);
+                session++;
+                resume = last >= 0 ? last + 1 : resume;
+                Thread.sleep(500);
+            } finally {
+                synchronized (current) {
+                    current[0] = null;
+                }
+                try {
+                    consumer.close(Duration.ofSeconds(2));
+                } catch (Exception e) {
+                    // Closing a consumer of a broken cluster may fail; a new one follows.
+                }
+            }
+        }
+        ObjectNode done = LogSupport.NODES.objectNode();
+        done.put("done", true);
+        done.put("reads", reads);
+        done.put("sessions", session + 1);
         emit(done);
     }
 }

@@ -56,7 +56,10 @@ public final class Main {
         "      acks=all, closed loop (F batches of K records unacknowledged at most); prints one JSON",
         "      line: throughput and p50/p99/max ack latency (send to callback).",
         "  consume      --bootstrap B --topic T [--timeout-ms T]",
-        "      reads partition 0 up to its end offset and prints one JSON line per record.");
+        "      reads partition 0 up to its end offset and prints one JSON line per record.",
+        "  read         --bootstrap B --topic T",
+        "      reads partition 0 from its start, continuously, until stdin closes; one JSON line per",
+        "      record read (session, offset, value, wall-clock ms), errors as lines, never dying.");
 
     public static void main(String[] args) throws Exception {
         if (args.length == 0) {
@@ -81,6 +84,7 @@ public final class Main {
                 case "produce" -> ClusterClient.produce(rest);
                 case "produce-bench" -> ClusterClient.produceBench(rest);
                 case "consume" -> ClusterClient.consume(rest);
+                case "read" -> ClusterClient.read(rest);
                 default -> {
                     System.err.println("unknown command " + args[0] + "\n" + USAGE);
                     System.exit(2);
