@@ -25,7 +25,7 @@ mod progress_check;
 mod recovery;
 mod store;
 
-use expand::{expand, Phase};
+use expand::{expand, Phase, Successor};
 use progress_check::stuck_report;
 use store::Store;
 
@@ -326,36 +326,9 @@ where
                             *f = Some((rank, fp));
                         }
                     }
-                    let edge_start = self.store.edges.len() as u32;
-                    let mut edge_len = 0u16;
-                    for succ in e.successors {
-                        if self.lost(succ.fp) {
-                            continue;
-                        }
-                        if succ.in_bounds {
-                            transitions += 1;
-                        }
-                        if sh.keeps_progress && !succ.fault {
-                            self.store.edges.push(succ.fp);
-                            edge_len += 1;
-                        }
-                        let to = self.owner(succ.fp);
-                        let msg = StateMsg {
-                            fp: succ.fp,
-                            parent: fp,
-                            key: (rank, succ.action),
-                            in_bounds: succ.in_bounds,
-                            state: succ.rep,
-                        };
-                        // A state of this worker's own needs no round.
-                        if to == self.me {
-                            converted |= arrive(&self.store, &mut pending, msg, sh.flaw);
-                        } else {
-                            self.states.send(to, msg);
-                        }
-                    }
-                    self.store.edge_start[n as usize] = edge_start;
-                    self.store.edge_len[n as usize] = edge_len;
+                    transitions += self.route(n, rank, e.successors, |store, msg| {
+                        converted |= arrive(store, &mut pending, msg, sh.flaw);
+                    });
                 }
                 for m in self.states.finish(worker) {
                     converted |= arrive(&self.store, &mut pending, m, sh.flaw);
@@ -505,6 +478,51 @@ where
             depth = depth.saturating_add(1);
         }
         Ok((completion, recovery_states, stop_depth))
+    }
+
+    /// Sends each successor of node `n` (of rank `rank` in its level) to
+    /// its owner, handing this worker's own to `own` (they need no round),
+    /// and keeps the fault-free edges when the progress check needs them.
+    /// Returns the transitions within the bounds.
+    fn route(
+        &mut self,
+        n: u32,
+        rank: u32,
+        successors: Vec<Successor<M::State>>,
+        mut own: impl FnMut(&mut Store, StateMsg<M::State>),
+    ) -> u64 {
+        let parent = self.store.fps[n as usize];
+        let edge_start = self.store.edges.len() as u32;
+        let mut edge_len = 0u16;
+        let mut transitions = 0;
+        for succ in successors {
+            if self.lost(succ.fp) {
+                continue;
+            }
+            if succ.in_bounds {
+                transitions += 1;
+            }
+            if self.sh.keeps_progress && !succ.fault {
+                self.store.edges.push(succ.fp);
+                edge_len += 1;
+            }
+            let to = self.owner(succ.fp);
+            let msg = StateMsg {
+                fp: succ.fp,
+                parent,
+                key: (rank, succ.action),
+                in_bounds: succ.in_bounds,
+                state: succ.rep,
+            };
+            if to == self.me {
+                own(&mut self.store, msg);
+            } else {
+                self.states.send(to, msg);
+            }
+        }
+        self.store.edge_start[n as usize] = edge_start;
+        self.store.edge_len[n as usize] = edge_len;
+        transitions
     }
 
     fn search(&mut self, worker: &mut Worker) -> Result<Option<Outcome<M>>, String> {

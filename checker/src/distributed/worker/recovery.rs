@@ -32,41 +32,21 @@ where
             let mut states = std::mem::take(&mut level).into_iter();
             for _ in 0..rounds(widest, sh.slices.states) {
                 for (n, s) in states.by_ref().take(sh.slices.states) {
-                    let fp = self.store.fps[n as usize];
                     let e = expand(sh, Phase::Recovery, &s, true, &mut enabled);
                     self.store.flags[n as usize] |= e.flags | flag::EXPANDED;
                     if e.walked {
                         walked += 1;
                         continue;
                     }
-                    let edge_start = self.store.edges.len() as u32;
-                    let mut edge_len = 0u16;
-                    for succ in e.successors {
-                        if self.lost(succ.fp) {
-                            continue;
-                        }
-                        if !succ.fault {
-                            self.store.edges.push(succ.fp);
-                            edge_len += 1;
-                        }
-                        let to = self.owner(succ.fp);
-                        let msg = StateMsg {
-                            fp: succ.fp,
-                            parent: fp,
-                            key: (0, succ.action),
-                            in_bounds: false,
-                            state: succ.rep,
-                        };
-                        if to != self.me {
-                            self.states.send(to, msg);
-                        } else if !self.store.index.contains_key(&msg.fp) {
-                            let n = self.store.add(msg.fp, msg.parent, 0, 0);
+                    // Recovery states are not ranked, and lie beyond the
+                    // bounds: no transition of the bounded model.
+                    self.route(n, 0, e.successors, |store, msg| {
+                        if !store.index.contains_key(&msg.fp) {
+                            let n = store.add(msg.fp, msg.parent, 0, 0);
                             recovery += 1;
                             level.push((n, msg.state));
                         }
-                    }
-                    self.store.edge_start[n as usize] = edge_start;
-                    self.store.edge_len[n as usize] = edge_len;
+                    });
                 }
                 for m in self.states.finish(worker) {
                     if !self.store.index.contains_key(&m.fp) {
