@@ -173,6 +173,15 @@ pub trait Checkable:
         unreachable!("pack is called only when the model PACKS")
     }
 
+    /// Appends what [`pack`](Checkable::pack) appends for `state`'s
+    /// [`representative`](Checkable::representative): a model may pack the
+    /// representative without building it. The search does so for every
+    /// successor; its answer must be exactly the default's (asserted on the
+    /// initial states).
+    fn pack_representative(&self, state: &Self::State, out: &mut Vec<u8>) {
+        self.pack(&self.representative(state), out)
+    }
+
     /// The state [`pack`](Checkable::pack) packed into `bytes` (only ever
     /// bytes it packed).
     fn unpack(&self, _bytes: &[u8]) -> Self::State {

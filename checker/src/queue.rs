@@ -49,22 +49,27 @@ impl<S> States<S> {
         self.lens.len() + self.whole.len()
     }
 
-    /// Keeps `rep`, a state already made its class's representative, and
-    /// returns its fingerprint: that of its packed bytes, when the model
-    /// packs (they are what its `Hash` writes, [`Checkable::pack`]), so
-    /// that the state is encoded once.
+    /// Keeps `state`'s representative and returns its fingerprint: that of
+    /// its packed bytes, when the model packs (they are what its `Hash`
+    /// writes, [`Checkable::pack`]), so that the state is encoded once, and
+    /// packed without being built ([`Checkable::pack_representative`]).
     #[inline]
-    pub(crate) fn push_rep<M: Checkable<State = S>>(&mut self, model: &M, rep: S) -> u64
+    pub(crate) fn push_representative<M: Checkable<State = S>>(
+        &mut self,
+        model: &M,
+        state: &S,
+    ) -> u64
     where
         S: std::hash::Hash,
     {
         if M::PACKS {
             let start = self.bytes.len();
-            model.pack(&rep, &mut self.bytes);
+            model.pack_representative(state, &mut self.bytes);
             let packed = &self.bytes[start..];
             self.lens.push(packed_len(packed.len()));
             crate::fingerprint_of_packed(packed)
         } else {
+            let rep = model.representative(state);
             let fp = crate::fingerprint_of_representative(&rep);
             self.whole.push(rep);
             fp

@@ -58,6 +58,13 @@ pub struct SearchOptions<'a, M: Checkable> {
     /// The memory the run may use: the search stops before a step that
     /// would not fit (`memory.rs`). None: no limit.
     pub budget: Option<Budget>,
+    /// How many states the search is expected to find (a hint, from an
+    /// earlier run): its index is sized for them from the start, sparing
+    /// the growths on the way (each copies every entry while the threads
+    /// wait) and the peak of the last (old and new index held together).
+    /// A wrong hint costs memory or a growth, never an answer; ignored
+    /// when the sized index would not fit the budget.
+    pub expected_states: Option<u64>,
 }
 
 /// What the search records for the progress check.
@@ -244,6 +251,14 @@ pub fn search<M: Checkable>(model: &M, opts: SearchOptions<'_, M>) -> Graph<M> {
     // The initial states, each a root at depth 0 (stateright's checkers
     // also leave out those outside the model's boundary).
     let mut index = std::mem::take(&mut g.index);
+    if let Some(n) = opts.expected_states.and_then(|n| usize::try_from(n).ok()) {
+        let fits = opts
+            .budget
+            .is_none_or(|b| b.admits(index.growth_bytes(n) as u64 + n as u64 * NODE_BYTES));
+        if fits {
+            index.reserve(n);
+        }
+    }
     // A level is expanded a block at a time, a batch of each thread's
     // `BATCH` states (`queue.rs`).
     let threads = opts.threads.max(1);
@@ -255,11 +270,12 @@ pub fn search<M: Checkable>(model: &M, opts: SearchOptions<'_, M>) -> Graph<M> {
         }
         let rep = model.representative(&init);
         let mut packed = States::default();
-        let fp = packed.push_rep(model, rep.clone());
+        let fp = packed.push_representative(model, &init);
         assert_eq!(
             fp,
             fingerprint_of_representative(&rep),
-            "a packed state's fingerprint is its Hash's (Checkable::pack)"
+            "a packed state's fingerprint is its representative's Hash's \
+             (Checkable::pack, Checkable::pack_representative)"
         );
         if index.get(fp).is_none() {
             index.reserve(1);
@@ -662,12 +678,11 @@ fn expand_chunk<M: Checkable>(
             if !in_bounds && !model.heals(s, a) {
                 continue;
             }
-            let rep = if in_bounds {
-                model.representative(next)
+            let fp = if in_bounds {
+                reps.push_representative(model, next)
             } else {
-                model.representative(&model.recovery_view(next.clone()))
+                reps.push_representative(model, &model.recovery_view(next.clone()))
             };
-            let fp = reps.push_rep(model, rep);
             index.prefetch(fp);
             local.push((fp, fault, in_bounds));
         }

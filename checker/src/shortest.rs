@@ -45,6 +45,7 @@ fn search<M: Checkable>(
             stop: &|_| false,
             on_progress: &mut |_| {},
             budget: None,
+            expected_states: None,
         },
     );
     debug_assert!(g.completion != Completion::Interrupted);

@@ -1,7 +1,8 @@
 //! The memory budget (`src/memory.rs`): a search that would grow past it
 //! stops before it does, with a partial answer; a progress check that
 //! would not fit beside the complete graph is not run; a budget with room
-//! to spare changes nothing. A planted flaw (the budget never checked)
+//! to spare changes nothing, and a hint of the states to expect (the index
+//! sized for them from the start) changes no answer. A planted flaw (the budget never checked)
 //! shows the first check failing.
 
 mod common;
@@ -12,6 +13,14 @@ use highwater_checker::search::{self, Completion, ProgressOptions, SearchOptions
 use highwater_checker::{Outcome, Verdict};
 
 fn run(model: &TwoPhase, budget: Option<Budget>) -> Outcome<TwoPhase> {
+    run_expecting(model, budget, None)
+}
+
+fn run_expecting(
+    model: &TwoPhase,
+    budget: Option<Budget>,
+    expected_states: Option<u64>,
+) -> Outcome<TwoPhase> {
     let mut g = search::search(
         model,
         SearchOptions {
@@ -22,6 +31,7 @@ fn run(model: &TwoPhase, budget: Option<Budget>) -> Outcome<TwoPhase> {
             stop: &|_| false,
             on_progress: &mut |_| {},
             budget,
+            expected_states,
         },
     );
     Outcome::of_graph(&mut g, budget, || {})
@@ -110,6 +120,7 @@ fn a_progress_check_that_does_not_fit_beside_the_graph_is_not_run() {
             stop: &|_| false,
             on_progress: &mut |_| {},
             budget: None,
+            expected_states: None,
         },
     );
     // The search ran without a budget: what is held against it here is
@@ -143,4 +154,31 @@ fn a_budget_with_room_to_spare_changes_nothing() {
     let o = run(&model, Some(Budget::new(64 << 30)));
     assert_eq!(common::describe(&o), common::describe(&whole));
     assert!(o.over_budget.is_none());
+}
+
+/// The index sized from the start for a hinted count of states, right,
+/// far too small or far too large: the answer is the run's without a hint.
+/// A hint whose index would not fit the budget is not taken: the run does
+/// not stop for it.
+#[test]
+fn a_hint_of_the_states_to_expect_changes_no_answer() {
+    let model = TwoPhase::new(5);
+    let whole = run(&model, None);
+    let states = whole.progress.unique_states;
+    for hint in [0, 1, states, states * 10] {
+        let o = run_expecting(&model, None, Some(hint));
+        assert_eq!(
+            common::describe(&o),
+            common::describe(&whole),
+            "hint {hint}"
+        );
+    }
+    let needed = whole.footprint.expect("counted").total();
+    let budget = Budget::new(Budget::needed_for(needed) * 2);
+    let o = run_expecting(&model, Some(budget), Some(1 << 32));
+    assert!(
+        o.over_budget.is_none(),
+        "stopped by a hint it could not take"
+    );
+    assert_eq!(common::describe(&o), common::describe(&whole));
 }

@@ -136,6 +136,7 @@ fn check_with(model: &Retries, opts: ProgressOptions<Retries>) -> ProgressReport
             stop: &|_| false,
             on_progress: &mut |_| {},
             budget: None,
+            expected_states: None,
         },
     );
     progress::check(&g)

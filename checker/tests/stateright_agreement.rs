@@ -30,6 +30,7 @@ fn search_all<M: Checkable>(model: &M) -> Graph<M> {
             stop: &|_| false,
             on_progress: &mut |_| {},
             budget: None,
+            expected_states: None,
         },
     )
 }

@@ -133,6 +133,11 @@ impl Checkable for PartitionModel {
     }
 
     #[inline]
+    fn pack_representative(&self, state: &State, out: &mut Vec<u8>) {
+        state.encode_representative_into(out);
+    }
+
+    #[inline]
     fn unpack(&self, bytes: &[u8]) -> State {
         State::decode(bytes)
     }

@@ -60,6 +60,9 @@ pub struct RunOptions {
     /// The memory the run may use (default search, one process): it stops
     /// before a step that would not fit (`checker/src/memory.rs`).
     pub memory_budget: Option<Budget>,
+    /// How many states the run is known to find (a preset's measured
+    /// count): the search sizes its index for them from the start.
+    pub expected_states: Option<u64>,
 }
 
 impl RunOptions {
@@ -73,6 +76,7 @@ impl RunOptions {
             stop_at: StopAt::Never,
             interrupt: None,
             memory_budget: None,
+            expected_states: None,
         }
     }
 
@@ -635,6 +639,7 @@ fn run_graph(cfg: Config, opts: &RunOptions, on_progress: &mut impl FnMut(Progre
             stop: &stop,
             on_progress: &mut report,
             budget: opts.memory_budget,
+            expected_states: opts.expected_states,
         },
     );
     let searched = g.progress;

@@ -8,11 +8,18 @@
 //! equal, and its packed bytes hash as the state does (the search
 //! fingerprints them). A decoder that drops a field (the controller's
 //! epoch, behind `Decoding`) is shown to fail it.
+//!
+//! The search packs each successor's representative without building it
+//! (`Checkable::pack_representative`, `State::encode_representative_into`).
+//! Every renaming of every state the walks meet must pack to the bytes of
+//! the state's representative, packed: the same bytes for the whole class.
+//! A renaming that leaves the follower LEOs in their old slots (behind
+//! `Renaming`) is shown to fail it.
 
 use highwater_checker::Checkable;
 use highwater_model::actions::{apply, enabled};
 use highwater_model::presets::PRESETS;
-use highwater_model::state::{Decoding, ENCODED_MAX};
+use highwater_model::state::{Decoding, Renaming, ReplicaId, ENCODED_MAX, MAX_REPLICAS};
 use highwater_model::{PartitionModel, State};
 use proptest::prelude::*;
 use std::hash::{BuildHasher, Hasher};
@@ -41,10 +48,52 @@ fn round_trip(s: &State, decoding: Decoding) -> Result<(), String> {
     Ok(())
 }
 
+/// Every order of the first `n` replica ids (the rest in place).
+fn orders(n: u8) -> Vec<[ReplicaId; MAX_REPLICAS]> {
+    let mut out = vec![[0, 1, 2, 3, 4]];
+    for k in 1..n as usize {
+        out = out
+            .into_iter()
+            .flat_map(|o| {
+                (0..=k).map(move |i| {
+                    let mut o = o;
+                    o.swap(i, k);
+                    o
+                })
+            })
+            .collect();
+    }
+    out
+}
+
+/// Whether every renaming of `s` packs, as a representative, to the
+/// packed bytes of `s`'s representative.
+fn class_packs_alike(model: &PartitionModel, s: &State, how: Renaming) -> Result<(), String> {
+    let mut expected = Vec::new();
+    model.representative(s).encode_into(&mut expected);
+    for order in orders(s.n) {
+        let member = s.renamed(&order);
+        let mut packed = Vec::new();
+        member.encode_representative_into_as(&mut packed, how);
+        if packed != expected {
+            return Err(format!(
+                "renamed by {order:?}, packed as a representative unlike its class's \
+                 representative: {s:?}"
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Walks `preset`'s recovery model from its initial state, taking the
 /// action `choices` picks at each step, and round-trips every state met,
 /// its representative and its recovery view's; the first failure.
-fn walk(preset: usize, choices: &[u32], decoding: Decoding) -> Result<usize, String> {
+fn walk(
+    preset: usize,
+    choices: &[u32],
+    decoding: Decoding,
+    renaming: Renaming,
+) -> Result<usize, String> {
     let model = PartitionModel::new(PRESETS[preset].config);
     let recovery = model.recovery_model();
     let mut s = model.init_state();
@@ -58,6 +107,10 @@ fn walk(preset: usize, choices: &[u32], decoding: Decoding) -> Result<usize, Str
         ] {
             round_trip(&t, decoding).map_err(|e| format!("{}: {e}", PRESETS[preset].name))?;
             checked += 1;
+        }
+        for t in [s, model.recovery_view(s)] {
+            class_packs_alike(&model, &t, renaming)
+                .map_err(|e| format!("{}: {e}", PRESETS[preset].name))?;
         }
         actions.clear();
         enabled(&recovery.cfg, &s, &mut actions);
@@ -78,7 +131,7 @@ proptest! {
         preset in 0..PRESETS.len(),
         choices in prop::collection::vec(any::<u32>(), 1..200),
     ) {
-        if let Err(why) = walk(preset, &choices, Decoding::Exact) {
+        if let Err(why) = walk(preset, &choices, Decoding::Exact, Renaming::Exact) {
             prop_assert!(false, "{}", why);
         }
     }
@@ -86,14 +139,14 @@ proptest! {
 
 /// Every preset, a few long walks each: spread over the choices, and
 /// deterministic.
-fn long_walks(decoding: Decoding) -> Vec<Result<usize, String>> {
+fn long_walks(decoding: Decoding, renaming: Renaming) -> Vec<Result<usize, String>> {
     (0..PRESETS.len())
         .flat_map(|p| {
             (0..8u32).map(move |seed| {
                 let choices: Vec<u32> = (0..300u32)
                     .map(|i| i.wrapping_mul(2_654_435_761).wrapping_add(seed * 7919) >> 7)
                     .collect();
-                walk(p, &choices, decoding)
+                walk(p, &choices, decoding, renaming)
             })
         })
         .collect()
@@ -101,7 +154,7 @@ fn long_walks(decoding: Decoding) -> Vec<Result<usize, String>> {
 
 #[test]
 fn long_walks_of_every_preset_unpack_to_themselves() {
-    let walks = long_walks(Decoding::Exact);
+    let walks = long_walks(Decoding::Exact, Renaming::Exact);
     let states: usize = walks
         .iter()
         .map(|w| *w.as_ref().unwrap_or_else(|e| panic!("{e}")))
@@ -112,9 +165,20 @@ fn long_walks_of_every_preset_unpack_to_themselves() {
 /// A decoder that drops the controller's epoch: the walks catch it.
 #[test]
 fn a_decoder_that_drops_a_field_is_caught() {
-    let failed = long_walks(Decoding::DropsControllerEpoch)
+    let failed = long_walks(Decoding::DropsControllerEpoch, Renaming::Exact)
         .iter()
         .filter(|w| w.is_err())
         .count();
     assert!(failed > 0, "no walk noticed the dropped field");
+}
+
+/// A renaming that leaves each leader's follower LEOs in their old slots:
+/// the walks catch it.
+#[test]
+fn a_representative_packed_with_a_flawed_renaming_is_caught() {
+    let failed = long_walks(Decoding::Exact, Renaming::KeepsFollowerSlots)
+        .iter()
+        .filter(|w| w.is_err())
+        .count();
+    assert!(failed > 0, "no walk noticed the flawed renaming");
 }

@@ -311,10 +311,8 @@ fn a_simulation_finds_an_acks_1_loss_but_claims_no_proof() {
         // Stops at the loss; the limit only bounds a run that never finds it,
         // so a slow shared machine does not change the outcome.
         time_limit: Some(std::time::Duration::from_secs(120)),
-        max_states: None,
         stop_at: StopAt::Property("acknowledged records survive"),
-        interrupt: None,
-        memory_budget: None,
+        ..RunOptions::new(1, Search::Graph)
     };
     let report = run::run(p.config, None, Some(p.expect), &opts, |_| {});
     for prop in &report.properties {

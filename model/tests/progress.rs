@@ -275,6 +275,7 @@ fn progress_report(
             stop: &|_| false,
             on_progress: &mut |_| {},
             budget: None,
+            expected_states: None,
         },
     );
     highwater_checker::progress::check(&g)
@@ -418,6 +419,7 @@ fn a_broker_that_never_restarts_is_a_partition_that_never_heals() {
             stop: &|_| false,
             on_progress: &mut |_| {},
             budget: None,
+            expected_states: None,
         },
     );
     let live_only = highwater_checker::progress::check(&g);

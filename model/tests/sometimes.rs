@@ -69,6 +69,7 @@ fn premises_met(cfg: highwater_model::Config) -> Vec<(&'static str, bool)> {
             stop: &|_| false,
             on_progress: &mut |_| {},
             budget: None,
+            expected_states: None,
         },
     );
     names

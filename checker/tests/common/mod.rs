@@ -75,6 +75,7 @@ pub fn single<M: Checkable>(model: &M, progress: bool, until: Until<'_>) -> Outc
             stop: &|_| false,
             on_progress: &mut |_| {},
             budget: None,
+            expected_states: None,
         },
     );
     Outcome::of_graph(&mut g, None, || {})

@@ -732,6 +732,7 @@ impl CheckArgs {
             stop_at,
             interrupt: None,
             memory_budget: s.memory_budget(),
+            expected_states: None,
         })
     }
 }

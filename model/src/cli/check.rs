@@ -48,6 +48,7 @@ pub fn check(args: CheckArgs) -> Result<ExitCode, String> {
         .flatten()
         .map(|m| m.unique_states)
         .filter(|_| opts.search == Search::Graph);
+    opts.expected_states = known;
     let mut display = Display::new(args.json, args.quiet || !speaks, known);
     let describe = if resolved.changed {
         format!("preset {} with overrides: {cfg}", resolved.preset.name)
