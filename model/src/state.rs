@@ -675,11 +675,7 @@ impl State {
         };
         let id = |r: ReplicaId| if RENAME { map[r as usize] } else { r };
         let set = |x: ReplicaSet| if RENAME { x.renamed(&map) } else { x };
-        let mut n = 0;
-        let mut put = |b: u8| {
-            buf[n] = b;
-            n += 1;
-        };
+        let mut w = Cursor { buf, n: 0 };
         let State {
             n: replica_count,
             replicas,
@@ -691,7 +687,7 @@ impl State {
             unclean_crashes,
             leader_moves,
         } = self;
-        put(*replica_count);
+        w.put(*replica_count);
         for &old in &order[..*replica_count as usize] {
             let r = &replicas[old as usize];
             let Replica {
@@ -708,22 +704,29 @@ impl State {
                 pending_acks,
                 unclean_down,
             } = r;
-            put(log.len);
+            // A block of fixed size: every index in it is known when
+            // compiled, so its writes need no bounds checks.
+            let mut block = [0u8; REPLICA_BYTES];
+            let mut b = Cursor {
+                buf: &mut block,
+                n: 0,
+            };
+            b.put(log.len);
             for Entry { id, epoch } in &log.entries {
-                put(*id);
-                put(*epoch);
+                b.put(*id);
+                b.put(*epoch);
             }
-            put(u8::from(*alive));
-            put(*hw);
-            put(*recovery_point);
-            put(*hw_checkpoint);
-            put(opt(*epoch));
-            put(match leader {
+            b.put(u8::from(*alive));
+            b.put(*hw);
+            b.put(*recovery_point);
+            b.put(*hw_checkpoint);
+            b.put(opt(*epoch));
+            b.put(match leader {
                 LeaderView::Unknown => 0xfe,
                 LeaderView::NoLeader => 0xff,
                 LeaderView::Replica(l) => id(*l),
             });
-            put(set(*isr).0);
+            b.put(set(*isr).0);
             // The follower renamed `j` is the one `order` places there;
             // slots past the replica count hold nothing.
             for (j, &f) in order.iter().enumerate() {
@@ -734,11 +737,13 @@ impl State {
                 } else {
                     None
                 };
-                put(opt(x));
+                b.put(opt(x));
             }
-            put(set(*stale_fetch).0);
-            put(*pending_acks);
-            put(u8::from(*unclean_down));
+            b.put(set(*stale_fetch).0);
+            b.put(*pending_acks);
+            b.put(u8::from(*unclean_down));
+            debug_assert_eq!(b.n, REPLICA_BYTES);
+            w.put_all(&block);
         }
         let Controller {
             leader,
@@ -749,42 +754,65 @@ impl State {
             recovering,
             fenced,
         } = controller;
-        put(opt(leader.map(id)));
-        put(opt(*epoch));
-        put(set(*isr).0);
-        put(set(*elr).0);
-        put(set(*lke).0);
-        put(u8::from(*recovering));
-        put(set(*fenced).0);
+        w.put(opt(leader.map(id)));
+        w.put(opt(*epoch));
+        w.put(set(*isr).0);
+        w.put(set(*elr).0);
+        w.put(set(*lke).0);
+        w.put(u8::from(*recovering));
+        w.put(set(*fenced).0);
         for req in requests {
             match req {
-                None => put(0xfe),
+                None => w.put(0xfe),
                 Some(Request {
                     leader,
                     isr,
                     last_isr,
                 }) => {
-                    put(opt(leader.map(id)));
-                    put(set(*isr).0);
-                    put(set(*last_isr).0);
+                    w.put(opt(leader.map(id)));
+                    w.put(set(*isr).0);
+                    w.put(set(*last_isr).0);
                 }
             }
         }
-        put(*produced);
+        w.put(*produced);
         for RecordHistory {
             offset,
             acked,
             visible,
         } in records
         {
-            put(*offset);
-            put(opt(*acked));
-            put(opt(*visible));
+            w.put(*offset);
+            w.put(opt(*acked));
+            w.put(opt(*visible));
         }
-        put(*clean_crashes);
-        put(*unclean_crashes);
-        put(*leader_moves);
-        n
+        w.put(*clean_crashes);
+        w.put(*unclean_crashes);
+        w.put(*leader_moves);
+        w.n
+    }
+}
+
+/// Bytes of one replica's encoding.
+const REPLICA_BYTES: usize = 2 * MAX_RECORDS + MAX_REPLICAS + 11;
+
+/// Writes bytes one after another into an array.
+struct Cursor<'a, const N: usize> {
+    buf: &'a mut [u8; N],
+    n: usize,
+}
+
+impl<const N: usize> Cursor<'_, N> {
+    #[inline(always)]
+    fn put(&mut self, b: u8) {
+        self.buf[self.n] = b;
+        self.n += 1;
+    }
+
+    #[inline(always)]
+    fn put_all(&mut self, bytes: &[u8]) {
+        self.buf[self.n..self.n + bytes.len()].copy_from_slice(bytes);
+        self.n += bytes.len();
     }
 }
 
