@@ -6,7 +6,10 @@
 //! data) and the broken property at its election; the partition ticks
 //! each new leader epoch. The loss check fails on a run that lost
 //! nothing, the band check on the same run with its fault left out; bad
-//! input is an error, never a panic.
+//! input is an error, never a panic. Reads that vanished are marked at the
+//! time they were read, from a reader's lines written beside a copy of the
+//! kept run (a constructed reader: the acks=1 run kept no reader); the
+//! vanished-read check fails on the run without them.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -89,6 +92,21 @@ fn check_losses(svg: &str, lost: usize) -> Result<(), String> {
     Ok(())
 }
 
+/// The timeline shows `vanished` reads gone from the log (a marker and
+/// the count).
+fn check_vanished(svg: &str, vanished: usize) -> Result<(), String> {
+    let doc = parse(svg);
+    let markers = count(&doc, "circle", "fill", &svg_colour(colour::VANISHED));
+    let said = format!("● {vanished} record(s) read, then gone from the log, at their read");
+    if markers == 0 || !texts(&doc).contains(&said) {
+        return Err(format!(
+            "{markers} vanished-read markers, texts {:?}",
+            texts(&doc)
+        ));
+    }
+    Ok(())
+}
+
 /// The timeline shades one band per fault of `kind`.
 fn check_bands(svg: &str, kind: &str, expected: usize) -> Result<(), String> {
     let n = bands(&parse(svg), kind);
@@ -157,6 +175,7 @@ fn an_acks1_kafka_runs_pictures_show_its_fault_losses_and_elections() {
         faults_note: None,
         validation: Some(&v),
         lost: None,
+        vanished: None,
         acks_all: false,
     })
     .unwrap();
@@ -183,6 +202,7 @@ fn a_kafka_run_without_loss_has_no_loss_marker() {
         faults_note: None,
         validation: Some(&v),
         lost: Some(&[]),
+        vanished: None,
         acks_all: true,
     })
     .unwrap();
@@ -227,4 +247,56 @@ fn bad_kafka_input_is_an_error() {
     let doc = parse(&timeline);
     assert!(texts(&doc).contains(&"no write was acknowledged".to_string()));
     assert_eq!(bands(&doc, "kill-9"), 1);
+}
+
+/// A reader's lines beside a copy of the acks=1 run: two reads the log
+/// read back holds at their offsets, one read of a value it holds at
+/// another offset and one of a value it holds nowhere (both vanished),
+/// read twice. Both are marked once, counted in the title; without the
+/// reader's lines the check fails.
+#[test]
+fn a_kafka_runs_vanished_reads_are_marked_at_their_read() {
+    let kept = fixture("acks1-stall-kill");
+    let dir = tempfile::tempdir().unwrap();
+    for f in std::fs::read_dir(&kept).unwrap() {
+        let f = f.unwrap().path();
+        std::fs::copy(&f, dir.path().join(f.file_name().unwrap())).unwrap();
+    }
+    let first_ack = read(&kept, "producer.jsonl")
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter_map(|v| v["ms"].as_u64())
+        .min()
+        .unwrap();
+    let line = |session: u64, offset: u64, value: &str, after: u64| {
+        format!(
+            "{{\"session\":{session},\"offset\":{offset},\"value\":\"{value}\",\"ms\":{}}}",
+            first_ack + after
+        )
+    };
+    let reads = [
+        line(0, 0, "0", 100),
+        line(0, 10, "10", 200),
+        line(0, 20, "10", 300),
+        line(0, 30, "999999", 400),
+        line(1, 20, "10", 500),
+        r#"{"done":true}"#.to_string(),
+    ];
+    let out = tempfile::tempdir().unwrap();
+    let without = kafka::of_run_dir(out.path(), "no reader", dir.path(), None, false).unwrap();
+    let err = check_vanished(&std::fs::read_to_string(&without[0]).unwrap(), 2).unwrap_err();
+    eprintln!("no reader: {err}");
+    assert!(err.starts_with("0 vanished-read markers"), "{err}");
+
+    std::fs::write(dir.path().join("reads.jsonl"), reads.join("\n") + "\n").unwrap();
+    let [timeline, _] = kafka::of_run_dir(out.path(), "reader", dir.path(), None, false).unwrap();
+    let timeline = std::fs::read_to_string(timeline).unwrap();
+    check_vanished(&timeline, 2).unwrap();
+    assert!(
+        texts(&parse(&timeline))
+            .iter()
+            .any(|t| t.contains(", 2 read then vanished,")),
+        "the title counts them: {:?}",
+        texts(&parse(&timeline))
+    );
 }

@@ -246,8 +246,13 @@ struct ConsumedLine {
 
 /// The client-side check of a kept run: its producer's lines (all, or
 /// some: then only their outcomes are checked) against `consumed.jsonl`
-/// as the run wrote it.
-pub fn kept_verdict(producer_lines: &[String], consumed: &str) -> Result<checker::Verdict> {
+/// as the run wrote it, and the reader's lines (`reads.jsonl`) when a
+/// reader ran, as the live run checks them.
+pub fn kept_verdict(
+    producer_lines: &[String],
+    consumed: &str,
+    reads: Option<&client::ReaderLines>,
+) -> Result<checker::Verdict> {
     let (sent, outcomes) = some_outcomes(producer_lines)?;
     let mut log = Vec::new();
     for (n, line) in consumed.lines().enumerate() {
@@ -261,7 +266,9 @@ pub fn kept_verdict(producer_lines: &[String], consumed: &str) -> Result<checker
             value: r.value,
         });
     }
-    Ok(checker::check(sent, &outcomes, &log))
+    let mut verdict = checker::check(sent, &outcomes, &log);
+    verdict.reads = reads.map(|r| checker::check_reads(sent, &r.reads, &r.errors, r.done, &log));
+    Ok(verdict)
 }
 
 fn wait_for_leader(programs: &Programs, bootstrap: &str, limit: Duration) -> Result<i64> {

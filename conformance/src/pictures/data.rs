@@ -50,6 +50,9 @@ pub struct Timeline {
     pub faults: Vec<Fault>,
     /// Acknowledged records lost, at the time they were acknowledged.
     pub losses: Vec<Mark>,
+    /// Records a consumer read that the final log does not hold there, at
+    /// the time they were read (a real Kafka run's reader).
+    pub vanished: Vec<Mark>,
     /// Events that did not fit the model, at their time.
     pub misfits: Vec<Mark>,
     /// Model properties broken at a validated step, at its time (where

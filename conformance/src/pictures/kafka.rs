@@ -11,6 +11,8 @@
 //!   `summary.txt` and `schedule.txt` (see `nemesis::spans_from_summary`);
 //! - losses: the client-side check's (`consumed.jsonl` against the
 //!   producer's lines), at each lost record's acknowledgement;
+//! - vanished reads: the consumer's reads (`reads.jsonl`) that the log
+//!   read back does not hold at their offset, at each one's first read;
 //! - misfits and broken properties: the validation's, at the metadata
 //!   batch they were found at;
 //! - leader, leader epoch, ISR and ELR: the controller's validated
@@ -23,7 +25,7 @@
 use std::path::{Path, PathBuf};
 
 use super::data::{push_changed, Ack, Fault, Mark, Partition, Run, Timeline};
-use crate::kafka_cluster::checker::Outcome;
+use crate::kafka_cluster::checker::{Outcome, Read};
 use crate::kafka_cluster::client::{self, Produced};
 use crate::kafka_cluster::nemesis::{self, FaultSpan};
 use crate::kafka_cluster::soak;
@@ -42,7 +44,40 @@ pub struct Sources<'a> {
     pub validation: Option<&'a KafkaValidation>,
     /// Values acknowledged and not on the log read back (None: not checked).
     pub lost: Option<&'a [u64]>,
+    /// Reads whose record the log read back does not hold at their offset,
+    /// each at the time it was first read (None: no reader ran, or the log
+    /// was not read back).
+    pub vanished: Option<&'a [VanishedRead]>,
     pub acks_all: bool,
+}
+
+/// A record a consumer read and the final log does not hold there.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VanishedRead {
+    pub offset: u64,
+    pub value: String,
+    /// When it was first read (wall clock, ms since the epoch).
+    pub ms: u64,
+}
+
+/// The vanished reads of `reads`, each at the first time it was read.
+pub fn vanished_reads(
+    vanished: &[(u64, String, Option<String>)],
+    reads: &[Read],
+) -> Vec<VanishedRead> {
+    vanished
+        .iter()
+        .map(|(offset, value, _)| VanishedRead {
+            offset: *offset,
+            value: value.clone(),
+            ms: reads
+                .iter()
+                .filter(|r| r.offset == *offset && r.value == *value)
+                .map(|r| r.ms)
+                .min()
+                .unwrap_or(0),
+        })
+        .collect()
 }
 
 /// One acknowledgement line's value, offset and times.
@@ -125,6 +160,16 @@ pub fn from_sources(o: &Sources) -> Result<Run, String> {
                 label: format!("value {v} lost"),
             })
             .collect();
+    }
+    if let Some(vanished) = o.vanished {
+        t.vanished = vanished
+            .iter()
+            .map(|v| Mark {
+                at: at(v.ms),
+                label: format!("value {} read at offset {} vanished", v.value, v.offset),
+            })
+            .collect();
+        end = t.vanished.iter().map(|m| m.at).fold(end, f64::max);
     }
     let mut notes: Vec<String> = o.faults_note.iter().cloned().collect();
     if o.lost.is_none() {
@@ -282,11 +327,26 @@ pub fn of_run_dir(
         .collect();
     let (faults, faults_note) = read_faults(run_dir, &producer)?;
     let consumed = run_dir.join("consumed.jsonl");
+    // The reader's lines, when a reader ran (runs kept before it did have
+    // none).
+    let reads = match std::fs::read_to_string(run_dir.join("reads.jsonl")) {
+        Ok(text) => Some(client::parse_reads(
+            &text.lines().map(str::to_string).collect::<Vec<_>>(),
+        )?),
+        Err(_) => None,
+    };
     let verdict = match std::fs::read_to_string(&consumed) {
-        Ok(text) => Some(soak::kept_verdict(&producer, &text)?),
+        Ok(text) => Some(soak::kept_verdict(&producer, &text, reads.as_ref())?),
         Err(_) => None,
     };
     let lost = verdict.as_ref().map(|v| &v.lost[..]);
+    let vanished = match (&verdict, &reads) {
+        (Some(v), Some(r)) => v
+            .reads
+            .as_ref()
+            .map(|checked| vanished_reads(&checked.vanished, &r.reads)),
+        _ => None,
+    };
     let mut run = from_sources(&Sources {
         title: String::new(),
         producer: &producer,
@@ -294,12 +354,17 @@ pub fn of_run_dir(
         faults_note,
         validation,
         lost,
+        vanished: vanished.as_deref(),
         acks_all,
     })?;
     let title = format!(
-        "{title}: {} acknowledged{}, {} fault(s)",
+        "{title}: {} acknowledged{}{}, {} fault(s)",
         run.timeline.acks.len(),
         lost.map_or(String::new(), |l| format!(", {} lost", l.len())),
+        vanished.as_ref().map_or(String::new(), |v| format!(
+            ", {} read then vanished",
+            v.len()
+        )),
         faults.len()
     );
     run.timeline.title.clone_from(&title);

@@ -33,6 +33,7 @@ pub mod colour {
     pub const P50: RGBColor = RGBColor(34, 139, 34);
     pub const P99: RGBColor = RGBColor(210, 105, 30);
     pub const LOSS: RGBColor = RGBColor(204, 0, 0);
+    pub const VANISHED: RGBColor = RGBColor(255, 140, 0);
     pub const MISFIT: RGBColor = RGBColor(255, 0, 255);
     pub const BROKEN: RGBColor = RGBColor(178, 34, 34);
     pub const ELECTION: RGBColor = RGBColor(148, 0, 211);

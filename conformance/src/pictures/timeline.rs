@@ -130,6 +130,22 @@ pub fn svg(t: &Timeline) -> Result<String, String> {
                 )
             }))
             .map_err(drawing)?;
+        // Vanished reads likewise, one mark per thousandth, lower down.
+        let mut vanished_at: Vec<i64> = t
+            .vanished
+            .iter()
+            .map(|l| (l.at / end * 1000.0).round() as i64)
+            .collect();
+        vanished_at.dedup();
+        chart
+            .draw_series(vanished_at.into_iter().map(|x| {
+                Circle::new(
+                    (x as f64 * end / 1000.0, most * 0.65),
+                    4,
+                    colour::VANISHED.filled(),
+                )
+            }))
+            .map_err(drawing)?;
         chart
             .draw_series(t.misfits.iter().map(|m| {
                 PathElement::new(
@@ -154,6 +170,15 @@ pub fn svg(t: &Timeline) -> Result<String, String> {
                     t.losses.len()
                 ),
                 colour::LOSS,
+            ));
+        }
+        if !t.vanished.is_empty() {
+            notes.push((
+                format!(
+                    "● {} record(s) read, then gone from the log, at their read",
+                    t.vanished.len()
+                ),
+                colour::VANISHED,
             ));
         }
         for m in t.misfits.iter().take(3) {
