@@ -131,10 +131,7 @@ fn the_longest_isr_chains_pack_and_unpack() {
     };
     let init = PartitionModel::new(cfg).init_state();
     // {A..E} less one member at a time: four ISRs, each naming A.
-    let sets: Vec<ReplicaSet> = (1..MAX_REPLICAS as u8)
-        .rev()
-        .map(|k| ReplicaSet::all(k))
-        .collect();
+    let sets: Vec<ReplicaSet> = (1..MAX_REPLICAS as u8).rev().map(ReplicaSet::all).collect();
     for len in 0..=sets.len() {
         let mut s = init;
         for req in s.requests.iter_mut() {
