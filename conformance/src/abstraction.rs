@@ -6,12 +6,14 @@
 //! shape's bound) is reported, not wrapped.
 
 use highwater::cluster::{ClusterSnapshot, ReplicaSnapshot};
+use highwater::replication::controller::isrs_after;
 use highwater::replication::{LeaderView as ImplLeaderView, LogEntry};
 use highwater_model::actions::{accepts_request, forget_what_no_longer_matters};
+use highwater_model::config::Mutation;
 use highwater_model::controller::fence_changes_partition;
 use highwater_model::state::{
-    Compact, Controller, Entry, IdSet, LeaderView, LogStore, Num, RecordHistory, RecordTable,
-    Replica, ReplicaSet, Request, Shape, Table, MAX_REPLICAS,
+    Compact, Controller, Entry, IdSet, IsrChain, LeaderView, LogStore, Num, RecordHistory,
+    RecordTable, Replica, ReplicaSet, Request, Shape, Table, MAX_REPLICAS,
 };
 use highwater_model::{Config, HwCheckpoint, State};
 use std::fmt::Display;
@@ -85,14 +87,15 @@ pub fn abstract_state_with<S: Shape>(
         if slot >= requests.len() {
             requests.resize(slot + 1, None);
         }
-        let last_isr = match snap.last_isrs.get(&epoch) {
-            Some(isr) => set(isr)?,
-            None => ReplicaSet::EMPTY,
-        };
+        let leader = req.leader.map(|l| fit(l, "leader")).transpose()?;
+        let isr = set(&req.isr)?;
+        let history = snap.epoch_isrs.get(&epoch).map_or(&[][..], Vec::as_slice);
+        let e = fit(epoch, "epoch")?;
+        let later_isrs = later_isrs::<S>(cfg, &s, e, leader, isr, history)?;
         requests[slot] = Some(Request {
-            leader: req.leader.map(|l| fit(l, "leader")).transpose()?,
-            isr: set(&req.isr)?,
-            last_isr,
+            leader,
+            isr,
+            later_isrs,
         });
     }
     let epochs = requests.len();
@@ -259,6 +262,56 @@ pub fn entry_of<S: Shape>(e: &LogEntry) -> Result<Entry<S>, String> {
     Ok(Entry {
         id: fit(id, "record id")?,
         epoch: fit(e.epoch, "entry epoch")?,
+    })
+}
+
+/// The model's `Request::later_isrs` of epoch `e`, from every ISR the
+/// controller held in it (`history`, oldest first): those after the one its
+/// leader applied last (its copy, once it leads in the epoch; else the
+/// request's, the first it will hold) that name it, the controller's
+/// current ISR left out while the epoch is current (the model reads that
+/// from the controller). Under `zombie-learns-only-last-isr`, only a left
+/// epoch's last.
+fn later_isrs<S: Shape>(
+    cfg: &Config,
+    s: &State<S>,
+    e: S::Epoch,
+    leader: Option<u8>,
+    request_isr: ReplicaSet,
+    history: &[Vec<u32>],
+) -> Result<IsrChain, String> {
+    let Some(l) = leader else {
+        return Ok(IsrChain::EMPTY);
+    };
+    let r = s.replica(l);
+    let leads = r.epoch == Some(e) && r.presumes_leadership(l);
+    // Where no leader can learn from it, the model keeps none
+    // (`forget_what_no_longer_matters`); nor is it then bounded.
+    if !leads && !accepts_request(s, l, e) {
+        return Ok(IsrChain::EMPTY);
+    }
+    let holds = match leads {
+        true => r.isr,
+        false => request_isr,
+    };
+    let history = history
+        .iter()
+        .map(|x| set(x))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut later: Vec<ReplicaSet> = isrs_after(&history, |&x| x == holds).to_vec();
+    later.retain(|x| x.contains(l));
+    let current = s.controller.epoch == Some(e);
+    if current && later.last() == Some(&s.controller.isr) {
+        later.pop();
+    }
+    if cfg.mutation == Some(Mutation::ZombieLearnsOnlyLastIsr) {
+        later = match current {
+            true => Vec::new(),
+            false => later.last().copied().into_iter().collect(),
+        };
+    }
+    IsrChain::of(&later).ok_or_else(|| {
+        format!("epoch {e:?}'s ISRs {later:?} still to apply: beyond the model's bound")
     })
 }
 

@@ -52,8 +52,9 @@ pub const SEGMENT_BYTES: u32 = 200;
 /// action, for the progress check; `never-acknowledge` is one of the
 /// model's leader, for its sometimes-properties; `hw-past-leo` breaks "HW
 /// <= LEO" in the model only, for the checker's reports and traces;
-/// `only-true-leader-learns-isr` removes behaviour of the model's leader,
-/// noticed by trace validation of a paced soak's zombie leader.)
+/// `only-true-leader-learns-isr` and `zombie-learns-only-last-isr` remove
+/// behaviour of the model's leader, noticed by trace validation of a paced
+/// soak's zombie leader.)
 pub fn isr_join(m: Option<Mutation>) -> imp::IsrJoinRule {
     match m {
         Some(Mutation::ExpandOnLeaderHw) => imp::IsrJoinRule::LeaderHwReachedEpochStart,
@@ -67,7 +68,8 @@ pub fn isr_join(m: Option<Mutation>) -> imp::IsrJoinRule {
             | Mutation::NoRestart
             | Mutation::NeverAcknowledge
             | Mutation::HwPastLeo
-            | Mutation::OnlyTrueLeaderLearnsIsr,
+            | Mutation::OnlyTrueLeaderLearnsIsr
+            | Mutation::ZombieLearnsOnlyLastIsr,
         )
         | None => imp::IsrJoinRule::FollowerReachedEpochStart,
     }

@@ -1155,7 +1155,7 @@ fn a_diverging_answer_taken_after_its_leader_moved_on_is_a_gap() {
 /// controller sent before it fenced it and elected replica 1 in epoch 2
 /// (event 45), as a Kafka broker applying the metadata in order does. The
 /// model lets a leader left behind learn its epoch's last ISR
-/// (`Request::last_isr`); under the rule before
+/// (`Request::later_isrs`); under the rule before
 /// (`Mutation::OnlyTrueLeaderLearnsIsr`: only the controller's current
 /// leader learns) the trace does not fit there.
 #[test]

@@ -7,8 +7,8 @@ use crate::controller::{self, Election};
 use crate::rules::Rule;
 use crate::shape::{epoch_within, within};
 use crate::state::{
-    replica_name, Compact, Entry, IdSet, LeaderView, LogStore, Num, RecordName, Replica, ReplicaId,
-    ReplicaSet, Request, Shape, State,
+    replica_name, Compact, Entry, IdSet, IsrChain, LeaderView, LogStore, Num, RecordName, Replica,
+    ReplicaId, ReplicaSet, Request, Shape, State,
 };
 use crate::truncation::{fetch_divergence_with, truncation_offset, FetchCheck};
 use std::fmt;
@@ -415,7 +415,7 @@ pub fn successor<S: Shape>(cfg: &Config, s: &State<S>, action: Action<S>) -> Sta
         }
         Action::LeaderLearnsIsr { leader } => {
             if let Some(isr) = isr_to_learn(cfg, n, leader) {
-                n.replica_mut(leader).isr = isr;
+                learn_isr(n, leader, isr);
             }
         }
         Action::Flush { replica } => {
@@ -471,11 +471,10 @@ pub fn forget_what_no_longer_matters<S: Shape>(cfg: &Config, s: &mut State<S>) {
         };
         s.set_request(epoch, Request { isr, ..req });
     }
-    // An epoch's last ISR matters only to that epoch's leader, while it can
-    // still learn something from it: it leads in that epoch
-    // (`isr_to_learn`), or it may still take that epoch's request, whose
-    // ISR the last one differs from. Kept for the second too, the field is
-    // a function of the rest of the state (a leader that takes its request
+    // An epoch's chain of ISRs matters only to that epoch's leader, while
+    // it can still learn from it: it leads in that epoch, or it may still
+    // take that epoch's request. Kept for the second too, the field is a
+    // function of the rest of the state (a leader that takes its request
     // late finds it there), as the abstraction of the implementation's
     // state needs; and states that differ only in whether the leader took
     // its request before or after the controller left are one.
@@ -485,18 +484,16 @@ pub fn forget_what_no_longer_matters<S: Shape>(cfg: &Config, s: &mut State<S>) {
             continue;
         };
         let kept = zombies_learn
-            && s.controller.epoch != Some(epoch)
             && req.leader.is_some_and(|l| {
-                let leads = s.replica(l).epoch == Some(epoch)
-                    && isr_to_learn(cfg, s, l).is_some_and(|isr| learns(s, l, isr));
-                let will_lead = accepts_request(s, l, epoch) && tells(req.isr, req.last_isr, l);
-                leads || will_lead
+                let r = s.replica(l);
+                let leads = r.epoch == Some(epoch) && r.presumes_leadership(l);
+                leads || accepts_request(s, l, epoch)
             });
-        if !kept && req.last_isr != ReplicaSet::EMPTY {
+        if !kept && !req.later_isrs.is_empty() {
             s.set_request(
                 epoch,
                 Request {
-                    last_isr: ReplicaSet::EMPTY,
+                    later_isrs: IsrChain::EMPTY,
                     ..req
                 },
             );
@@ -944,12 +941,15 @@ fn tells(copy: ReplicaSet, isr: ReplicaSet, leader: ReplicaId) -> bool {
     copy != isr && isr.contains(leader)
 }
 
-/// The ISR `leader` may learn: the controller's, if it is the true leader;
-/// if it still leads an epoch the controller has left (it has not yet
-/// heard of the move), the last ISR that epoch had. Kafka's broker applies
-/// a partition's metadata in order (`ReplicaManager.applyDelta`,
-/// `Partition.makeLeader` with a newer partition epoch), so it may take
-/// its epoch's last ISR change after the controller moved on.
+/// The ISR `leader` may learn next: the controller's, if it is the true
+/// leader (Kafka's leader takes the newest metadata it has; the ISRs
+/// between are reachable by learning sooner); if it still leads an epoch
+/// the controller has left, the oldest of that epoch's ISRs it has not
+/// applied (`Request::later_isrs`). Kafka's broker applies a partition's
+/// metadata changes in order (`ReplicaManager.applyDelta` hands each to
+/// `Partition.makeLeader`, which takes any whose partition epoch is not
+/// older than its own, whatever the controller did since), so a leader left
+/// behind takes its own epoch's ISR changes one after the other.
 fn isr_to_learn<S: Shape>(cfg: &Config, s: &State<S>, leader: ReplicaId) -> Option<ReplicaSet> {
     if is_true_leader(s, leader) {
         return Some(s.controller.isr);
@@ -960,12 +960,39 @@ fn isr_to_learn<S: Shape>(cfg: &Config, s: &State<S>, leader: ReplicaId) -> Opti
     let r = s.replica(leader);
     let epoch = r.epoch.filter(|_| r.presumes_leadership(leader))?;
     let req = s.request(epoch)?;
-    (req.leader == Some(leader) && s.controller.epoch != Some(epoch)).then_some(req.last_isr)
+    (req.leader == Some(leader) && s.controller.epoch != Some(epoch))
+        .then_some(req.later_isrs.first())
+        .flatten()
+}
+
+/// The leader applies `isr`: the controller's, after which nothing older
+/// of its epoch is left to apply, or the next of its epoch's chain.
+fn learn_isr<S: Shape>(s: &mut State<S>, leader: ReplicaId, isr: ReplicaSet) {
+    let true_leader = is_true_leader(s, leader);
+    s.replica_mut(leader).isr = isr;
+    let epoch = s.replica(leader).epoch;
+    if let Some((e, req)) = epoch.and_then(|e| Some((e, s.request(e)?))) {
+        let later_isrs = match true_leader {
+            true => IsrChain::EMPTY,
+            false => req.later_isrs.rest(),
+        };
+        s.set_request(e, Request { later_isrs, ..req });
+    }
 }
 
 fn leader_alters_isr<S: Shape>(cfg: &Config, s: &mut State<S>, leader: ReplicaId, isr: ReplicaSet) {
     controller::leader_sets_isr(cfg, s, isr);
     s.replica_mut(leader).isr = isr;
+    // Taken, its ISR is the newest of the epoch: the older changes it has
+    // not applied it never will (`Partition.makeLeader` skips an older
+    // partition epoch).
+    let epoch = s.replica(leader).epoch;
+    if let Some((e, req)) = epoch.and_then(|e| Some((e, s.request(e)?))) {
+        if s.controller.isr == isr && s.controller.epoch == Some(e) {
+            let later_isrs = IsrChain::EMPTY;
+            s.set_request(e, Request { later_isrs, ..req });
+        }
+    }
 }
 
 // --- Crash and restart --------------------------------------------------------

@@ -161,6 +161,12 @@ pub enum Mutation {
     /// (fewer behaviours); trace validation of the concurrent driver
     /// notices it, on a paced soak's zombie leader.
     OnlyTrueLeaderLearnsIsr,
+    /// A leader of an epoch the controller has left learns only the ISR
+    /// that epoch ended with, not the changes before it it had not applied
+    /// (highwater's rule before it kept the chain, `Request::later_isrs`).
+    /// Trace validation of the concurrent driver notices it, on a paced
+    /// soak's zombie leader applying an intermediate ISR.
+    ZombieLearnsOnlyLastIsr,
 }
 
 impl fmt::Display for Mutation {
@@ -177,6 +183,7 @@ impl fmt::Display for Mutation {
             Mutation::NeverAcknowledge => "never-acknowledge",
             Mutation::HwPastLeo => "hw-past-leo",
             Mutation::OnlyTrueLeaderLearnsIsr => "only-true-leader-learns-isr",
+            Mutation::ZombieLearnsOnlyLastIsr => "zombie-learns-only-last-isr",
         })
     }
 }

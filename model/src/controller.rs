@@ -26,7 +26,7 @@
 use crate::config::{Config, Mutation};
 use crate::rules::Rule;
 use crate::shape::{epoch_within, within};
-use crate::state::{Controller, Num, ReplicaId, ReplicaSet, Request, Shape, State};
+use crate::state::{Controller, IsrChain, Num, ReplicaId, ReplicaSet, Request, Shape, State};
 
 /// How a leader was chosen.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -603,7 +603,7 @@ pub fn elect<S: Shape>(cfg: &Config, s: &mut State<S>, r: ReplicaId, kind: Elect
     if s.controller.leader.is_some() {
         s.leader_moves += S::Count::ONE;
     }
-    apply(s, &outcome);
+    apply(cfg, s, &outcome);
 }
 
 /// ControllerShrinkIsr(r): Kafka's `handleBrokerFenced` for a broker in the
@@ -668,7 +668,7 @@ pub fn fence_matters<S: Shape>(cfg: &Config, c: &Controller<S>, r: ReplicaId) ->
 /// live broker stays fenced until ControllerUnfence.
 pub fn shrink_isr_on_failure<S: Shape>(cfg: &Config, s: &mut State<S>, r: ReplicaId) {
     if let Some(outcome) = fence_change(cfg, s, r) {
-        apply(s, &outcome);
+        apply(cfg, s, &outcome);
     }
     if s.replica(r).alive {
         s.controller.fenced = s.controller.fenced.with(r);
@@ -720,7 +720,7 @@ pub fn leader_sets_isr<S: Shape>(cfg: &Config, s: &mut State<S>, isr: ReplicaSet
             !outcome.epoch_bump || cfg.knock_out.is_some(),
             "the leader keeps leading"
         );
-        apply(s, &outcome);
+        apply(cfg, s, &outcome);
     }
 }
 
@@ -746,29 +746,55 @@ pub fn broker_registered<S: Shape>(cfg: &Config, s: &mut State<S>, r: ReplicaId,
         recovered: false,
     };
     if let Some(outcome) = partition_change(&Rules::of(cfg), c, &change, &mut |_, _| None) {
-        apply(s, &outcome);
+        apply(cfg, s, &outcome);
     }
 }
 
 /// Applies a change; a new leader field bumps the epoch and sends the
 /// LeaderAndIsr.
-fn apply<S: Shape>(s: &mut State<S>, o: &Outcome) {
-    let (left, last_isr) = (s.controller.epoch, s.controller.isr);
+fn apply<S: Shape>(cfg: &Config, s: &mut State<S>, o: &Outcome) {
+    let (left, before) = (s.controller.epoch, s.controller.isr);
     o.apply_to(&mut s.controller);
+    if let Some(e) = left.filter(|_| o.epoch_bump || s.controller.isr != before) {
+        isr_left_behind(cfg, s, e, before);
+    }
     if o.epoch_bump {
-        // The epoch left behind keeps the last ISR it had, for a leader
-        // that still leads in it (`forget_what_no_longer_matters` drops it
-        // where none does).
-        if let Some(req) = left.and_then(|e| Some((e, s.request(e)?))) {
-            s.set_request(req.0, Request { last_isr, ..req.1 });
-        }
         let c = &s.controller;
         let epoch = c.epoch.expect("just set");
         let request = Request {
             leader: c.leader,
             isr: c.isr,
-            last_isr: ReplicaSet::EMPTY,
+            later_isrs: IsrChain::EMPTY,
         };
         s.set_request(epoch, request);
     }
+}
+
+/// The controller's ISR of epoch `e` was `isr` and is no more (changed, or
+/// the epoch left): it joins the ISRs the epoch's leader has yet to apply,
+/// unless that leader holds it already or could not learn it (it does not
+/// name it). `forget_what_no_longer_matters` drops the chain where no
+/// leader can learn from it.
+fn isr_left_behind<S: Shape>(cfg: &Config, s: &mut State<S>, e: S::Epoch, isr: ReplicaSet) {
+    let Some(req) = s.request(e) else {
+        return;
+    };
+    let Some(l) = req.leader.filter(|&l| isr.contains(l)) else {
+        return;
+    };
+    // Where the leader stands: its copy once it took the request, else the
+    // request's ISR, the first it will hold.
+    let r = s.replica(l);
+    let holds = match r.epoch == Some(e) && r.presumes_leadership(l) {
+        true => r.isr,
+        false => req.isr,
+    };
+    let later_isrs = match cfg.mutation {
+        // The rule before the chain: only the ISR the epoch ends with.
+        Some(Mutation::ZombieLearnsOnlyLastIsr) if s.controller.epoch == Some(e) => return,
+        Some(Mutation::ZombieLearnsOnlyLastIsr) if holds != isr => IsrChain::EMPTY.pushed(isr),
+        _ if holds != isr => req.later_isrs.pushed(isr),
+        _ => return,
+    };
+    s.set_request(e, Request { later_isrs, ..req });
 }

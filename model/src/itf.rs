@@ -10,7 +10,7 @@
 //! |---|---|
 //! | `replicas` | `#map` from replica name to a record: `alive`, `unclean_down` (bool); `log` (list of `{record, epoch}`); `leo` (int, derived: the log's length); `hw`, `recovery_point`, `hw_checkpoint` (int); `epoch` (option of int); `leader` (variant `Unknown`, `NoLeader` or `Replica` with a name); `isr`, `stale_fetch` (`#set` of names); `follower_leo` (`#map` from name to option of int); `pending_acks` (`#set` of record names) |
 //! | `controller` | record: `leader`, `epoch` (options), `isr`, `elr`, `last_known_elr`, `fenced` (sets), `recovering` (bool) |
-//! | `requests` | `#map` from epoch to `{leader: option of name, isr: set, last_isr: set}` (`last_isr`: the ISR the controller held when it left the epoch, while a leader still leads in it; absent is empty) |
+//! | `requests` | `#map` from epoch to `{leader: option of name, isr: set, later_isrs: list of sets}` (`later_isrs`: the ISRs of the epoch its leader has yet to apply, oldest first; absent is empty; an older trace's `last_isr: set` is read as a list of it, if not empty) |
 //! | `records` | list, one per record produced so far (at most four): `{record, offset, acked, visible}` (`acked`, `visible`: option of the lowest epoch) |
 //! | `produced`, `clean_crashes`, `unclean_crashes`, `leader_moves` | int |
 //! | `mbt::actionTaken` | the action's kind (`init` for the first state), as Quint's model-based testing names it (derived from `action`) |
@@ -48,8 +48,8 @@ use crate::config::Config;
 use crate::controller::Election;
 use crate::model::{PartitionModel, Trace};
 use crate::state::{
-    record_name, replica_name, Entry, LeaderView, Log, RecordHistory, ReplicaId, ReplicaSet,
-    Request, State, EPOCH_SLOTS, MAX_RECORDS, RECOVERY_EPOCHS,
+    record_name, replica_name, Entry, IsrChain, LeaderView, Log, RecordHistory, ReplicaId,
+    ReplicaSet, Request, State, EPOCH_SLOTS, MAX_RECORDS, RECOVERY_EPOCHS,
 };
 use highwater_checker::Checkable;
 use serde_json::{json, Map, Value};
@@ -263,7 +263,7 @@ fn state_vars(s: &State) -> Map<String, Value> {
                 {
                     "leader": option(r.leader, name),
                     "isr": set(r.isr),
-                    "last_isr": set(r.last_isr),
+                    "later_isrs": r.later_isrs.iter().map(set).collect::<Vec<_>>(),
                 }
             ]))
         })
@@ -533,6 +533,32 @@ impl<'a> Rec<'a> {
     }
 }
 
+/// A request's `later_isrs`; absent in traces written before the model
+/// kept it, and `last_isr` (its one element) in those written before it
+/// kept the chain.
+fn later_isrs(r: &Rec, n: u8) -> Result<IsrChain> {
+    let isrs = match (r.v.get("later_isrs"), r.v.get("last_isr")) {
+        (Some(v), _) => {
+            let at = r.path("later_isrs");
+            let items = list(v, &at)?;
+            let isrs = items.iter().enumerate();
+            isrs.map(|(i, x)| set_of(x, n, &format!("{at}.{i}")))
+                .collect::<Result<Vec<_>>>()?
+        }
+        (None, Some(_)) => {
+            let last = r.set("last_isr", n)?;
+            [last].into_iter().filter(|x| !x.is_empty()).collect()
+        }
+        (None, None) => Vec::new(),
+    };
+    IsrChain::of(&isrs).ok_or_else(|| {
+        format!(
+            "{}: later ISRs {isrs:?}: more than the model holds, or an empty one",
+            r.path("later_isrs")
+        )
+    })
+}
+
 /// The value of a variant tag that carries none: the empty record, or
 /// (schema 1) Quint's unit, the empty tuple.
 fn unit(v: &Value, at: &str) -> Result<()> {
@@ -666,11 +692,7 @@ fn state_of(v: &Value, n: u8, at: &str) -> Result<State> {
         s.requests[epoch] = Some(Request {
             leader: r.opt_replica("leader", n)?,
             isr: r.set("isr", n)?,
-            // Absent in traces written before the model kept it.
-            last_isr: match r.v.get("last_isr") {
-                Some(_) => r.set("last_isr", n)?,
-                None => ReplicaSet::EMPTY,
-            },
+            later_isrs: later_isrs(&r, n)?,
         });
     }
     s.produced = v.int("produced")?;

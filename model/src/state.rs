@@ -332,13 +332,78 @@ impl<S: Shape> Controller<S> {
 pub struct Request {
     pub leader: Option<ReplicaId>,
     pub isr: ReplicaSet,
-    /// The ISR the controller held when it left this epoch, kept only
-    /// while the epoch's leader still leads in it and has something to
-    /// learn from it (empty otherwise, and while the epoch is current). A
-    /// broker applies a partition's metadata in order, so a leader left
-    /// behind may still take the last ISR change of its own epoch after
-    /// the controller moved on (LeaderLearnsIsr).
-    pub last_isr: ReplicaSet,
+    /// The ISRs the controller held in this epoch that its leader has not
+    /// yet applied, oldest first: those between the leader's copy and the
+    /// controller's current ISR while the epoch is current, and the ISR it
+    /// ended with once the controller left it. Kept only while the epoch's
+    /// leader leads in it, or may still take its request (empty
+    /// otherwise). A broker applies a partition's metadata changes in
+    /// order, so a leader learns them one by one, even after the
+    /// controller moved on (LeaderLearnsIsr).
+    pub later_isrs: IsrChain,
+}
+
+/// The ISRs of one epoch its leader has still to apply, oldest first, as a
+/// fixed array padded with empty sets (an element always names the leader,
+/// so it is never empty). Each is the ISR less at least one member of the
+/// one before: within an epoch the controller only removes (additions go
+/// through the leader's AlterPartition, which leaves it nothing to apply),
+/// and the first lacks a member of the leader's copy, or of the request's
+/// ISR for a leader that has not taken it. With at most [`MAX_REPLICAS`]
+/// replicas, and the leader in every element, that is at most
+/// `MAX_REPLICAS - 1` elements, in any shape.
+#[derive(
+    Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Debug, Serialize, Deserialize,
+)]
+pub struct IsrChain(pub [ReplicaSet; MAX_REPLICAS - 1]);
+
+impl IsrChain {
+    pub const EMPTY: IsrChain = IsrChain([ReplicaSet::EMPTY; MAX_REPLICAS - 1]);
+
+    /// The chain of `isrs`, or None beyond the bound (or holding an empty
+    /// set, which no chain holds).
+    pub fn of(isrs: &[ReplicaSet]) -> Option<IsrChain> {
+        let mut out = IsrChain::EMPTY;
+        if isrs.len() > out.0.len() || isrs.contains(&ReplicaSet::EMPTY) {
+            return None;
+        }
+        out.0[..isrs.len()].copy_from_slice(isrs);
+        Some(out)
+    }
+    pub fn len(self) -> usize {
+        self.0.iter().take_while(|x| !x.is_empty()).count()
+    }
+    pub fn is_empty(self) -> bool {
+        self.0[0].is_empty()
+    }
+    pub fn iter(self) -> impl Iterator<Item = ReplicaSet> {
+        self.0.into_iter().take_while(|x| !x.is_empty())
+    }
+    /// The next ISR to apply.
+    pub fn first(self) -> Option<ReplicaSet> {
+        Some(self.0[0]).filter(|x| !x.is_empty())
+    }
+    /// The chain without its first element.
+    pub fn rest(self) -> IsrChain {
+        let mut out = IsrChain::EMPTY;
+        out.0[..self.0.len() - 1].copy_from_slice(&self.0[1..]);
+        out
+    }
+    /// The chain with `isr` appended. Past the bound it panics: that would
+    /// be a controller adding to the ISR on its own, which no rule does.
+    pub fn pushed(self, isr: ReplicaSet) -> IsrChain {
+        let mut out = self;
+        let at = self.len();
+        assert!(
+            at < out.0.len() && !isr.is_empty(),
+            "an epoch's ISR chain {self:?} cannot take {isr:?}: beyond the model's bound"
+        );
+        out.0[at] = isr;
+        out
+    }
+    pub fn renamed(self, map: &[ReplicaId; MAX_REPLICAS]) -> IsrChain {
+        IsrChain(self.0.map(|x| x.renamed(map)))
+    }
 }
 
 /// What happened to one record, for the properties.
@@ -473,8 +538,9 @@ pub fn renaming(n: u8, order: &[ReplicaId; MAX_REPLICAS]) -> [ReplicaId; MAX_REP
     map
 }
 
-/// Bytes of the encoding, at most.
-pub const ENCODED_MAX: usize = 24 * MAX_REPLICAS + 64;
+/// Bytes of the encoding, at most (a request's chain of ISRs to apply,
+/// one byte when empty, takes up to `MAX_REPLICAS - 2` more when full).
+pub const ENCODED_MAX: usize = 24 * MAX_REPLICAS + 64 + EPOCH_SLOTS * (MAX_REPLICAS - 2);
 
 fn opt(x: Option<u8>) -> u8 {
     x.map_or(0xff, |v| v)
@@ -597,7 +663,18 @@ impl State {
                 leader => Some(Request {
                     leader: unopt(leader),
                     isr: ReplicaSet(get()),
-                    last_isr: ReplicaSet(get()),
+                    later_isrs: {
+                        // As encoded: the elements, then an empty set
+                        // unless the chain is full.
+                        let mut chain = IsrChain::EMPTY;
+                        for x in &mut chain.0 {
+                            *x = ReplicaSet(get());
+                            if x.is_empty() {
+                                break;
+                            }
+                        }
+                        chain
+                    },
                 }),
             };
         }
@@ -767,11 +844,18 @@ impl State {
                 Some(Request {
                     leader,
                     isr,
-                    last_isr,
+                    later_isrs,
                 }) => {
                     w.put(opt(leader.map(id)));
                     w.put(set(*isr).0);
-                    w.put(set(*last_isr).0);
+                    // The elements and an empty set ending them: one byte
+                    // for the usual empty chain.
+                    for x in later_isrs.iter() {
+                        w.put(set(x).0);
+                    }
+                    if later_isrs.len() < later_isrs.0.len() {
+                        w.put(0);
+                    }
                 }
             }
         }

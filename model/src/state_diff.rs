@@ -49,13 +49,23 @@ pub fn diff(a: &State, b: &State) -> Vec<FieldDiff> {
                 let Request {
                     leader,
                     isr,
-                    last_isr,
+                    later_isrs,
                 } = x;
                 out.field(&format!("{at}.leader"), leader, &y.leader, |l| {
                     opt_replica(*l)
                 });
                 out.field(&format!("{at}.isr"), isr, &y.isr, set);
-                out.field(&format!("{at}.last_isr"), last_isr, &y.last_isr, set);
+                out.field(
+                    &format!("{at}.later_isrs"),
+                    later_isrs,
+                    &y.later_isrs,
+                    |c| {
+                        format!(
+                            "[{}]",
+                            c.iter().map(|x| set(&x)).collect::<Vec<_>>().join(", ")
+                        )
+                    },
+                );
             }
             _ => out.field(&at, x, y, request),
         }

@@ -184,7 +184,7 @@ impl State {
         for req in out.requests.iter_mut().flatten() {
             req.leader = req.leader.map(rename);
             req.isr = req.isr.renamed(&map);
-            req.last_isr = req.last_isr.renamed(&map);
+            req.later_isrs = req.later_isrs.renamed(&map);
         }
         out
     }

@@ -10,7 +10,7 @@ use highwater_model::config::Mutation;
 use highwater_model::controller::Election;
 use highwater_model::properties::{self, *};
 use highwater_model::state::{
-    Epoch, LeaderView, Log, Offset, ReplicaId, ReplicaSet, Request, MAX_REPLICAS,
+    Epoch, IsrChain, LeaderView, Log, Offset, ReplicaId, ReplicaSet, Request, MAX_REPLICAS,
 };
 use highwater_model::{Acks, Action, Config, HwCheckpoint, PartitionModel, State, Truncation};
 use stateright::Model;
@@ -84,7 +84,7 @@ fn elect_clean_names_the_leader_in_a_new_epoch_and_keeps_the_isr() {
         Some(Request {
             leader: Some(B),
             isr: all,
-            last_isr: ReplicaSet::EMPTY,
+            later_isrs: highwater_model::state::IsrChain::EMPTY,
         })
     );
     // The replicas learn of it only from the LeaderAndIsr.
@@ -102,7 +102,7 @@ fn elect_clean_names_the_leader_in_a_new_epoch_and_keeps_the_isr() {
         Some(Request {
             leader: Some(C),
             isr: set(&[B, C]),
-            last_isr: ReplicaSet::EMPTY,
+            later_isrs: highwater_model::state::IsrChain::EMPTY,
         })
     );
     assert_eq!(s.request(0).unwrap().leader, Some(A));
@@ -152,7 +152,7 @@ fn elect_from_elr_makes_a_new_isr_of_the_leader_which_leaves_the_elr() {
         Some(Request {
             leader: Some(B),
             isr: set(&[B]),
-            last_isr: ReplicaSet::EMPTY,
+            later_isrs: highwater_model::state::IsrChain::EMPTY,
         })
     );
 
@@ -226,7 +226,7 @@ fn elect_unclean_makes_the_leader_the_isr_and_clears_the_elr() {
         Some(Request {
             leader: Some(C),
             isr: set(&[C]),
-            last_isr: ReplicaSet::EMPTY,
+            later_isrs: highwater_model::state::IsrChain::EMPTY,
         })
     );
 }
@@ -332,7 +332,7 @@ fn controller_shrink_of_the_leader_leaves_the_partition_leaderless_in_a_new_epoc
         Some(Request {
             leader: None,
             isr: set(&[B, C]),
-            last_isr: ReplicaSet::EMPTY,
+            later_isrs: highwater_model::state::IsrChain::EMPTY,
         })
     );
     let elected = step(&cfg, &next, elect(B));
@@ -341,7 +341,7 @@ fn controller_shrink_of_the_leader_leaves_the_partition_leaderless_in_a_new_epoc
         Some(Request {
             leader: None,
             isr: ReplicaSet::EMPTY,
-            last_isr: ReplicaSet::EMPTY,
+            later_isrs: highwater_model::state::IsrChain::EMPTY,
         }),
         "dropped once an older epoch's"
     );
@@ -1257,6 +1257,12 @@ fn the_leader_learns_the_controllers_own_isr_removals() {
     assert_disabled(&cfg, &s4, produce(A, 0));
 }
 
+/// The chain of ISRs an epoch's leader has yet to apply.
+fn chain(isrs: &[&[ReplicaId]]) -> Option<IsrChain> {
+    let sets: Vec<ReplicaSet> = isrs.iter().map(|x| set(x)).collect();
+    IsrChain::of(&sets)
+}
+
 #[test]
 fn a_deposed_leader_learns_only_its_own_epochs_last_isr() {
     let cfg = base();
@@ -1267,16 +1273,13 @@ fn a_deposed_leader_learns_only_its_own_epochs_last_isr() {
     let deposed = step(&cfg, &s, ctrl_shrink(A));
     assert!(deposed.replica(A).presumes_leadership(A));
     assert_ne!(deposed.controller.epoch, Some(0));
-    assert_eq!(deposed.request(0).map(|r| r.last_isr), Some(set(&[A, B])));
+    assert_eq!(deposed.request(0).map(|r| r.later_isrs), chain(&[&[A, B]]));
     assert_enabled(&cfg, &deposed, learn(A));
     let learnt = step(&cfg, &deposed, learn(A));
     assert_eq!(learnt.replica(A).isr, set(&[A, B]));
     assert_disabled(&cfg, &learnt, learn(A));
-    // Nothing left to learn: the model forgets the epoch's last ISR.
-    assert_eq!(
-        learnt.request(0).map(|r| r.last_isr),
-        Some(ReplicaSet::EMPTY)
-    );
+    // Nothing left to learn: the chain is empty.
+    assert_eq!(learnt.request(0).map(|r| r.later_isrs), chain(&[]));
     // Under the rule before, only the controller's current leader learns.
     let old = Config {
         mutation: Some(Mutation::OnlyTrueLeaderLearnsIsr),
@@ -1289,10 +1292,65 @@ fn a_deposed_leader_learns_only_its_own_epochs_last_isr() {
     );
     assert!(deposed.replica(A).presumes_leadership(A));
     assert_disabled(&old, &deposed, learn(A));
-    assert_eq!(
-        deposed.request(0).map(|r| r.last_isr),
-        Some(ReplicaSet::EMPTY)
+    assert_eq!(deposed.request(0).map(|r| r.later_isrs), chain(&[]));
+}
+
+/// Leader A of epoch 0 has applied none of the controller's removals of C
+/// (crashed) and then B (fenced: missed heartbeats) when the controller
+/// deposes it: the ISRs it may hold next,
+/// learning alone, in order.
+fn zombie_learns(cfg: &Config) -> Vec<ReplicaSet> {
+    let removals = [
+        crash(C, true),
+        ctrl_shrink(C),
+        ctrl_shrink(B),
+        ctrl_shrink(A),
+    ];
+    let mut s = run(cfg, &led(cfg), &removals);
+    assert_ne!(s.controller.epoch, Some(0));
+    assert!(s.replica(A).presumes_leadership(A));
+    assert_eq!(s.replica(A).isr, set(&[A, B, C]));
+    let mut learnt = Vec::new();
+    while allowed(cfg, &s, learn(A)) {
+        s = step(cfg, &s, learn(A));
+        learnt.push(s.replica(A).isr);
+    }
+    learnt
+}
+
+#[test]
+fn a_deposed_leader_learns_each_isr_change_of_its_epoch_in_order() {
+    let cfg = base();
+    // Kafka's broker applies the two ISR updates one after the other: the
+    // zombie holds {A, B} (the removal of C) before {A}.
+    assert_eq!(zombie_learns(&cfg), vec![set(&[A, B]), set(&[A])]);
+    let s = run(
+        &cfg,
+        &led(&cfg),
+        &[crash(C, true), ctrl_shrink(C), ctrl_shrink(B)],
     );
+    // While the epoch is current, the chain holds the removal A skipped;
+    // the controller's current ISR is its own field.
+    assert_eq!(s.request(0).map(|r| r.later_isrs), chain(&[&[A, B]]));
+    // The true leader takes the newest (it reaches {A, B} by learning
+    // before B's removal), and has nothing older left to apply.
+    let s1 = step(&cfg, &s, learn(A));
+    assert_eq!(s1.replica(A).isr, set(&[A]));
+    assert_eq!(s1.request(0).map(|r| r.later_isrs), chain(&[]));
+    // A leader's own AlterPartition supersedes what it had not applied.
+    let s2 = step(&cfg, &s, shrink(A, C));
+    assert_eq!(s2.request(0).map(|r| r.later_isrs), chain(&[]));
+}
+
+#[test]
+fn the_zombie_learning_only_its_last_isr_skips_the_intermediate_one() {
+    // The rule before (`zombie-learns-only-last-isr`): the zombie never
+    // holds {A, B}, which the test above asks for.
+    let old = Config {
+        mutation: Some(Mutation::ZombieLearnsOnlyLastIsr),
+        ..base()
+    };
+    assert_eq!(zombie_learns(&old), vec![set(&[A])]);
 }
 
 #[test]
@@ -1306,7 +1364,7 @@ fn a_leader_taking_its_request_after_the_controller_left_still_learns_its_last_i
         &[elect(A), crash(C, true), ctrl_shrink(C), ctrl_shrink(A)],
     );
     assert_ne!(s.controller.epoch, Some(0));
-    assert_eq!(s.request(0).map(|r| r.last_isr), Some(set(&[A, B])));
+    assert_eq!(s.request(0).map(|r| r.later_isrs), chain(&[&[A, B]]));
     // Taking the stale request, A leads epoch 0 with its first ISR, and
     // its metadata, applied in order, brings the epoch's last one.
     let late = step(&cfg, &s, lead(A, 0));
@@ -1314,9 +1372,9 @@ fn a_leader_taking_its_request_after_the_controller_left_still_learns_its_last_i
     assert_enabled(&cfg, &late, learn(A));
     assert_eq!(step(&cfg, &late, learn(A)).replica(A).isr, set(&[A, B]));
     // Once A can no longer take the request (it took the next epoch's),
-    // the last ISR is forgotten.
+    // the chain is forgotten.
     let gone = step(&cfg, &s, follow(A, 1));
-    assert_eq!(gone.request(0).map(|r| r.last_isr), Some(ReplicaSet::EMPTY));
+    assert_eq!(gone.request(0).map(|r| r.later_isrs), chain(&[]));
 }
 
 #[test]

@@ -8,7 +8,7 @@ mod common;
 
 use common::*;
 use highwater_model::config::Mutation;
-use highwater_model::state::{Epoch, LeaderView, Log, ReplicaId, ReplicaSet, Request};
+use highwater_model::state::{Epoch, LeaderView, Log, ReplicaId, Request};
 use highwater_model::truncation::{fetch_divergence, FetchCheck};
 use highwater_model::{Config, State, Truncation};
 
@@ -47,7 +47,7 @@ fn a_new_follower_keeps_its_log_and_does_not_wait_for_the_leader() {
     s.requests[1] = Some(Request {
         leader: Some(C),
         isr: set(&[B, C]),
-        last_isr: ReplicaSet::EMPTY,
+        later_isrs: highwater_model::state::IsrChain::EMPTY,
     });
     let next = step(&cfg, &s, follow(B, 1));
     assert_eq!(next.replica(B).log, log(&[(0, 0)]), "no truncation yet");

@@ -182,3 +182,30 @@ fn a_representative_packed_with_a_flawed_renaming_is_caught() {
         .count();
     assert!(failed > 0, "no walk noticed the flawed renaming");
 }
+
+/// Every request holding the longest chain of ISRs still to apply, on the
+/// most replicas: the largest encoding there is, within `ENCODED_MAX`, and
+/// it comes back whole (as do the shorter chains).
+#[test]
+fn the_longest_isr_chains_pack_and_unpack() {
+    use highwater_model::state::{IsrChain, ReplicaSet, Request, MAX_REPLICAS};
+    let cfg = highwater_model::Config {
+        replicas: MAX_REPLICAS as u8,
+        ..PRESETS[0].config
+    };
+    let init = PartitionModel::new(cfg).init_state();
+    // {A..E} less one member at a time: four ISRs, each naming A.
+    let sets: Vec<ReplicaSet> = (1..MAX_REPLICAS as u8).rev().map(ReplicaSet::all).collect();
+    for len in 0..=sets.len() {
+        let mut s = init;
+        for req in s.requests.iter_mut() {
+            *req = Some(Request {
+                leader: Some(0),
+                isr: ReplicaSet::all(MAX_REPLICAS as u8),
+                later_isrs: IsrChain::of(&sets[..len]).expect("within the bound"),
+            });
+        }
+        round_trip(&s, Decoding::Exact).unwrap();
+    }
+    assert_eq!(IsrChain::of(&[ReplicaSet::all(1); MAX_REPLICAS]), None);
+}

@@ -21,8 +21,8 @@ use highwater_model::properties;
 use highwater_model::render::{self, Style};
 use highwater_model::run::Step;
 use highwater_model::state::{
-    Entry, LeaderView, Log, RecordHistory, Replica, ReplicaSet, Request, State, EPOCH_SLOTS,
-    MAX_RECORDS, MAX_REPLICAS,
+    Entry, IsrChain, LeaderView, Log, RecordHistory, Replica, ReplicaSet, Request, State,
+    EPOCH_SLOTS, MAX_RECORDS, MAX_REPLICAS,
 };
 use highwater_model::{itf, Config};
 use proptest::collection::vec;
@@ -126,13 +126,19 @@ fn state_of(n: u8) -> impl Strategy<Value = State> {
         ),
         any::<bool>(),
     );
-    let request = (option::of(replica_id(n)), replica_set(n), replica_set(n)).prop_map(
-        |(leader, isr, last_isr)| Request {
-            leader,
-            isr,
-            last_isr,
-        },
-    );
+    let chain = (replica_set(n), replica_set(n)).prop_map(|(x, y)| {
+        IsrChain::of(&[x, y])
+            .or(IsrChain::of(&[x]))
+            .unwrap_or_default()
+    });
+    let request =
+        (option::of(replica_id(n)), replica_set(n), chain).prop_map(|(leader, isr, later_isrs)| {
+            Request {
+                leader,
+                isr,
+                later_isrs,
+            }
+        });
     (
         vec(replica(n), n as usize),
         controller,

@@ -164,7 +164,7 @@ fn each_field_is_named_by_its_itf_path_with_both_values() {
                 s.requests[5] = Some(Request {
                     leader: Some(1),
                     isr: ReplicaSet(0b11),
-                    last_isr: ReplicaSet::EMPTY,
+                    later_isrs: highwater_model::state::IsrChain::EMPTY,
                 })
             },
             "leader B, isr {A,B}",

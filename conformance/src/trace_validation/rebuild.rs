@@ -144,8 +144,8 @@ pub struct Rebuild {
     replicas: Vec<Shadow>,
     controller: ControllerState,
     requests: BTreeMap<LeaderEpoch, LeaderAndIsr>,
-    /// The ISR the controller held when it left each epoch.
-    last_isrs: BTreeMap<LeaderEpoch, Vec<ReplicaId>>,
+    /// Every ISR the controller held in each epoch, oldest first.
+    epoch_isrs: BTreeMap<LeaderEpoch, Vec<Vec<ReplicaId>>>,
     /// Implementation record id -> model record id (order of append).
     ids: HashMap<RecordId, u64>,
     /// Shared with the snapshots (`snapshot`), changed in place once they
@@ -260,7 +260,7 @@ impl Rebuild {
             replicas,
             controller,
             requests: BTreeMap::new(),
-            last_isrs: BTreeMap::new(),
+            epoch_isrs: BTreeMap::new(),
             ids: HashMap::new(),
             records: Arc::default(),
             request_records: HashMap::new(),
@@ -426,11 +426,12 @@ impl Rebuild {
             }
             _ => {}
         }
-        // An epoch left: the ISR it ended with (the state before this
-        // event), which a leader still leading in it may yet learn.
-        if let Some(left) = self.controller.leader_epoch {
-            if after.leader_epoch != Some(left) {
-                self.last_isrs.insert(left, self.controller.isr.clone());
+        // Every ISR an epoch had, in order: the updates its leader applies
+        // one after the other, even once the epoch is left.
+        if let Some(e) = after.leader_epoch {
+            let isrs = self.epoch_isrs.entry(e).or_default();
+            if isrs.last() != Some(&after.isr) {
+                isrs.push(after.isr.clone());
             }
         }
         if let Some(epoch) = after.leader_epoch {
@@ -909,7 +910,7 @@ impl Rebuild {
         }
         Arc::make_mut(&mut self.records).retain(|&id, _| window.keeps(id));
         self.requests.retain(|&e, _| e >= window.epoch_base);
-        self.last_isrs.retain(|&e, _| e >= window.epoch_base);
+        self.epoch_isrs.retain(|&e, _| e >= window.epoch_base);
     }
 
     /// The highest leader epoch the controller has named (for
@@ -1098,7 +1099,7 @@ impl Rebuild {
                 .collect(),
             controller: self.controller.clone(),
             requests: self.requests.clone(),
-            last_isrs: self.last_isrs.clone(),
+            epoch_isrs: self.epoch_isrs.clone(),
             records: Arc::clone(&self.records),
             clean_crashes: self.clean_crashes,
             unclean_crashes: self.unclean_crashes,

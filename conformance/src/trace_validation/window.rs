@@ -744,7 +744,7 @@ impl Window {
         out.controller.leader_epoch =
             leader_epoch(out.controller.leader_epoch, "the controller's epoch")?;
         // Requests of dropped epochs: no replica can take them any more
-        // (nor lead in them, to learn their last ISR).
+        // (nor lead in them, to learn their ISRs).
         out.requests = std::mem::take(&mut out.requests)
             .into_iter()
             .filter(|(e, _)| *e >= epochs)
@@ -753,10 +753,10 @@ impl Window {
                 (e - epochs, req)
             })
             .collect();
-        out.last_isrs = std::mem::take(&mut out.last_isrs)
+        out.epoch_isrs = std::mem::take(&mut out.epoch_isrs)
             .into_iter()
             .filter(|(e, _)| *e >= epochs)
-            .map(|(e, isr)| (e - epochs, isr))
+            .map(|(e, isrs)| (e - epochs, isrs))
             .collect();
         Ok(out)
     }
@@ -1322,7 +1322,7 @@ mod tests {
             )]
             .into_iter()
             .collect(),
-            last_isrs: BTreeMap::new(),
+            epoch_isrs: BTreeMap::new(),
             records,
             clean_crashes: 0,
             unclean_crashes: 0,

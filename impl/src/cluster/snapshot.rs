@@ -113,11 +113,12 @@ pub struct ClusterSnapshot {
     pub controller: ControllerState,
     /// Every LeaderAndIsr the controller sent, by epoch.
     pub requests: BTreeMap<LeaderEpoch, LeaderAndIsr>,
-    /// The ISR the controller held when it left each epoch it has left (a
-    /// leader still leading in one may yet learn it: the model's
-    /// `Request::last_isr`). Absent in snapshots written before it was kept.
+    /// Every ISR the controller held in each epoch, oldest first (the
+    /// request's first): the updates the epoch's leader applies in order,
+    /// from which the model's `Request::later_isrs` is read. Absent in
+    /// snapshots written before it was kept.
     #[serde(default)]
-    pub last_isrs: BTreeMap<LeaderEpoch, Vec<ReplicaId>>,
+    pub epoch_isrs: BTreeMap<LeaderEpoch, Vec<Vec<ReplicaId>>>,
     /// Records produced (appended), by id.
     /// Shared: a snapshot taken at every event of a long trace would
     /// otherwise copy every record's history each time.

@@ -707,8 +707,9 @@ impl<L: ReplicaLog> StepCluster<L> {
     pub fn leader_learns_isr(&mut self, leader: ReplicaId) -> Result<()> {
         // The controller's ISR, if it names `leader` in the epoch `leader`
         // leads; else, if `leader` still leads an epoch the controller has
-        // left (even one whose successor names it again), the last ISR
-        // update of that epoch (a broker applies the metadata in order).
+        // left (even one whose successor names it again), the next ISR
+        // update of that epoch it has not applied (a broker applies the
+        // metadata in order).
         let own = self.up(leader)?.core();
         let current = match (self.controller.leader(), self.controller.leader_epoch()) {
             (Some(l), Some(e)) if l == leader && own.leader_epoch() == Some(e) => {
@@ -720,7 +721,9 @@ impl<L: ReplicaLog> StepCluster<L> {
             .leader_epoch()
             .filter(|_| own.is_leader())
             .and_then(|e| {
-                let (isr, pe) = self.controller.epoch_end(e)?;
+                let later = self.controller.left_epoch_isrs_after(e, &own.isr());
+                // One that does not name it the model has it skip.
+                let (isr, pe) = later.iter().find(|(isr, _)| isr.contains(&leader))?;
                 Some((e, isr.clone(), Some(*pe)))
             });
         let Some((epoch, isr, partition_epoch)) = current.or(left_behind) else {
@@ -994,7 +997,7 @@ impl<L: ReplicaLog> StepCluster<L> {
             replicas,
             controller: self.controller.state(),
             requests: self.controller.requests().clone(),
-            last_isrs: self.controller.last_isrs(),
+            epoch_isrs: self.controller.epoch_isrs(),
             records: std::sync::Arc::new(self.records.clone()),
             clean_crashes: self.clean_crashes,
             unclean_crashes: self.unclean_crashes,
@@ -1101,7 +1104,7 @@ where
             && self.config == other.config
             && self.controller.state() == other.controller.state()
             && self.controller.requests() == other.controller.requests()
-            && self.controller.last_isrs() == other.controller.last_isrs()
+            && self.controller.epoch_isrs() == other.controller.epoch_isrs()
             && self.clock == other.clock
             && self.records == other.records
             && self.next_record == other.next_record

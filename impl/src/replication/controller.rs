@@ -206,11 +206,12 @@ pub struct Controller {
     /// Every LeaderAndIsr sent, by epoch: replicas may get them late,
     /// twice, or out of order.
     sent: BTreeMap<LeaderEpoch, LeaderAndIsr>,
-    /// The ISR and partition epoch each epoch the controller left ended
-    /// with: the last ISR update of that epoch, which a leader still
-    /// leading in it may yet apply (a broker applies a partition's
-    /// metadata in order).
-    epoch_ends: BTreeMap<LeaderEpoch, (Vec<ReplicaId>, u32)>,
+    /// Every ISR each epoch had, oldest first (its request's first), each
+    /// with the last partition epoch it held at: the ISR updates of that
+    /// epoch, which its leader applies in order, even after the
+    /// controller left the epoch (a broker applies a partition's metadata
+    /// in order).
+    epoch_isrs: BTreeMap<LeaderEpoch, Vec<(Vec<ReplicaId>, u32)>>,
 }
 
 impl Controller {
@@ -244,7 +245,7 @@ impl Controller {
             last_known_leader: true,
             mutation: None,
             sent: BTreeMap::new(),
-            epoch_ends: BTreeMap::new(),
+            epoch_isrs: BTreeMap::new(),
         })
     }
 
@@ -330,18 +331,24 @@ impl Controller {
     pub fn latest_request(&self) -> Option<&LeaderAndIsr> {
         self.sent.values().next_back()
     }
-    /// The ISR and partition epoch epoch `e` ended with, once the
-    /// controller left it.
-    pub fn epoch_end(&self, e: LeaderEpoch) -> Option<&(Vec<ReplicaId>, u32)> {
-        self.epoch_ends.get(&e)
+    /// The ISR updates of epoch `e` after the one a leader holding `isr`
+    /// applied last, oldest first, with their partition epochs; only for
+    /// an epoch the controller has left.
+    pub fn left_epoch_isrs_after(
+        &self,
+        e: LeaderEpoch,
+        isr: &[ReplicaId],
+    ) -> &[(Vec<ReplicaId>, u32)] {
+        match self.epoch_isrs.get(&e) {
+            Some(h) if self.epoch != Some(e) => isrs_after(h, |x| x.0 == isr),
+            _ => &[],
+        }
     }
 
-    /// The ISR each epoch the controller left ended with.
-    pub fn last_isrs(&self) -> BTreeMap<LeaderEpoch, Vec<ReplicaId>> {
-        self.epoch_ends
-            .iter()
-            .map(|(&e, (isr, _))| (e, isr.clone()))
-            .collect()
+    /// Every ISR each epoch had, oldest first.
+    pub fn epoch_isrs(&self) -> BTreeMap<LeaderEpoch, Vec<Vec<ReplicaId>>> {
+        let isrs = |h: &Vec<(Vec<ReplicaId>, u32)>| h.iter().map(|(isr, _)| isr.clone()).collect();
+        self.epoch_isrs.iter().map(|(&e, h)| (e, isrs(h))).collect()
     }
 
     pub fn requests(&self) -> &BTreeMap<LeaderEpoch, LeaderAndIsr> {
@@ -590,10 +597,6 @@ impl Controller {
     /// Applies a change; a new leader field bumps the epoch and sends the
     /// LeaderAndIsr, which it returns.
     fn apply(&mut self, o: Outcome) -> Option<LeaderAndIsr> {
-        if let (true, Some(e)) = (o.epoch_bump, self.epoch) {
-            self.epoch_ends
-                .insert(e, (self.isr(), self.partition_epoch));
-        }
         // Kafka's PartitionRegistration.merge: every change record applied
         // bumps the partition epoch.
         self.partition_epoch += 1;
@@ -601,7 +604,16 @@ impl Controller {
         self.elr = o.elr;
         self.lke = o.lke;
         self.recovering = o.recovering;
-        o.epoch_bump.then(|| self.send_leader_and_isr(o.leader))
+        let sent = o.epoch_bump.then(|| self.send_leader_and_isr(o.leader));
+        if let Some(e) = self.epoch {
+            let (isr, pe) = (self.isr(), self.partition_epoch);
+            let h = self.epoch_isrs.entry(e).or_default();
+            match h.last_mut() {
+                Some(last) if last.0 == isr => last.1 = pe,
+                _ => h.push((isr, pe)),
+            }
+        }
+        sent
     }
 
     // --- Kafka's events (ReplicationControlManager) ------------------------------
@@ -950,6 +962,18 @@ impl Controller {
         };
         self.sent.insert(epoch, req.clone());
         req
+    }
+}
+
+/// The part of an epoch's ISR history after the last element `holds`
+/// names (the one a leader applied last): what it has yet to apply, in
+/// order. Nothing if no element is its; the controller only removes within
+/// an epoch, and a leader's own change is the newest, so its last one
+/// stands where it is.
+pub fn isrs_after<T>(history: &[T], holds: impl Fn(&T) -> bool) -> &[T] {
+    match history.iter().rposition(holds) {
+        Some(i) => &history[i + 1..],
+        None => &[],
     }
 }
 

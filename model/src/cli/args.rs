@@ -288,7 +288,9 @@ pub struct ModelArgs {
     /// hw-past-leo (a leader's HW may pass its LEO: the offset checks
     /// notice), only-true-leader-learns-isr (a leader left behind in an
     /// epoch the controller has left never learns that epoch's last ISR:
-    /// safe, fewer behaviours; trace validation notices it).
+    /// safe, fewer behaviours; trace validation notices it),
+    /// zombie-learns-only-last-isr (such a leader learns only its epoch's
+    /// last ISR, not the changes before it: trace validation notices it).
     #[arg(long)]
     pub mutation: Option<Mutation>,
     /// One of today's rules knocked out (dropped, or a bound of it moved by

@@ -249,7 +249,7 @@ pub fn leading(cfg: &Config, leader: ReplicaId, epoch: Epoch, isr: ReplicaSet) -
     s.requests[epoch as usize] = Some(Request {
         leader: Some(leader),
         isr,
-        last_isr: ReplicaSet::EMPTY,
+        later_isrs: highwater_model::state::IsrChain::EMPTY,
     });
     let l = s.replica_mut(leader);
     l.epoch = Some(epoch);
