@@ -24,7 +24,7 @@ use std::time::Instant;
 fn target_seconds(preset: &str) -> f64 {
     match preset {
         "tla-kip320" => 1.0,
-        "safe" => 40.0,
+        "safe" => 30.0,
         "safe-deep" => 150.0,
         _ => 20.0,
     }
