@@ -113,39 +113,24 @@ pub fn svg(t: &Timeline) -> Result<String, String> {
                 )
             }))
             .map_err(drawing)?;
-        // One mark per thousandth of the run that lost records: thousands
-        // of losses draw as their spans, not as thousands of circles.
-        let mut lost_at: Vec<i64> = t
-            .losses
-            .iter()
-            .map(|l| (l.at / end * 1000.0).round() as i64)
-            .collect();
-        lost_at.dedup();
-        chart
-            .draw_series(lost_at.into_iter().map(|x| {
-                Circle::new(
-                    (x as f64 * end / 1000.0, most * 0.75),
-                    4,
-                    colour::LOSS.filled(),
-                )
-            }))
-            .map_err(drawing)?;
-        // Vanished reads likewise, one mark per thousandth, lower down.
-        let mut vanished_at: Vec<i64> = t
-            .vanished
-            .iter()
-            .map(|l| (l.at / end * 1000.0).round() as i64)
-            .collect();
-        vanished_at.dedup();
-        chart
-            .draw_series(vanished_at.into_iter().map(|x| {
-                Circle::new(
-                    (x as f64 * end / 1000.0, most * 0.65),
-                    4,
-                    colour::VANISHED.filled(),
-                )
-            }))
-            .map_err(drawing)?;
+        // One mark per thousandth of the run that lost records (or read
+        // records that then vanished, lower down): thousands of them draw
+        // as their spans, not as thousands of circles.
+        for (marks, height, colour) in [
+            (&t.losses, 0.75, colour::LOSS),
+            (&t.vanished, 0.65, colour::VANISHED),
+        ] {
+            let mut at: Vec<i64> = marks
+                .iter()
+                .map(|l| (l.at / end * 1000.0).round() as i64)
+                .collect();
+            at.dedup();
+            chart
+                .draw_series(at.into_iter().map(|x| {
+                    Circle::new((x as f64 * end / 1000.0, most * height), 4, colour.filled())
+                }))
+                .map_err(drawing)?;
+        }
         chart
             .draw_series(t.misfits.iter().map(|m| {
                 PathElement::new(
