@@ -359,7 +359,9 @@ pub const SAFE_UNIQUE_STATES: u64 = 20_668_801;
 /// check --preset safe-hw-checkpoint` (2026-12-03: 9 minutes 15 s and
 /// 12.6 GiB on 2 cores in one process, before the queues were packed; the
 /// same on 2 processes, README "Across processes and hosts"): not kept true
-/// by a test, so for memory estimates only.
+/// by a test, so for memory estimates and the index's first size only. It
+/// predates the chain of ISRs a leader left behind learns in order
+/// (`Request::later_isrs`), which grew `safe` by 0.05 %; not measured again.
 pub const SAFE_HW_CHECKPOINT_UNIQUE_STATES: u64 = 96_292_461;
 
 /// What `highwater check` needs at its peak (resident set) whatever its
