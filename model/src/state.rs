@@ -709,14 +709,9 @@ impl State {
     }
 
     /// Appends the encoding of [`renamed`](Self::renamed)`(order)` to `out`
-    /// without building that state: the search encodes each successor's
-    /// representative this way, and building it was a tenth of its time.
-    pub fn encode_renamed_into(&self, order: &[ReplicaId; MAX_REPLICAS], out: &mut Vec<u8>) {
-        self.encode_renamed_into_as(order, out, Renaming::Exact)
-    }
-
-    /// [`encode_renamed_into`](Self::encode_renamed_into), or with a
-    /// planted flaw.
+    /// without building that state (the search encodes each successor's
+    /// representative this way: building it was a tenth of its time), or
+    /// with a planted flaw.
     #[doc(hidden)]
     #[inline]
     pub fn encode_renamed_into_as(

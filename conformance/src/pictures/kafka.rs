@@ -65,17 +65,19 @@ pub fn vanished_reads(
     vanished: &[(u64, String, Option<String>)],
     reads: &[Read],
 ) -> Vec<VanishedRead> {
+    // Each record's first read, found in one pass: a run reads tens of
+    // thousands of records, and an unclean one sees thousands vanish.
+    let mut first: std::collections::HashMap<(u64, &str), u64> = std::collections::HashMap::new();
+    for r in reads {
+        let ms = first.entry((r.offset, r.value.as_str())).or_insert(r.ms);
+        *ms = (*ms).min(r.ms);
+    }
     vanished
         .iter()
         .map(|(offset, value, _)| VanishedRead {
             offset: *offset,
             value: value.clone(),
-            ms: reads
-                .iter()
-                .filter(|r| r.offset == *offset && r.value == *value)
-                .map(|r| r.ms)
-                .min()
-                .unwrap_or(0),
+            ms: first.get(&(*offset, value.as_str())).copied().unwrap_or(0),
         })
         .collect()
 }
