@@ -77,13 +77,13 @@ fn plausible(on_files: &Share, in_memory: &Share) {
     assert!(in_memory.states.0 > on_files.states.0);
 }
 
-/// Explores `safe`'s 7.8 million states first (the long tier; the
-/// smaller preset below runs without it).
+/// Explores `safe`'s 20 million states first, over two minutes: a
+/// measure for conformance/README.md, run by hand
+/// (`cargo test --release -p highwater-conformance --test lockstep_coverage -- --ignored`);
+/// the smaller preset below runs in every tier.
 #[test]
+#[ignore = "a measure run by hand: explores all of safe first"]
 fn the_random_lockstep_reports_what_it_covers_of_safe() {
-    if !long_tier::enabled("explores safe's whole state space first, about a minute") {
-        return;
-    }
     let (on_files, in_memory) = coverage("safe");
     plausible(&on_files, &in_memory);
 }

@@ -201,8 +201,9 @@ fn normalizing_keeps_the_counts_and_drops_the_times() {
 }
 
 /// One process's report and process 0's of two agree, as JSON (`formats`
-/// true: and as text).
-fn assert_same(args: &[&str], formats: &[bool]) {
+/// true: and as text). Returns the single-process report last compared.
+fn assert_same(args: &[&str], formats: &[bool]) -> String {
+    let mut last = String::new();
     for &json in formats {
         let mut args = args.to_vec();
         if json {
@@ -217,7 +218,9 @@ fn assert_same(args: &[&str], formats: &[bool]) {
             normalized(&want.stdout),
             "{args:?}: two processes disagree with one"
         );
+        last = want.stdout;
     }
+    last
 }
 
 #[test]
@@ -227,12 +230,28 @@ fn tla_kip320_on_two_processes_is_reported_as_on_one() {
 
 /// The default preset, 20 million states: JSON only, which holds every
 /// figure, verdict and path the text shows (the text is compared above).
+/// The single-process run is also the long tier's one search of `safe`
+/// itself: every verdict as the preset expects (safety, reachability and
+/// progress) and its state count the one the preset records.
 #[test]
 fn safe_on_two_processes_is_reported_as_on_one() {
-    if !long_tier::enabled("about 4 minutes: safe, once on one process, once on two") {
+    if !long_tier::enabled("about 5 minutes: safe, once on one process, once on two") {
         return;
     }
-    assert_same(&["check", "--preset", "safe"], &[true]);
+    let report = assert_same(&["check", "--preset", "safe"], &[true]);
+    let report: serde_json::Value = serde_json::from_str(&report).expect("a JSON report");
+    assert_eq!(
+        report["mismatches"],
+        serde_json::json!([]),
+        "safe: every verdict as expected"
+    );
+    assert_eq!(report["exit_status"], 0);
+    let p = highwater_model::presets::Preset::find("safe").expect("the default preset");
+    assert_eq!(
+        report["progress"]["unique_states"].as_u64(),
+        p.measured.map(|m| m.unique_states),
+        "update SAFE_UNIQUE_STATES (used for estimates and warnings) to the new count"
+    );
 }
 
 #[test]
