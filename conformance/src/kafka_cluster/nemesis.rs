@@ -75,10 +75,19 @@ pub enum FaultKind {
     /// The broker's links to its peers cut, theirs to it open: always
     /// strikes a follower, which cannot fetch from the leader.
     CutPeersOut,
+    /// The leader cut from its peers (as [`FaultKind::CutFromPeers`]) past
+    /// replica.lag.time.max.ms, so that it shrinks the ISR to itself (and,
+    /// with the ELR, the followers it removed enter the ELR), then killed
+    /// with kill -9 and the links opened; the leader restarts once the
+    /// controller has fenced it. Under `min-isr-1` or `unclean` it
+    /// acknowledged alone while cut off, and only an unclean election can
+    /// give the partition another leader: the loss a network partition,
+    /// not a stopped process, brings.
+    IsolateThenKillLeader,
 }
 
 impl FaultKind {
-    const ALL: [FaultKind; 14] = [
+    const ALL: [FaultKind; 15] = [
         FaultKind::Kill,
         FaultKind::PauseShort,
         FaultKind::PauseLong,
@@ -93,6 +102,7 @@ impl FaultKind {
         FaultKind::HoldFromPeers,
         FaultKind::CutPeersIn,
         FaultKind::CutPeersOut,
+        FaultKind::IsolateThenKillLeader,
     ];
 
     pub fn name(self) -> &'static str {
@@ -111,6 +121,7 @@ impl FaultKind {
             FaultKind::HoldFromPeers => "hold-peers",
             FaultKind::CutPeersIn => "cut-peers-in",
             FaultKind::CutPeersOut => "cut-peers-out",
+            FaultKind::IsolateThenKillLeader => "isolate-kill",
         }
     }
 
@@ -119,7 +130,9 @@ impl FaultKind {
     fn peer_links(self, broker: u32, brokers: &[u32]) -> (Vec<(u32, u32)>, Link) {
         let peers = brokers.iter().copied().filter(|&b| b != broker);
         let (ins, outs) = match self {
-            FaultKind::CutFromPeers | FaultKind::HoldFromPeers => (true, true),
+            FaultKind::CutFromPeers
+            | FaultKind::HoldFromPeers
+            | FaultKind::IsolateThenKillLeader => (true, true),
             FaultKind::CutPeersIn => (true, false),
             FaultKind::CutPeersOut => (false, true),
             _ => (false, false),
@@ -212,6 +225,7 @@ impl Schedule {
                 FaultKind::StallFollowersKillLeader
                     | FaultKind::StrandThenPowerLoss
                     | FaultKind::CutPeersIn
+                    | FaultKind::IsolateThenKillLeader
             ) {
                 target = Target::Leader;
             }
@@ -236,6 +250,9 @@ impl Schedule {
                 FaultKind::LagThenKillOthers | FaultKind::StrandThenPowerLoss => {
                     let past = SESSION_TIMEOUT_MS.max(REPLICA_LAG_MS);
                     rng.ms(past + 2000, past + 4000)
+                }
+                FaultKind::IsolateThenKillLeader => {
+                    rng.ms(REPLICA_LAG_MS + 2000, REPLICA_LAG_MS + 4000)
                 }
                 _ => rng.ms(1000, 5000),
             };
@@ -408,6 +425,9 @@ pub fn spans_from_summary(
         if kind == FaultKind::StallFollowersKillLeader.name() {
             held += SESSION_TIMEOUT_MS + 2000;
         }
+        if kind == FaultKind::IsolateThenKillLeader.name() {
+            held += SESSION_TIMEOUT_MS + 3000;
+        }
         let began_ms = producer_start_ms + seconds(began, "summary.txt: a fault's start")?;
         spans.push(FaultSpan {
             kind: kind.to_string(),
@@ -443,6 +463,7 @@ pub fn apply(
             FaultKind::StallFollowersKillLeader
                 | FaultKind::LagThenKillOthers
                 | FaultKind::StrandThenPowerLoss
+                | FaultKind::IsolateThenKillLeader
         ) && state.leader < 0 =>
         {
             return Err(format!(
@@ -576,6 +597,26 @@ pub fn apply(
                 .join(" ");
             note = format!("links {note} {link:?}");
         }
+        FaultKind::IsolateThenKillLeader => {
+            let (links, link) = step.kind.peer_links(broker, &cluster.broker_ids());
+            for &(from, to) in &links {
+                cluster.set_peer_link(from, to, link)?;
+            }
+            std::thread::sleep(step.hold);
+            cluster.broker(broker)?.kill()?;
+            for &(from, to) in &links {
+                cluster.set_peer_link(from, to, Link::Open)?;
+            }
+            // Until the controller fences the dead leader and elects (or,
+            // without an eligible replica, cannot).
+            std::thread::sleep(Duration::from_millis(SESSION_TIMEOUT_MS + 3000));
+            (leader_during, isr_during) = during(programs);
+            cluster.restart(broker)?;
+            note = format!(
+                "cut from its peers for {:.1}s, then killed",
+                step.hold.as_secs_f64()
+            );
+        }
         FaultKind::PowerLoss => {
             note = lose_power(cluster, broker, topic)?;
             std::thread::sleep(step.hold);
@@ -673,6 +714,10 @@ mod tests {
                         assert_eq!(step.target, Target::Leader);
                     }
                     FaultKind::CutPeersIn => assert_eq!(step.target, Target::Leader),
+                    FaultKind::IsolateThenKillLeader => {
+                        assert!(step.hold > Duration::from_millis(REPLICA_LAG_MS));
+                        assert_eq!(step.target, Target::Leader);
+                    }
                     FaultKind::CutPeersOut => assert_ne!(step.target, Target::Leader),
                     _ => {}
                 }

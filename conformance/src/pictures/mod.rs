@@ -54,7 +54,7 @@ pub fn fault_colour(kind: &str) -> RGBColor {
         "unclean crash" | "kill-9" | "power-loss" => RGBColor(220, 20, 60),
         "fence" | "pause-long" => RGBColor(106, 90, 205),
         "pause" | "pause-short" => RGBColor(0, 139, 139),
-        "stall-kill" => RGBColor(139, 0, 0),
+        "stall-kill" | "isolate-kill" => RGBColor(139, 0, 0),
         // Network partitions: from the controller, and between brokers.
         "cut-controller" | "hold-controller" => RGBColor(85, 107, 47),
         "cut-peers" | "hold-peers" | "cut-peers-in" | "cut-peers-out" => RGBColor(30, 144, 255),
