@@ -6,8 +6,6 @@
 //! `tla-kip320`; `safe`'s measure is an ignored test, run by hand.
 
 mod common;
-#[path = "../../testkit/long_tier.rs"]
-mod long_tier;
 
 use common::{guided_runs, CASES, IN_MEMORY_CASES, STEPS};
 use highwater_conformance::coverage::{Share, Space, Visits};

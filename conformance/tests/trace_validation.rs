@@ -15,8 +15,7 @@ use highwater::cluster::concurrent::{
     pace_for_validation, read_trace_file, soak_config, Bursts, ConcurrentConfig, InjectedFault,
     RuleSet,
 };
-use highwater::cluster::trace::{Actor, TraceEntry};
-use highwater::cluster::Event;
+use highwater::cluster::{Actor, Event, TraceEntry};
 use highwater::replication::HwCheckpointPolicy;
 use highwater_conformance::lockstep::Lockstep;
 use highwater_conformance::trace_validation::{

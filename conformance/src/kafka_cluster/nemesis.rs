@@ -79,10 +79,9 @@ pub enum FaultKind {
     /// replica.lag.time.max.ms, so that it shrinks the ISR to itself (and,
     /// with the ELR, the followers it removed enter the ELR), then killed
     /// with kill -9 and the links opened; the leader restarts once the
-    /// controller has fenced it. Under `min-isr-1` or `unclean` it
-    /// acknowledged alone while cut off, and only an unclean election can
-    /// give the partition another leader: the loss a network partition,
-    /// not a stopped process, brings.
+    /// controller has fenced it. Under `acks1` it acknowledges alone while
+    /// cut off, and the ELR member elected lacks those records: the loss a
+    /// network partition, not a stopped process, brings.
     IsolateThenKillLeader,
 }
 
@@ -123,6 +122,18 @@ impl FaultKind {
             FaultKind::CutPeersOut => "cut-peers-out",
             FaultKind::IsolateThenKillLeader => "isolate-kill",
         }
+    }
+
+    /// How long, after killing the leader, the fault waits for the
+    /// controller to fence it and elect (or find no one to elect) before
+    /// restarting it; the fault's span in the timeline includes the wait.
+    fn fence_wait(self) -> Option<Duration> {
+        match self {
+            FaultKind::StallFollowersKillLeader => Some(SESSION_TIMEOUT_MS + 2000),
+            FaultKind::IsolateThenKillLeader => Some(SESSION_TIMEOUT_MS + 3000),
+            _ => None,
+        }
+        .map(Duration::from_millis)
     }
 
     /// The links between brokers this fault sets for `broker` among
@@ -422,11 +433,12 @@ pub fn spans_from_summary(
             .get(i)
             .ok_or_else(|| format!("schedule.txt has no step {} for {line:?}", i + 1))?;
         let mut held = seconds(hold, "schedule.txt: a hold")?;
-        if kind == FaultKind::StallFollowersKillLeader.name() {
-            held += SESSION_TIMEOUT_MS + 2000;
-        }
-        if kind == FaultKind::IsolateThenKillLeader.name() {
-            held += SESSION_TIMEOUT_MS + 3000;
+        if let Some(wait) = FaultKind::ALL
+            .into_iter()
+            .find(|k| k.name() == kind)
+            .and_then(FaultKind::fence_wait)
+        {
+            held += wait.as_millis() as u64;
         }
         let began_ms = producer_start_ms + seconds(began, "summary.txt: a fault's start")?;
         spans.push(FaultSpan {
@@ -439,6 +451,14 @@ pub fn spans_from_summary(
         });
     }
     Ok(spans)
+}
+
+/// Sets each of `links` (from, to) between brokers to `link`.
+fn set_peer_links(cluster: &Cluster, links: &[(u32, u32)], link: Link) -> Result<()> {
+    for &(from, to) in links {
+        cluster.set_peer_link(from, to, link)?;
+    }
+    Ok(())
 }
 
 /// The host's wall clock, in ms since the epoch (0 if it is set before it).
@@ -532,7 +552,7 @@ pub fn apply(
                 cluster.broker(f)?.resume()?;
             }
             // Until the controller fences the dead leader (its session ends) and elects another.
-            std::thread::sleep(Duration::from_millis(SESSION_TIMEOUT_MS + 2000));
+            std::thread::sleep(step.kind.fence_wait().expect("a kill waits for the fence"));
             (leader_during, isr_during) = during(programs);
             cluster.restart(leader)?;
         }
@@ -582,14 +602,10 @@ pub fn apply(
         | FaultKind::CutPeersIn
         | FaultKind::CutPeersOut => {
             let (links, link) = step.kind.peer_links(broker, &cluster.broker_ids());
-            for &(from, to) in &links {
-                cluster.set_peer_link(from, to, link)?;
-            }
+            set_peer_links(cluster, &links, link)?;
             std::thread::sleep(step.hold);
             (leader_during, isr_during) = during(programs);
-            for &(from, to) in &links {
-                cluster.set_peer_link(from, to, Link::Open)?;
-            }
+            set_peer_links(cluster, &links, Link::Open)?;
             note = links
                 .iter()
                 .map(|(f, t)| format!("{f}->{t}"))
@@ -599,17 +615,13 @@ pub fn apply(
         }
         FaultKind::IsolateThenKillLeader => {
             let (links, link) = step.kind.peer_links(broker, &cluster.broker_ids());
-            for &(from, to) in &links {
-                cluster.set_peer_link(from, to, link)?;
-            }
+            set_peer_links(cluster, &links, link)?;
             std::thread::sleep(step.hold);
             cluster.broker(broker)?.kill()?;
-            for &(from, to) in &links {
-                cluster.set_peer_link(from, to, Link::Open)?;
-            }
+            set_peer_links(cluster, &links, Link::Open)?;
             // Until the controller fences the dead leader and elects (or,
             // without an eligible replica, cannot).
-            std::thread::sleep(Duration::from_millis(SESSION_TIMEOUT_MS + 3000));
+            std::thread::sleep(step.kind.fence_wait().expect("a kill waits for the fence"));
             (leader_during, isr_during) = during(programs);
             cluster.restart(broker)?;
             note = format!(
