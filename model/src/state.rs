@@ -272,10 +272,9 @@ impl<S: Shape> Replica<S> {
     /// (a leader's log only grows while it leads).
     pub fn leader_epoch_start(&self, epoch: S::Epoch) -> S::Offset {
         self.log
-            .entries()
-            .iter()
-            .position(|e| e.epoch == epoch)
-            .map_or(self.leo(), S::Offset::at)
+            .epoch_starts()
+            .find(|&(e, _)| e == epoch)
+            .map_or(self.leo(), |(_, start)| start)
     }
     /// Forgets everything that belongs to a leadership (follower LEOs, the
     /// cached ISR, waiting producers).

@@ -12,7 +12,7 @@
 
 use crate::config::Truncation;
 use crate::rules::Rule;
-use crate::state::{Compact, LogStore, Num, Replica, Shape};
+use crate::state::{Compact, LogStore, Replica, Shape};
 
 /// The offset `follower` truncates to on becoming a follower of `leader`
 /// (None under `hw`, which never consults the leader). Under `on-fetch` it
@@ -118,8 +118,9 @@ pub fn assign<E: Ord + Copy, O: Ord + Copy>(cache: &mut Vec<(E, O)>, epoch: E, s
 /// The cache of the first `upto` entries of `log`, as appends build it.
 pub fn cache_of<S: Shape>(log: &S::Log, upto: S::Offset) -> EpochCache<S> {
     let mut cache = Vec::new();
-    for (offset, e) in log.entries()[..upto.idx()].iter().enumerate() {
-        assign(&mut cache, e.epoch, S::Offset::at(offset));
+    // The entries past each run's first change nothing (`assign`).
+    for (epoch, start) in log.epoch_starts().take_while(|&(_, start)| start < upto) {
+        assign(&mut cache, epoch, start);
     }
     cache
 }

@@ -212,13 +212,14 @@ impl Incremental {
 }
 
 impl Incremental {
-    /// Takes the model's logs where they are the ones kept (`model`: the
-    /// model's state after the last event, which fitted: its logs are the
-    /// abstraction's, as `comparable` changes none). The kept ones are then
-    /// the model's own, shared, so that the next event compares them with
-    /// the model's at no cost where they did not change (an equal copy is
-    /// compared entry by entry). Not the records: most events change one,
-    /// and a table shared with the model is copied whole to change it.
+    /// Takes the model's logs where they are the ones kept, and its records
+    /// (`model`: the model's state after the last event, which fitted: its
+    /// logs and records are the abstraction's, as `comparable` changes
+    /// neither). The kept ones are then the model's own, shared, so that the
+    /// next event compares them with the model's at no cost where they did
+    /// not change (an equal copy is compared entry by entry). The records
+    /// are shared by chunks: the next event that changes one copies its
+    /// chunk and the list of chunks, not the table.
     pub fn adopt(&mut self, model: &State<Unbounded>) {
         if self.window.is_none() {
             return;
@@ -227,6 +228,9 @@ impl Incremental {
             if self.plain.get(r) == Some(&true) {
                 *log = model.replica(r as u8).log.clone();
             }
+        }
+        if model.records == self.records {
+            self.records = model.records.clone();
         }
     }
 }
