@@ -346,8 +346,7 @@ pub fn show<S: Shape>(s: &State<S>) -> String {
     let mut out = String::new();
     for r in s.ids() {
         let x = s.replica(r);
-        let entries = x.log.entries();
-        let tail = &entries[entries.len().saturating_sub(4)..];
+        let tail: Vec<_> = x.log.iter_from(x.log.len().saturating_sub(4)).collect();
         out.push_str(&format!(
             "{}: {} epoch {:?} leader {:?} LEO {} HW {} recovery point {} HW checkpoint {} \
              ISR {:?} follower LEOs {:?} last entries {:?}\n",

@@ -698,8 +698,9 @@ fn follower_fetch<S: Shape>(
     // appended now reaches the leader with the next fetch.
     let fetch_offset = f.leo();
     let end = limit.map_or(l.leo(), |n| l.leo().min(fetch_offset + n));
-    for entry in &l.log.entries()[fetch_offset.idx()..end.idx()] {
-        f.log.append(*entry);
+    let count = end.idx().saturating_sub(fetch_offset.idx());
+    for entry in l.log.iter_from(fetch_offset.idx()).take(count) {
+        f.log.append(entry);
     }
     f.hw = if cfg.drops(Rule::FollowerHwWithinLog) {
         l.hw
@@ -796,7 +797,10 @@ fn advance_hw<S: Shape>(cfg: &Config, s: &mut State<S>, leader: ReplicaId, hw: S
     let epoch = l.epoch.expect("a leader has an epoch");
     let mut pending = l.pending_acks.clone();
     // `take`: under the `hw-past-leo` mutation the HW may pass the LEO.
-    for e in l.log.entries().iter().take(hw.idx()) {
+    for e in l.log.iter().take(hw.idx()) {
+        if pending.is_empty() {
+            break;
+        }
         if pending.contains(e.id) {
             pending.remove(e.id);
             if isr_ok {
@@ -818,8 +822,20 @@ fn publish_visible<S: Shape>(s: &mut State<S>, leader: ReplicaId) {
     // HW pass the LEO: "HW <= LEO" breaks, and the model goes on).
     let below = l.hw.min(l.leo()).idx();
     for offset in 0..below {
-        let id = s.replica(leader).log.entries()[offset].id;
-        let h = s.record_mut(id);
+        let Some(entry) = s.replica(leader).log.get(S::Offset::at(offset)) else {
+            break;
+        };
+        // Read before written: a record already visible at this epoch or
+        // before is left as it is, and a table shared between states is
+        // copied only where a record changes.
+        let seen = s
+            .produced_records()
+            .get(entry.id.idx())
+            .and_then(|h| h.visible);
+        if seen.is_some_and(|v| v <= epoch) {
+            continue;
+        }
+        let h = s.record_mut(entry.id);
         h.visible = Some(h.visible.map_or(epoch, |v| v.min(epoch)));
     }
 }

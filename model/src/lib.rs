@@ -26,6 +26,7 @@ pub mod state_diff;
 pub mod stateright_explorer;
 pub mod symmetry;
 pub mod truncation;
+pub mod watch;
 
 pub use actions::Action;
 pub use config::{Acks, Config, HwCheckpoint, Truncation};

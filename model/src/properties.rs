@@ -178,18 +178,36 @@ pub fn records_survive<S: Shape>(
     epoch_of: fn(&RecordHistory<S>) -> Option<S::Epoch>,
 ) -> bool {
     // The presumed leaders, found once rather than for every record.
-    let leaders = s.presumed_leaders().fold(
+    let leaders = presumed_leader_set(s);
+    s.produced_records()
+        .iter()
+        .enumerate()
+        .all(|(id, h)| record_survives(s, leaders, id, h, epoch_of))
+}
+
+/// The replicas presuming leadership, as a set.
+pub(crate) fn presumed_leader_set<S: Shape>(s: &State<S>) -> crate::state::ReplicaSet {
+    s.presumed_leaders().fold(
         crate::state::ReplicaSet::EMPTY,
         crate::state::ReplicaSet::with,
-    );
-    s.produced_records().iter().enumerate().all(|(id, h)| {
-        let Some(since) = epoch_of(h) else {
-            return true;
-        };
-        leaders.iter().all(|l| {
-            let r = s.replica(l);
-            r.epoch < Some(since) || r.log.get(h.offset).is_some_and(|e| e.id.idx() == id)
-        })
+    )
+}
+
+/// [`records_survive`] for one record, `id` with history `h`, on the
+/// presumed leaders `leaders`.
+pub(crate) fn record_survives<S: Shape>(
+    s: &State<S>,
+    leaders: crate::state::ReplicaSet,
+    id: usize,
+    h: &RecordHistory<S>,
+    epoch_of: fn(&RecordHistory<S>) -> Option<S::Epoch>,
+) -> bool {
+    let Some(since) = epoch_of(h) else {
+        return true;
+    };
+    leaders.iter().all(|l| {
+        let r = s.replica(l);
+        r.epoch < Some(since) || r.log.get(h.offset).is_some_and(|e| e.id.idx() == id)
     })
 }
 
@@ -197,13 +215,22 @@ pub fn records_survive<S: Shape>(
 /// records as the leader. A replica down after an unclean crash is left out
 /// until it restarts, when the controller hears of it.
 pub fn strong_isr<S: Shape>(s: &State<S>) -> bool {
-    s.presumed_leaders().all(|l| {
+    strong_isr_pairs(s).all(|(l, r)| {
         let leader = s.replica(l);
+        leader.log.agrees_below(&s.replica(r).log, leader.hw)
+    })
+}
+
+/// The (leader, ISR member) pairs [`strong_isr`] compares.
+pub(crate) fn strong_isr_pairs<S: Shape>(
+    s: &State<S>,
+) -> impl Iterator<Item = (ReplicaId, ReplicaId)> + '_ {
+    s.presumed_leaders().flat_map(move |l| {
         s.controller
             .isr
             .iter()
-            .filter(|&r| !s.replica(r).unclean_down)
-            .all(|r| leader.log.agrees_below(&s.replica(r).log, leader.hw))
+            .filter(move |&r| !s.replica(r).unclean_down)
+            .map(move |r| (l, r))
     })
 }
 
@@ -221,12 +248,18 @@ pub fn hw_within_log<S: Shape>(s: &State<S>) -> bool {
 
 /// No two replicas disagree below both of their HWs.
 pub fn logs_agree_below_hw<S: Shape>(s: &State<S>) -> bool {
-    s.ids().all(|a| {
-        s.ids().filter(|&b| b > a).all(|b| {
-            let (ra, rb) = (s.replica(a), s.replica(b));
-            ra.log.agrees_below(&rb.log, ra.hw.min(rb.hw))
-        })
+    replica_pairs(s).all(|(a, b)| {
+        let (ra, rb) = (s.replica(a), s.replica(b));
+        ra.log.agrees_below(&rb.log, ra.hw.min(rb.hw))
     })
+}
+
+/// Every pair of replicas, each once.
+pub(crate) fn replica_pairs<S: Shape>(
+    s: &State<S>,
+) -> impl Iterator<Item = (ReplicaId, ReplicaId)> + '_ {
+    s.ids()
+        .flat_map(move |a| s.ids().filter(move |&b| b > a).map(move |b| (a, b)))
 }
 
 /// Why `s` breaks the always-property `name`, in words naming the records

@@ -23,7 +23,6 @@ fn opt<N: Num, M: Num>(x: Option<N>) -> Option<Option<M>> {
 fn replica<A: Shape, B: Shape>(r: &Replica<A>) -> Option<Replica<B>> {
     let entries = r
         .log
-        .entries()
         .iter()
         .map(|e| {
             Some(Entry {

@@ -74,26 +74,66 @@ macro_rules! num {
 num!(u8);
 num!(u32);
 
-/// A replica's log: entries by offset, from offset 0.
+/// A replica's log: entries by offset, from offset 0. It hands out no
+/// slice, so that the unbounded log can hold its entries in shared chunks
+/// ([`Chunked`]).
 pub trait LogStore<S: Shape>:
     Clone + Default + Debug + Eq + Ord + Hash + Send + Sync + 'static
 {
-    fn entries(&self) -> &[Entry<S>];
+    /// The number of entries (the log end offset as an index).
+    fn len(&self) -> usize;
+    fn get(&self, offset: S::Offset) -> Option<Entry<S>>;
+    /// The entries from offset `from` on, in order.
+    fn iter_from(&self, from: usize) -> impl Iterator<Item = Entry<S>> + '_;
     fn append(&mut self, entry: Entry<S>);
     /// Cuts the log back to `offset` (nothing when it is already shorter).
     fn truncate(&mut self, offset: S::Offset);
     /// A log of these entries, if the shape can hold them.
     fn from_entries(entries: Vec<Entry<S>>) -> Option<Self>;
 
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// The entries, in order.
+    fn iter(&self) -> impl Iterator<Item = Entry<S>> + '_ {
+        self.iter_from(0)
+    }
+    fn to_vec(&self) -> Vec<Entry<S>> {
+        self.iter().collect()
+    }
     /// The log end offset.
     fn leo(&self) -> S::Offset {
-        S::Offset::at(self.entries().len())
-    }
-    fn get(&self, offset: S::Offset) -> Option<Entry<S>> {
-        self.entries().get(offset.idx()).copied()
+        S::Offset::at(self.len())
     }
     fn last(&self) -> Option<Entry<S>> {
-        self.entries().last().copied()
+        self.len()
+            .checked_sub(1)
+            .and_then(|i| self.get(S::Offset::at(i)))
+    }
+    /// How many entries from offset 0 on both logs hold alike.
+    fn common_prefix(&self, other: &Self) -> usize {
+        self.iter()
+            .zip(other.iter())
+            .take_while(|(a, b)| a == b)
+            .count()
+    }
+    /// Whether both logs hold the same entries below `offset`.
+    fn agrees_below(&self, other: &Self, offset: S::Offset) -> bool {
+        let n = offset.idx();
+        self.len() >= n && other.len() >= n && self.iter().take(n).eq(other.iter().take(n))
+    }
+    /// Whether both logs reach `offset` and hold the same entries from
+    /// `from` up to it (what [`LogStore::agrees_below`] still has to read
+    /// where the entries below `from` are known to agree).
+    fn agrees_from(&self, other: &Self, from: usize, offset: S::Offset) -> bool {
+        let n = offset.idx();
+        self.len() >= n
+            && other.len() >= n
+            && (from >= n
+                || self
+                    .iter_from(from)
+                    .take(n - from)
+                    .eq(other.iter_from(from).take(n - from)))
     }
     /// Where each run of one epoch begins, in order: (epoch, first offset).
     /// Enough to build a leader epoch cache (`truncation::cache_of`), whose
@@ -101,17 +141,12 @@ pub trait LogStore<S: Shape>:
     /// entries; the unbounded log keeps them as it grows, so that a cache
     /// costs the log's epochs and not its length.
     fn epoch_starts(&self) -> impl Iterator<Item = (S::Epoch, S::Offset)> + '_ {
-        let entries = self.entries();
-        entries.iter().enumerate().filter_map(move |(i, e)| {
-            let starts = i == 0 || entries[i - 1].epoch != e.epoch;
+        let mut previous = None;
+        self.iter().enumerate().filter_map(move |(i, e)| {
+            let starts = previous != Some(e.epoch);
+            previous = Some(e.epoch);
             starts.then(|| (e.epoch, S::Offset::at(i)))
         })
-    }
-    /// Whether both logs hold the same entries below `offset`.
-    fn agrees_below(&self, other: &Self, offset: S::Offset) -> bool {
-        let n = offset.idx();
-        let (a, b) = (self.entries(), other.entries());
-        a.len() >= n && b.len() >= n && a[..n] == b[..n]
     }
 }
 
@@ -185,6 +220,13 @@ pub trait RecordTable<T: 'static>:
     fn slot(&mut self, index: usize) -> &mut T;
     /// A table of these values, if the shape can hold them.
     fn from_vec(items: Vec<T>) -> Option<Self>;
+    /// The indexes below `len` whose items differ from `other`'s.
+    fn changed_since(&self, other: &Self, len: usize) -> Vec<usize>
+    where
+        T: PartialEq,
+    {
+        (0..len).filter(|&i| self.get(i) != other.get(i)).collect()
+    }
 }
 
 impl<T, const N: usize> RecordTable<T> for [T; N]
@@ -209,31 +251,34 @@ where
     }
 }
 
-/// Items in a chunk of [`UnboundedRecords`].
+/// Items in a chunk of a [`Chunked`] table.
 const CHUNK: usize = 64;
 
 /// A table of any length held in chunks of [`CHUNK`] items, each shared
 /// between the states of a search until one of them changes it: a step
-/// that marks one record copies one chunk and the list of chunks, not every
-/// record (a table of 20,000 records was copied whole at every Produce a
-/// search tried), and equal tables that share their chunks compare without
-/// reading them.
+/// that marks one record or appends one entry copies one chunk and the list
+/// of chunks, not the table (a table of 20,000 records was copied whole at
+/// every Produce a search tried), and equal tables that share their chunks
+/// compare without reading them.
 #[derive(Clone)]
-pub struct UnboundedRecords<T> {
+pub struct Chunked<T> {
     chunks: Arc<Vec<Arc<Vec<T>>>>,
     len: usize,
 }
 
-impl<T> Default for UnboundedRecords<T> {
+/// The records' histories in the unbounded shape.
+pub type UnboundedRecords<T> = Chunked<T>;
+
+impl<T> Default for Chunked<T> {
     fn default() -> Self {
-        UnboundedRecords {
+        Chunked {
             chunks: Arc::default(),
             len: 0,
         }
     }
 }
 
-impl<T: PartialEq> PartialEq for UnboundedRecords<T> {
+impl<T: PartialEq> PartialEq for Chunked<T> {
     fn eq(&self, other: &Self) -> bool {
         self.len == other.len
             && (Arc::ptr_eq(&self.chunks, &other.chunks)
@@ -245,42 +290,106 @@ impl<T: PartialEq> PartialEq for UnboundedRecords<T> {
     }
 }
 
-impl<T: Eq> Eq for UnboundedRecords<T> {}
+impl<T: Eq> Eq for Chunked<T> {}
 
-impl<T: Ord> PartialOrd for UnboundedRecords<T> {
+impl<T: Ord> PartialOrd for Chunked<T> {
     fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
         Some(self.cmp(other))
     }
 }
 
-impl<T: Ord> Ord for UnboundedRecords<T> {
+impl<T: Ord> Ord for Chunked<T> {
     fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        let items = self.chunks.iter().flat_map(|c| c.iter());
-        items.cmp(other.chunks.iter().flat_map(|c| c.iter()))
+        self.items_from(0).cmp(other.items_from(0))
     }
 }
 
-impl<T: Debug> Debug for UnboundedRecords<T> {
+impl<T: Debug> Debug for Chunked<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_list()
-            .entries(self.chunks.iter().flat_map(|c| c.iter()))
-            .finish()
+        f.debug_list().entries(self.items_from(0)).finish()
     }
 }
 
 /// Hashed as [`hash_tail`] hashes a slice: the length and the last few.
-impl<T: Hash> Hash for UnboundedRecords<T> {
+impl<T: Hash> Hash for Chunked<T> {
     fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
         self.len.hash(h);
         let from = self.len.saturating_sub(HASHED_TAIL);
         (self.len - from).hash(h);
-        for i in from..self.len {
-            self.chunks[i / CHUNK][i % CHUNK].hash(h);
+        for item in self.items_from(from) {
+            item.hash(h);
         }
     }
 }
 
-impl<T> RecordTable<T> for UnboundedRecords<T>
+impl<T> Chunked<T> {
+    #[inline]
+    fn item(&self, index: usize) -> Option<&T> {
+        (index < self.len).then(|| &self.chunks[index / CHUNK][index % CHUNK])
+    }
+    /// The items from `from` on, in order.
+    fn items_from(&self, from: usize) -> impl Iterator<Item = &T> + '_ {
+        let first = from.min(self.len);
+        self.chunks[first / CHUNK..]
+            .iter()
+            .flat_map(|c| c.iter())
+            .skip(first % CHUNK)
+    }
+}
+
+impl<T: Clone> Chunked<T> {
+    fn push(&mut self, item: T) {
+        let chunks = Arc::make_mut(&mut self.chunks);
+        match chunks.last_mut() {
+            Some(last) if last.len() < CHUNK => Arc::make_mut(last).push(item),
+            _ => {
+                let mut chunk = Vec::with_capacity(CHUNK);
+                chunk.push(item);
+                chunks.push(Arc::new(chunk));
+            }
+        }
+        self.len += 1;
+    }
+    /// Keeps the first `len` items.
+    fn truncate(&mut self, len: usize) {
+        if len >= self.len {
+            return;
+        }
+        let chunks = Arc::make_mut(&mut self.chunks);
+        chunks.truncate(len.div_ceil(CHUNK));
+        if !len.is_multiple_of(CHUNK) {
+            if let Some(last) = chunks.last_mut() {
+                Arc::make_mut(last).truncate(len % CHUNK);
+            }
+        }
+        self.len = len;
+    }
+}
+
+impl<T: PartialEq> Chunked<T> {
+    /// How many items from the first on both hold alike: shared chunks are
+    /// passed without reading them.
+    fn common_prefix(&self, other: &Self) -> usize {
+        if Arc::ptr_eq(&self.chunks, &other.chunks) {
+            return self.len.min(other.len);
+        }
+        let mut same = 0;
+        for (a, b) in self.chunks.iter().zip(other.chunks.iter()) {
+            if Arc::ptr_eq(a, b) {
+                same += a.len();
+                continue;
+            }
+            let alike = a.iter().zip(b.iter()).take_while(|(x, y)| x == y).count();
+            same += alike;
+            if alike < CHUNK {
+                break;
+            }
+        }
+        same.min(self.len).min(other.len)
+    }
+}
+
+impl<T> RecordTable<T> for Chunked<T>
 where
     T: Clone + Default + Debug + Eq + Ord + Hash + Send + Sync + 'static,
 {
@@ -288,30 +397,42 @@ where
         self.len
     }
     fn get(&self, index: usize) -> Option<&T> {
-        (index < self.len).then(|| &self.chunks[index / CHUNK][index % CHUNK])
+        self.item(index)
     }
     fn iter(&self) -> impl Iterator<Item = &T> + '_ {
-        self.chunks.iter().flat_map(|c| c.iter())
+        self.items_from(0)
     }
     fn slot(&mut self, index: usize) -> &mut T {
-        let chunks = Arc::make_mut(&mut self.chunks);
         while self.len <= index {
-            match chunks.last_mut() {
-                Some(last) if last.len() < CHUNK => Arc::make_mut(last).push(T::default()),
-                _ => {
-                    let mut chunk = Vec::with_capacity(CHUNK);
-                    chunk.push(T::default());
-                    chunks.push(Arc::new(chunk));
+            self.push(T::default());
+        }
+        let chunks = Arc::make_mut(&mut self.chunks);
+        &mut Arc::make_mut(&mut chunks[index / CHUNK])[index % CHUNK]
+    }
+    /// Reads only the chunks the two do not share.
+    fn changed_since(&self, other: &Self, len: usize) -> Vec<usize> {
+        let mut changed = Vec::new();
+        for (c, chunk) in self.chunks.iter().enumerate() {
+            let first = c * CHUNK;
+            if first >= len {
+                break;
+            }
+            let theirs = other.chunks.get(c);
+            if theirs.is_some_and(|t| Arc::ptr_eq(t, chunk)) {
+                continue;
+            }
+            for (i, item) in chunk.iter().enumerate().take(len - first) {
+                if theirs.and_then(|t| t.get(i)) != Some(item) {
+                    changed.push(first + i);
                 }
             }
-            self.len += 1;
         }
-        &mut Arc::make_mut(&mut chunks[index / CHUNK])[index % CHUNK]
+        changed
     }
     fn from_vec(items: Vec<T>) -> Option<Self> {
         let len = items.len();
         let chunks = items.chunks(CHUNK).map(|c| Arc::new(c.to_vec())).collect();
-        Some(UnboundedRecords {
+        Some(Chunked {
             chunks: Arc::new(chunks),
             len,
         })
@@ -441,16 +562,17 @@ impl Shape for Unbounded {
     const BOUNDED: bool = false;
 }
 
-/// A log of any length, shared between the states of a search until one
-/// of them changes it (a search step changes one log at most, and copying
-/// every log of every state it visits made validation quadratic in the
-/// run's length). It keeps where each epoch's run begins
-/// ([`LogStore::epoch_starts`]): a few per leader election, however long
-/// the log, where rebuilding an epoch cache from the entries at every fetch
-/// a search tries was an eighth of validation's time.
+/// A log of any length, in shared chunks ([`Chunked`]): a search step
+/// changes one log at most, and copying every log of every state it visits
+/// made validation quadratic in the run's length; comparing two states
+/// whose logs share their chunks reads only the chunks that differ. It
+/// keeps where each epoch's run begins ([`LogStore::epoch_starts`]): a few
+/// per leader election, however long the log, where rebuilding an epoch
+/// cache from the entries at every fetch a search tries was an eighth of
+/// validation's time.
 #[derive(Clone, Default)]
 pub struct UnboundedLog {
-    entries: Arc<Vec<Entry<Unbounded>>>,
+    entries: Chunked<Entry<Unbounded>>,
     /// (epoch, first offset) of each run of one epoch, in order.
     starts: Arc<Vec<(u32, u32)>>,
 }
@@ -459,7 +581,7 @@ pub struct UnboundedLog {
 /// them.
 impl PartialEq for UnboundedLog {
     fn eq(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.entries, &other.entries) || self.entries == other.entries
+        self.entries == other.entries
     }
 }
 
@@ -477,6 +599,64 @@ impl Ord for UnboundedLog {
     }
 }
 
+impl Hash for UnboundedLog {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        self.entries.hash(h)
+    }
+}
+
+impl Debug for UnboundedLog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.entries.fmt(f)
+    }
+}
+
+impl LogStore<Unbounded> for UnboundedLog {
+    fn len(&self) -> usize {
+        self.entries.len
+    }
+    #[inline]
+    fn get(&self, offset: u32) -> Option<Entry<Unbounded>> {
+        self.entries.item(offset as usize).copied()
+    }
+    fn iter_from(&self, from: usize) -> impl Iterator<Item = Entry<Unbounded>> + '_ {
+        self.entries.items_from(from).copied()
+    }
+    fn append(&mut self, entry: Entry<Unbounded>) {
+        if self.last().is_none_or(|last| last.epoch != entry.epoch) {
+            let start = self.entries.len as u32;
+            Arc::make_mut(&mut self.starts).push((entry.epoch, start));
+        }
+        self.entries.push(entry);
+    }
+    fn truncate(&mut self, offset: u32) {
+        if (offset as usize) < self.entries.len {
+            self.entries.truncate(offset as usize);
+            let starts = Arc::make_mut(&mut self.starts);
+            while starts.last().is_some_and(|&(_, start)| start >= offset) {
+                starts.pop();
+            }
+        }
+    }
+    fn from_entries(entries: Vec<Entry<Unbounded>>) -> Option<Self> {
+        let mut log = UnboundedLog::default();
+        for e in entries {
+            log.append(e);
+        }
+        Some(log)
+    }
+    fn common_prefix(&self, other: &Self) -> usize {
+        self.entries.common_prefix(&other.entries)
+    }
+    fn agrees_below(&self, other: &Self, offset: u32) -> bool {
+        let n = offset as usize;
+        self.len() >= n && other.len() >= n && self.common_prefix(other) >= n
+    }
+    fn epoch_starts(&self) -> impl Iterator<Item = (u32, u32)> + '_ {
+        self.starts.iter().copied()
+    }
+}
+
 /// Entries at the end of a log or table that its hash reads.
 const HASHED_TAIL: usize = 4;
 
@@ -488,12 +668,6 @@ const HASHED_TAIL: usize = 4;
 fn hash_tail<T: Hash, H: std::hash::Hasher>(items: &[T], h: &mut H) {
     items.len().hash(h);
     items[items.len().saturating_sub(HASHED_TAIL)..].hash(h);
-}
-
-impl Hash for UnboundedLog {
-    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
-        hash_tail(&self.entries, h)
-    }
 }
 
 /// A table of any length (records by id, requests by epoch), shared and
@@ -516,45 +690,6 @@ impl<T: Debug> Debug for UnboundedTable<T> {
 impl<T: Hash> Hash for UnboundedTable<T> {
     fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
         hash_tail(&self.0, h)
-    }
-}
-
-impl Debug for UnboundedLog {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_list().entries(self.entries.iter()).finish()
-    }
-}
-
-impl LogStore<Unbounded> for UnboundedLog {
-    fn entries(&self) -> &[Entry<Unbounded>] {
-        &self.entries
-    }
-    fn append(&mut self, entry: Entry<Unbounded>) {
-        if self.entries.last().is_none_or(|last| last.epoch != entry.epoch) {
-            let start = self.entries.len() as u32;
-            Arc::make_mut(&mut self.starts).push((entry.epoch, start));
-        }
-        Arc::make_mut(&mut self.entries).push(entry);
-    }
-    fn truncate(&mut self, offset: u32) {
-        if (offset as usize) < self.entries.len() {
-            Arc::make_mut(&mut self.entries).truncate(offset as usize);
-            let starts = Arc::make_mut(&mut self.starts);
-            while starts.last().is_some_and(|&(_, start)| start >= offset) {
-                starts.pop();
-            }
-        }
-    }
-    fn from_entries(entries: Vec<Entry<Unbounded>>) -> Option<Self> {
-        let mut log = UnboundedLog::default();
-        Arc::make_mut(&mut log.entries).reserve(entries.len());
-        for e in entries {
-            log.append(e);
-        }
-        Some(log)
-    }
-    fn epoch_starts(&self) -> impl Iterator<Item = (u32, u32)> + '_ {
-        self.starts.iter().copied()
     }
 }
 

@@ -137,8 +137,21 @@ pub struct CompactLog {
 }
 
 impl LogStore<Compact> for CompactLog {
-    fn entries(&self) -> &[Entry] {
-        CompactLog::entries(self)
+    fn len(&self) -> usize {
+        self.len as usize
+    }
+    fn get(&self, offset: Offset) -> Option<Entry> {
+        CompactLog::get(self, offset)
+    }
+    fn iter_from(&self, from: usize) -> impl Iterator<Item = Entry> + '_ {
+        self.entries().iter().skip(from).copied()
+    }
+    fn common_prefix(&self, other: &Self) -> usize {
+        let (a, b) = (self.entries(), other.entries());
+        a.iter().zip(b).take_while(|(x, y)| x == y).count()
+    }
+    fn agrees_below(&self, other: &Self, offset: Offset) -> bool {
+        CompactLog::agrees_below(self, other, offset)
     }
     fn append(&mut self, entry: Entry) {
         CompactLog::append(self, entry)

@@ -48,7 +48,7 @@ pub fn cross_check(on: bool) {
     CROSS_CHECK.with(|c| c.set(on));
 }
 
-fn cross_checking() -> bool {
+pub(crate) fn cross_checking() -> bool {
     static ENV: OnceLock<bool> = OnceLock::new();
     CROSS_CHECK.with(Cell::get)
         || *ENV.get_or_init(|| std::env::var_os("HIGHWATER_TV_CROSS_CHECK").is_some())

@@ -116,9 +116,7 @@ fn lowest_epoch(
 fn epoch_floor<S: Shape>(s: &State<S>, k: S::Offset) -> S::Epoch {
     let wide = |e: S::Epoch| e.idx() as i64;
     let live = s.ids().map(|r| s.replica(r)).filter(|x| x.alive);
-    let entries = s
-        .ids()
-        .flat_map(|r| s.replica(r).log.entries().iter().skip(k.idx()));
+    let entries = s.ids().flat_map(|r| s.replica(r).log.iter_from(k.idx()));
     let d = lowest_epoch(
         s.controller.epoch.map(wide),
         live.map(|x| x.epoch.map(wide)),
@@ -212,8 +210,8 @@ fn settled_as<S: Shape>(
     };
     for r in s.ids() {
         let x = s.replica(r);
-        let entries = x.log.entries();
-        if entries.windows(2).any(|w| w[0].epoch > w[1].epoch) {
+        let starts: Vec<_> = x.log.epoch_starts().collect();
+        if starts.windows(2).any(|w| w[0].0 > w[1].0) {
             return Err(format!("replica {r}'s log has a falling epoch"));
         }
         lower(&mut k, x.leo(), format!("replica {r}'s LEO"));
@@ -240,12 +238,7 @@ fn settled_as<S: Shape>(
     }
     let first = &s.replica(0).log;
     for r in s.ids().skip(1) {
-        let other = s.replica(r).log.entries();
-        let same = first.entries()[..k.idx()]
-            .iter()
-            .zip(other)
-            .take_while(|(a, b)| a == b)
-            .count();
+        let same = first.common_prefix(&s.replica(r).log).min(k.idx());
         if same < k.idx() {
             let o = S::Offset::at(same);
             lower(
@@ -256,21 +249,18 @@ fn settled_as<S: Shape>(
         }
     }
     let records = &s.records;
-    let unsettled = first.entries()[..k.idx()]
-        .iter()
-        .enumerate()
-        .find_map(|(o, e)| {
-            let o = S::Offset::at(o);
-            let h = records.get(e.id.idx()).copied().unwrap_or_default();
-            if h.offset != o {
-                return Some(Err(format!(
-                    "record {} at offset {o} says {}",
-                    e.id, h.offset
-                )));
-            }
-            let open = h.visible.is_none() || pending(s, e.id);
-            open.then_some(Ok((o, e.id)))
-        });
+    let unsettled = first.iter().take(k.idx()).enumerate().find_map(|(o, e)| {
+        let o = S::Offset::at(o);
+        let h = records.get(e.id.idx()).copied().unwrap_or_default();
+        if h.offset != o {
+            return Some(Err(format!(
+                "record {} at offset {o} says {}",
+                e.id, h.offset
+            )));
+        }
+        let open = h.visible.is_none() || pending(s, e.id);
+        open.then_some(Ok((o, e.id)))
+    });
     match unsettled {
         Some(Err(why)) => return Err(why),
         Some(Ok((o, id))) => lower(
@@ -282,14 +272,14 @@ fn settled_as<S: Shape>(
     }
     let in_logs: HashSet<S::RecordId> = s
         .ids()
-        .flat_map(|r| s.replica(r).log.entries().iter().map(|e| e.id))
+        .flat_map(|r| s.replica(r).log.iter().map(|e| e.id))
         .collect();
     let mut shift = Shift {
         k,
         produced: s.produced,
         renumber: vec![None; s.produced.idx()],
         dropped: S::RecordId::ZERO,
-        prefix: first.entries()[..k.idx()].to_vec(),
+        prefix: first.iter().take(k.idx()).collect(),
         epochs: epoch_floor(s, k),
         clamp_epochs: false,
     };
@@ -357,11 +347,12 @@ pub fn shift_state<S: Shape>(cfg: &Config, s: &State<S>, shift: &Shift<S>) -> Op
     for r in s.ids() {
         let x = s.replica(r);
         let y = out.replica_mut(r);
-        if x.log.entries().get(..k)? != &shift.prefix[..k] {
+        if x.log.len() < k || !x.log.iter().take(k).eq(shift.prefix[..k].iter().copied()) {
             return None;
         }
-        let entries = x.log.entries()[k..]
-            .iter()
+        let entries = x
+            .log
+            .iter_from(k)
             .map(|e| {
                 Some(Entry {
                     id: shift.id(e.id)?,
