@@ -796,17 +796,24 @@ fn advance_hw<S: Shape>(cfg: &Config, s: &mut State<S>, leader: ReplicaId, hw: S
         && cfg.mutation != Some(Mutation::NeverAcknowledge);
     let epoch = l.epoch.expect("a leader has an epoch");
     let mut pending = l.pending_acks.clone();
-    // `take`: under the `hw-past-leo` mutation the HW may pass the LEO.
-    for e in l.log.iter().take(hw.idx()) {
-        if pending.is_empty() {
-            break;
+    // Each waiting record is answered once the HW passes its offset, as
+    // Kafka's DelayedProduce waits for the HW to reach the offset its
+    // append got (`Partition.checkEnoughReplicasReachOffset`). A record is
+    // only ever at the offset it was produced at (a fetch copies offsets),
+    // so it is looked up there, not searched for in the log. Under the
+    // `hw-past-leo` mutation the HW may pass the LEO: an offset past it
+    // holds nothing.
+    for id in l.pending_acks.iter_ids() {
+        let Some(h) = s.produced_records().get(id.idx()) else {
+            continue;
+        };
+        if h.offset >= hw || l.log.get(h.offset).is_none_or(|e| e.id != id) {
+            continue;
         }
-        if pending.contains(e.id) {
-            pending.remove(e.id);
-            if isr_ok {
-                let h = s.record_mut(e.id);
-                h.acked = Some(h.acked.map_or(epoch, |a| a.min(epoch)));
-            }
+        pending.remove(id);
+        if isr_ok {
+            let h = s.record_mut(id);
+            h.acked = Some(h.acked.map_or(epoch, |a| a.min(epoch)));
         }
     }
     s.replica_mut(leader).pending_acks = pending;

@@ -446,7 +446,11 @@ pub trait IdSet<Id>: Clone + Default + Debug + Eq + Ord + Hash + Send + Sync + '
     fn contains(&self, id: Id) -> bool;
     fn is_empty(&self) -> bool;
     /// The ids, in order.
-    fn ids(&self) -> Vec<Id>;
+    fn ids(&self) -> Vec<Id> {
+        self.iter_ids().collect()
+    }
+    /// The ids, in order, without collecting them.
+    fn iter_ids(&self) -> impl Iterator<Item = Id> + '_;
 }
 
 /// Record ids below 8 as a bit mask: the compact shape holds at most
@@ -464,8 +468,8 @@ impl IdSet<u8> for u8 {
     fn is_empty(&self) -> bool {
         *self == 0
     }
-    fn ids(&self) -> Vec<u8> {
-        (0..8).filter(|&id| IdSet::contains(self, id)).collect()
+    fn iter_ids(&self) -> impl Iterator<Item = u8> + '_ {
+        (0..8).filter(|&id| IdSet::contains(self, id))
     }
 }
 
@@ -482,8 +486,8 @@ impl IdSet<u32> for BTreeSet<u32> {
     fn is_empty(&self) -> bool {
         BTreeSet::is_empty(self)
     }
-    fn ids(&self) -> Vec<u32> {
-        self.iter().copied().collect()
+    fn iter_ids(&self) -> impl Iterator<Item = u32> + '_ {
+        self.iter().copied()
     }
 }
 
