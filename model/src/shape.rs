@@ -98,9 +98,6 @@ pub trait LogStore<S: Shape>:
     fn iter(&self) -> impl Iterator<Item = Entry<S>> + '_ {
         self.iter_from(0)
     }
-    fn to_vec(&self) -> Vec<Entry<S>> {
-        self.iter().collect()
-    }
     /// The log end offset.
     fn leo(&self) -> S::Offset {
         S::Offset::at(self.len())

@@ -146,10 +146,6 @@ impl LogStore<Compact> for CompactLog {
     fn iter_from(&self, from: usize) -> impl Iterator<Item = Entry> + '_ {
         self.entries().iter().skip(from).copied()
     }
-    fn common_prefix(&self, other: &Self) -> usize {
-        let (a, b) = (self.entries(), other.entries());
-        a.iter().zip(b).take_while(|(x, y)| x == y).count()
-    }
     fn agrees_below(&self, other: &Self, offset: Offset) -> bool {
         CompactLog::agrees_below(self, other, offset)
     }

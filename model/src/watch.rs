@@ -84,14 +84,12 @@ impl<S: Shape> Watch<S> {
         let broken: Vec<&'static str> = match &self.last {
             Some((p, before)) if p.n == s.n => {
                 let changes = Changes::between(p, s, self.fault);
-                ALWAYS
-                    .into_iter()
-                    .filter(|&name| {
-                        let held = !before.contains(&name);
-                        !(held && holds_since(name, p, s, &changes)
-                            || !held && properties::holds(name, s))
-                    })
-                    .collect()
+                // A property broken before is checked whole: it may heal.
+                let holds = |name| match before.contains(&name) {
+                    true => properties::holds(name, s),
+                    false => holds_since(name, p, s, &changes),
+                };
+                ALWAYS.into_iter().filter(|&name| !holds(name)).collect()
             }
             _ => properties::broken(s),
         };
@@ -170,13 +168,13 @@ fn records_survive_since<S: Shape>(
     if !changes.same_frame(leaders(p), leaders(s)) || produced.len() < p.produced_records().len() {
         return properties::records_survive(s, epoch_of);
     }
-    let mut ids = changes.records.clone();
-    for l in s.presumed_leaders() {
+    let in_changed_logs = s.presumed_leaders().flat_map(|l| {
         let old = &p.replica(l).log;
-        ids.extend(old.iter_from(changes.kept(l)).map(|e| e.id.idx()));
-    }
+        old.iter_from(changes.kept(l)).map(|e| e.id.idx())
+    });
     let set = presumed_leader_set(s);
-    ids.into_iter().all(|id| {
+    let mut ids = changes.records.iter().copied().chain(in_changed_logs);
+    ids.all(|id| {
         produced
             .get(id)
             .is_none_or(|h| record_survives(s, set, id, h, epoch_of))

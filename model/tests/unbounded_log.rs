@@ -96,7 +96,10 @@ fn differs<L: LogStore<Unbounded>>(ops: &[Op]) -> Option<String> {
             }
             Op::Fork => kept.push((log.clone(), list.clone())),
         }
-        if log.to_vec() != list || log.len() != list.len() || log.last() != list.last().copied() {
+        if log.iter().collect::<Vec<_>>() != list
+            || log.len() != list.len()
+            || log.last() != list.last().copied()
+        {
             return Some(format!("step {step}: the entries differ"));
         }
         if log.epoch_starts().collect::<Vec<_>>() != runs(&list) {

@@ -128,7 +128,13 @@ type Visited<S> = HashMap<State<S>, Option<(State<S>, Action<S>)>, ahash::Random
 /// The always-properties (model/src/properties.rs) that `s` breaks, each
 /// with the model's explanation.
 pub fn broken_properties<S: Shape>(s: &State<S>) -> Vec<String> {
-    broken(s)
+    described(broken(s), s)
+}
+
+/// Each always-property `names` says `s` breaks, with the model's
+/// explanation.
+fn described<S: Shape>(names: Vec<&'static str>, s: &State<S>) -> Vec<String> {
+    names
         .into_iter()
         .map(|name| format!("{name}: {}", explain(name, s).unwrap_or_default()))
         .collect()
@@ -236,10 +242,7 @@ where
                 "the property watch differs from the properties"
             );
         }
-        names
-            .into_iter()
-            .map(|name| format!("{name}: {}", explain(name, s).unwrap_or_default()))
-            .collect()
+        described(names, s)
     }
 
     /// Counts an event not validated (beyond the model's bounds).
