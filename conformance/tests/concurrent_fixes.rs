@@ -601,3 +601,66 @@ fn faults_before_a_broker_started_are_caught() {
         },
     );
 }
+
+// --- Producers send to a leader once it serves ---------------------------------
+
+/// The controller announces its first leader 300 ms after publishing it
+/// (`late_first_announcement`, as a busy machine's thread may be held
+/// between the two), in a run whose producer has a budget of 8 records and
+/// runs until all 8 are acknowledged, with 4 requests in flight. Seen in
+/// CI before the fix (and once in 2,000 runs 6 at a time beside 2 busy
+/// loops): the first 4 requests refused with NOT_LEADER_OR_FOLLOWER by the
+/// first leader, not yet leading, and the run hung until its goal timeout.
+/// The hang guard is long for the fixed driver (a busy machine is slow),
+/// short for the broken one, which can never meet the goal.
+fn first_leader_slow_to_lead(regress: Option<Regression>) -> RunReport {
+    let goal_timeout = Duration::from_secs(if regress.is_some() { 3 } else { 120 });
+    run3(regress, |config| {
+        config.duration = Duration::from_millis(10);
+        config.max_records = Some(8);
+        config.until.acknowledged = Some(8);
+        config.max_in_flight = 4;
+        config.replication.replica_lag_time_max_ms = 600_000;
+        config.produce_timeout = Duration::from_secs(60);
+        config.goal_timeout = goal_timeout;
+        config.late_first_announcement = Some(Duration::from_millis(300));
+    })
+    .unwrap()
+    .run
+    .report
+}
+
+/// Producers wait for the leader the metadata names to lead in its epoch:
+/// nothing is refused, and every record of the budget is acknowledged.
+#[test]
+fn producers_wait_for_a_leader_slow_to_lead() {
+    let report = first_leader_slow_to_lead(None);
+    assert_eq!(
+        report.unmet_goals,
+        Vec::<String>::new(),
+        "{}",
+        end_state(&report)
+    );
+    assert!(
+        report.produce_errors.is_empty(),
+        "{:?}",
+        report.produce_errors
+    );
+}
+
+/// Producers that send as soon as the metadata names a leader
+/// (`Regression::ProduceBeforeLeaderServes`) are refused, and the run's
+/// goal is never met.
+#[test]
+fn producers_sending_before_the_leader_leads_are_caught() {
+    caught_in(2, "records refused before the leader led", || {
+        let report = first_leader_slow_to_lead(Some(Regression::ProduceBeforeLeaderServes));
+        match report.unmet_goals.is_empty() {
+            true => Ok(()),
+            false => Err(format!(
+                "{:?}; produce errors: {:?}",
+                report.unmet_goals, report.produce_errors
+            )),
+        }
+    });
+}

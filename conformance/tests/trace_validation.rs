@@ -1032,9 +1032,14 @@ fn a_fault_past_the_bounds_in_a_live_run_is_caught_by_the_unbounded_shape() {
     if !run.report.unmet_goals.is_empty() {
         let kept = std::env::temp_dir().join("highwater-unmet-goal-trace.jsonl");
         let _ = std::fs::copy(dir.path().join("trace.jsonl"), &kept);
+        let r = &run.report;
         eprintln!(
-            "errors: {:?}; trace kept in {}",
-            run.report.errors,
+            "errors: {:?}; produce errors: {:?}; produce timeouts: {}; \
+             settled: {}; trace kept in {}",
+            r.errors,
+            r.produce_errors,
+            r.produce_timeouts,
+            r.settled,
             kept.display()
         );
     }

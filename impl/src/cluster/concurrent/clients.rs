@@ -117,7 +117,11 @@ pub(super) fn run_producer(
                 }
                 break;
             }
-            let Some(leader) = shared.metadata().leader else {
+            let leader = match config.regress {
+                Some(super::Regression::ProduceBeforeLeaderServes) => shared.metadata().leader,
+                _ => serving_leader(&shared),
+            };
+            let Some(leader) = leader else {
                 break;
             };
             if let Some(max) = config.max_records {
@@ -175,7 +179,7 @@ pub(super) fn run_producer(
                 }
             }
             Err(RecvTimeoutError::Timeout) => {
-                if in_flight.len() >= config.max_in_flight || shared.metadata().leader.is_none() {
+                if in_flight.len() >= config.max_in_flight || serving_leader(&shared).is_none() {
                     thread::sleep(Duration::from_micros(200));
                 }
             }
@@ -194,6 +198,22 @@ pub(super) fn run_producer(
     }
     out.timeouts += in_flight.len() as u64;
     out
+}
+
+/// The leader the metadata names, once it leads in the metadata's epoch
+/// (its HW is published in that epoch). A Kafka producer refused with
+/// NOT_LEADER_OR_FOLLOWER by a broker that has yet to take its leadership
+/// retries the same records; this driver's producers send each record
+/// once (one record id, one model record), so they wait instead: records
+/// refused there were lost from a run's budget (`max_records`), and its
+/// goal could never be met (seen on a busy machine: the first 4 requests
+/// refused before the first leader took its LeaderAndIsr, then a 120 s
+/// hang).
+fn serving_leader(shared: &Shared) -> Option<crate::replication::ReplicaId> {
+    let m = shared.metadata();
+    let leader = m.leader?;
+    let published = shared.published_hw(leader)?.get()?;
+    (Some(published.epoch) == m.leader_epoch).then_some(leader)
 }
 
 /// Every replica that is up has flushed and checkpointed its HW at the

@@ -148,6 +148,11 @@ pub struct ConcurrentConfig {
     /// run, each by its delay, as threads of a busy machine may. Empty in
     /// real runs.
     pub slow_start: Vec<(ReplicaId, Duration)>,
+    /// Fault injection: the controller sends its first leader's
+    /// LeaderAndIsr this much after it published the election (which
+    /// clients read), as the thread of a busy machine may be held between
+    /// the two. `None` in real runs.
+    pub late_first_announcement: Option<Duration>,
 }
 
 /// Goals a run's producers run until (each `None`: not waited for).
@@ -214,6 +219,10 @@ pub enum Regression {
     /// started: a broker slow to start may be fenced or crashed before it
     /// ever registered.
     FaultsBeforeStart,
+    /// Producers send to the leader the metadata names at once, before it
+    /// has taken its leadership: the records it refuses are lost from a
+    /// run's budget (`max_records`).
+    ProduceBeforeLeaderServes,
 }
 
 /// A concurrency bug the driver can be told to have, each in the driver
@@ -295,6 +304,7 @@ impl ConcurrentConfig {
             disk_full_at_stop: None,
             consumer_reads_fail: false,
             slow_start: Vec::new(),
+            late_first_announcement: None,
         }
     }
 }
@@ -563,7 +573,12 @@ pub fn run(root: &Path, config: ConcurrentConfig) -> Result<RunReport> {
             node.run(inbox)
         }));
     }
-    let ctl_node = ControllerNode::new(controller, replica_tx.clone(), shared.clone());
+    let ctl_node = ControllerNode::new(
+        controller,
+        replica_tx.clone(),
+        shared.clone(),
+        config.late_first_announcement,
+    );
     let controller_thread = thread::spawn(move || ctl_node.run(ctl_rx));
 
     let mut producer_threads = Vec::new();

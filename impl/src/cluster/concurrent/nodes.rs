@@ -1018,6 +1018,8 @@ pub(super) struct ControllerNode {
     /// first registration is its start, not a restart, and no leader is
     /// elected before every broker has started.
     started: Vec<bool>,
+    /// `ConcurrentConfig::late_first_announcement`, until taken.
+    late_first_announcement: Option<Duration>,
 }
 
 impl ControllerNode {
@@ -1025,6 +1027,7 @@ impl ControllerNode {
         controller: Controller,
         replicas: Vec<Sender<Msg>>,
         shared: Arc<Shared>,
+        late_first_announcement: Option<Duration>,
     ) -> ControllerNode {
         let started = vec![false; replicas.len()];
         ControllerNode {
@@ -1032,6 +1035,7 @@ impl ControllerNode {
             replicas,
             shared,
             started,
+            late_first_announcement,
         }
     }
 
@@ -1193,6 +1197,9 @@ impl ControllerNode {
                         epoch: req.leader_epoch,
                     });
                     self.publish();
+                    if let Some(d) = self.late_first_announcement.take() {
+                        std::thread::sleep(d);
+                    }
                     self.broadcast(&req);
                 }
             }
