@@ -19,7 +19,7 @@ use super::window::{
     behaves_alike, epochs_settled, offsets_settled, settled, shift_action, shift_state, Shift,
 };
 use super::{MisfitKind, Summary};
-use crate::abstraction::{abstract_state, comparable, show};
+use crate::abstraction::{abstract_state, comparable, comparable_to, show};
 
 /// Model actions one event may complete, at most.
 const MAX_ACTIONS_PER_EVENT: usize = 4;
@@ -121,9 +121,71 @@ fn fetch_of<S: Shape>(step: &Taken<S>) -> Option<u8> {
 
 type StepError = (MisfitKind, String, Option<String>);
 
-/// The search's visited states, each with the state and action it was
-/// reached from (ahash: SipHash was a tenth of validation's time).
-type Visited<S> = HashMap<State<S>, Option<(State<S>, Action<S>)>, ahash::RandomState>;
+/// The search's visited states, in the order it reached them, each with
+/// the one it was reached from (its index) and the action taken; and the
+/// index of each by its state's hash. A state is held once, where a map
+/// from state to parent state held each twice and its parent once more
+/// per child (the copies were a fifth of validation's time).
+#[derive(Default)]
+struct Visited<S: Shape> {
+    nodes: Vec<Reached<S>>,
+    by_hash: HashMap<u64, u32, ahash::RandomState>,
+    hasher: ahash::RandomState,
+}
+
+/// A state the search reached: from which (its index) by which action,
+/// and how many actions from the first.
+struct Reached<S: Shape> {
+    state: State<S>,
+    from: Option<(u32, Action<S>)>,
+    depth: u8,
+}
+
+impl<S: Shape> Visited<S>
+where
+    State<S>: std::hash::Hash,
+{
+    fn start(&mut self, from: &State<S>) {
+        self.nodes.clear();
+        self.by_hash.clear();
+        self.add(from.clone(), None, 0);
+    }
+
+    /// Takes `s` unless it was reached before (a state whose hash is
+    /// another's is kept and searched again: a collision costs work, never
+    /// a state).
+    fn add(&mut self, s: State<S>, parent: Option<(u32, Action<S>)>, depth: u8) -> bool {
+        let h = self.hasher.hash_one(&s);
+        match self.by_hash.get(&h) {
+            Some(&i) if self.nodes[i as usize].state == s => return false,
+            Some(_) => {}
+            None => {
+                self.by_hash.insert(h, self.nodes.len() as u32);
+            }
+        }
+        self.nodes.push(Reached {
+            state: s,
+            from: parent,
+            depth,
+        });
+        true
+    }
+
+    /// The actions from the first state to the one at `i`.
+    fn path_to(&self, mut i: usize) -> Vec<Action<S>> {
+        let mut path = Vec::new();
+        while let Some((p, a)) = self.nodes[i].from {
+            path.push(a);
+            i = p as usize;
+        }
+        path.reverse();
+        path
+    }
+
+    fn len(&self) -> usize {
+        self.nodes.len()
+    }
+}
 
 /// The always-properties (model/src/properties.rs) that `s` breaks, each
 /// with the model's explanation.
@@ -272,7 +334,7 @@ where
         // A state that breaks one is a misfit only if the model cannot
         // reach it: under a historical rule set it can.
         let target = comparable(&imp);
-        if comparable(&self.model) == target {
+        if comparable_to(&self.model, &target) {
             self.summary.stutters += 1;
             let broken = match self.last_broken.take() {
                 Some(b) => b,
@@ -301,7 +363,7 @@ where
             // the implementation has them; everything else must still fit.
             let (gap, resync) = (gap.as_ref()?, resync.clone()?);
             let from = take(&self.cfg, &model, &resync)?;
-            let found = if comparable(&from) == target {
+            let found = if comparable_to(&from, &target) {
                 Some((Vec::new(), from))
             } else {
                 self.search(&from, &target)
@@ -324,7 +386,7 @@ where
             enabled(&self.cfg, &model, &mut first);
             let found = first.into_iter().find_map(|a| {
                 let from = take(&self.cfg, &apply(&self.cfg, &model, a)?, resync)?;
-                let found = if comparable(&from) == target {
+                let found = if comparable_to(&from, &target) {
                     Some((Vec::new(), from))
                 } else {
                     self.search_depth(&from, &target, MAX_ACTIONS_PER_EVENT - 1)
@@ -418,7 +480,7 @@ where
                 if !replayed {
                     continue;
                 }
-                let tail = if comparable(&s) == *target {
+                let tail = if comparable_to(&s, target) {
                     Some((Vec::new(), s))
                 } else {
                     self.search_depth(&s, target, 2)
@@ -451,49 +513,76 @@ where
         self.search_depth(from, target, MAX_ACTIONS_PER_EVENT)
     }
 
+    /// The search's first level, without its bookkeeping: `Some(Some(..))`
+    /// if one enabled (or hinted) action from `from` leads to `target`
+    /// (the first in the search's own order), `Some(None)` if none does
+    /// and the search may go no deeper, `None` to search on.
+    #[allow(clippy::type_complexity)]
+    fn one_step(
+        &self,
+        from: &State<S>,
+        target: &State<S>,
+        max_depth: usize,
+    ) -> Option<Option<(Vec<Action<S>>, State<S>)>> {
+        if max_depth == 0 {
+            return Some(None);
+        }
+        let mut acts = Vec::new();
+        enabled(&self.cfg, from, &mut acts);
+        acts.extend(self.hints.iter().filter(|&&h| allowed(&self.cfg, from, h)));
+        for a in acts {
+            if let Some(next) = apply(&self.cfg, from, a) {
+                if comparable_to(&next, target) {
+                    return Some(Some((vec![a], next)));
+                }
+            }
+        }
+        (max_depth == 1).then_some(None)
+    }
+
     fn search_depth(
         &self,
         from: &State<S>,
         target: &State<S>,
         max_depth: usize,
     ) -> Option<(Vec<Action<S>>, State<S>)> {
-        let mut parent = self.visited.borrow_mut();
-        parent.clear();
-        let mut queue = VecDeque::new();
-        parent.insert(from.clone(), None);
-        queue.push_back((from.clone(), 0usize));
+        // Most events complete one action: its successors are tried first
+        // without the bookkeeping of a search (the same answer: the search
+        // tries them first, in the same order).
+        if let Some(found) = self.one_step(from, target, max_depth) {
+            return found;
+        }
+        let mut visited = self.visited.borrow_mut();
+        visited.start(from);
         let mut acts = Vec::new();
-        while let Some((s, depth)) = queue.pop_front() {
-            if depth == max_depth {
+        let mut at = 0;
+        while at < visited.len() {
+            let depth = visited.nodes[at].depth;
+            if depth as usize == max_depth {
+                at += 1;
                 continue;
             }
             acts.clear();
-            enabled(&self.cfg, &s, &mut acts);
-            let hinted = self.hints.iter().filter(|&&h| allowed(&self.cfg, &s, h));
-            acts.extend(hinted);
+            let s = &visited.nodes[at].state;
+            enabled(&self.cfg, s, &mut acts);
+            acts.extend(self.hints.iter().filter(|&&h| allowed(&self.cfg, s, h)));
             for &a in &acts {
-                let Some(next) = apply(&self.cfg, &s, a) else {
+                let Some(next) = apply(&self.cfg, &visited.nodes[at].state, a) else {
                     continue;
                 };
-                if parent.contains_key(&next) {
+                let found = comparable_to(&next, target);
+                if !visited.add(next, Some((at as u32, a)), depth + 1) {
                     continue;
                 }
-                parent.insert(next.clone(), Some((s.clone(), a)));
-                if comparable(&next) == *target {
-                    let mut path = vec![a];
-                    let mut at = s.clone();
-                    while let Some(Some((p, pa))) = parent.get(&at) {
-                        path.push(*pa);
-                        at = p.clone();
-                    }
-                    path.reverse();
-                    return Some((path, next));
+                if found {
+                    let last = visited.len() - 1;
+                    return Some((visited.path_to(last), visited.nodes[last].state.clone()));
                 }
-                if parent.len() > MAX_SEARCH {
+                if visited.len() > MAX_SEARCH {
                     return None;
                 }
-                queue.push_back((next, depth + 1));
             }
+            at += 1;
         }
         None
     }
