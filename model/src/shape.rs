@@ -91,6 +91,15 @@ pub trait LogStore<S: Shape>:
     /// A log of these entries, if the shape can hold them.
     fn from_entries(entries: Vec<Entry<S>>) -> Option<Self>;
 
+    /// Entries per run the log summarises ([`LogStore::ids_in_run`]); a
+    /// log that keeps no summaries has one run.
+    const RUN: usize = usize::MAX;
+    /// The least and greatest record id held at the offsets of run `run`
+    /// (`run * RUN` on), where the log keeps them.
+    fn ids_in_run(&self, _run: usize) -> Option<(u64, u64)> {
+        None
+    }
+
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -215,6 +224,12 @@ pub trait RecordTable<T: 'static>:
     fn iter(&self) -> impl Iterator<Item = &T> + '_;
     /// The slot at `index`, made if the table can grow.
     fn slot(&mut self, index: usize) -> &mut T;
+    /// Whether the table can tell, without reading them one by one, that
+    /// every item with an index in `indexes` has a key ([`Spanned`]) of at
+    /// most `most`; false where it cannot.
+    fn keys_at_most(&self, _indexes: std::ops::RangeInclusive<usize>, _most: u64) -> bool {
+        false
+    }
     /// A table of these values, if the shape can hold them.
     fn from_vec(items: Vec<T>) -> Option<Self>;
     /// The indexes below `len` whose items differ from `other`'s.
@@ -259,8 +274,96 @@ const CHUNK: usize = 64;
 /// compare without reading them.
 #[derive(Clone)]
 pub struct Chunked<T> {
-    chunks: Arc<Vec<Arc<Vec<T>>>>,
+    chunks: Arc<Vec<Arc<Chunk<T>>>>,
     len: usize,
+}
+
+/// One chunk of a [`Chunked`] table: its items, and the least and
+/// greatest of their keys ([`Spanned`]), worked out when first asked and
+/// forgotten whenever the items are written (every write goes through
+/// `DerefMut`), so that a reader can pass over a chunk whole.
+pub struct Chunk<T> {
+    items: Vec<T>,
+    span: std::sync::OnceLock<(u64, u64)>,
+}
+
+impl<T> From<Vec<T>> for Chunk<T> {
+    fn from(items: Vec<T>) -> Self {
+        Chunk {
+            items,
+            span: std::sync::OnceLock::new(),
+        }
+    }
+}
+
+/// A copy starts with no span: it is about to be written.
+impl<T: Clone> Clone for Chunk<T> {
+    fn clone(&self) -> Self {
+        Chunk::from(self.items.clone())
+    }
+}
+
+impl<T: PartialEq> PartialEq for Chunk<T> {
+    fn eq(&self, other: &Self) -> bool {
+        self.items == other.items
+    }
+}
+
+impl<T> std::ops::Deref for Chunk<T> {
+    type Target = Vec<T>;
+    fn deref(&self) -> &Vec<T> {
+        &self.items
+    }
+}
+
+impl<T> std::ops::DerefMut for Chunk<T> {
+    fn deref_mut(&mut self) -> &mut Vec<T> {
+        if !STALE_SPANS.with(std::cell::Cell::get) {
+            self.span.take();
+        }
+        &mut self.items
+    }
+}
+
+thread_local! {
+    static STALE_SPANS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Deliberately broken, for the tests that show they catch it: chunks
+/// written on this thread keep the span they had (model/tests/unbounded_log.rs).
+#[doc(hidden)]
+pub fn keep_stale_spans(on: bool) {
+    STALE_SPANS.with(|c| c.set(on));
+}
+
+impl<T: Spanned> Chunk<T> {
+    /// The least and greatest key of the items ((u64::MAX, 0) for none).
+    fn span(&self) -> (u64, u64) {
+        *self.span.get_or_init(|| {
+            self.items.iter().fold((u64::MAX, 0), |(lo, hi), item| {
+                let k = item.key();
+                (lo.min(k), hi.max(k))
+            })
+        })
+    }
+}
+
+/// What a chunk summarises of its items: a log entry's record id; a
+/// record's visible epoch (`u64::MAX` while it is not visible).
+pub trait Spanned {
+    fn key(&self) -> u64;
+}
+
+impl Spanned for Entry<Unbounded> {
+    fn key(&self) -> u64 {
+        self.id as u64
+    }
+}
+
+impl Spanned for RecordHistory<Unbounded> {
+    fn key(&self) -> u64 {
+        self.visible.map_or(u64::MAX, u64::from)
+    }
 }
 
 /// The records' histories in the unbounded shape.
@@ -342,7 +445,7 @@ impl<T: Clone> Chunked<T> {
             _ => {
                 let mut chunk = Vec::with_capacity(CHUNK);
                 chunk.push(item);
-                chunks.push(Arc::new(chunk));
+                chunks.push(Arc::new(Chunk::from(chunk)));
             }
         }
         self.len += 1;
@@ -388,8 +491,17 @@ impl<T: PartialEq> Chunked<T> {
 
 impl<T> RecordTable<T> for Chunked<T>
 where
-    T: Clone + Default + Debug + Eq + Ord + Hash + Send + Sync + 'static,
+    T: Clone + Default + Debug + Eq + Ord + Hash + Send + Sync + Spanned + 'static,
 {
+    /// By the chunks' spans: the chunks that hold `indexes`, all held.
+    fn keys_at_most(&self, indexes: std::ops::RangeInclusive<usize>, most: u64) -> bool {
+        let (first, last) = (*indexes.start(), *indexes.end());
+        first <= last
+            && last < self.len
+            && self.chunks[first / CHUNK..=last / CHUNK]
+                .iter()
+                .all(|c| c.span().1 <= most)
+    }
     fn len(&self) -> usize {
         self.len
     }
@@ -428,7 +540,10 @@ where
     }
     fn from_vec(items: Vec<T>) -> Option<Self> {
         let len = items.len();
-        let chunks = items.chunks(CHUNK).map(|c| Arc::new(c.to_vec())).collect();
+        let chunks = items
+            .chunks(CHUNK)
+            .map(|c| Arc::new(Chunk::from(c.to_vec())))
+            .collect();
         Some(Chunked {
             chunks: Arc::new(chunks),
             len,
@@ -613,6 +728,10 @@ impl Debug for UnboundedLog {
 }
 
 impl LogStore<Unbounded> for UnboundedLog {
+    const RUN: usize = CHUNK;
+    fn ids_in_run(&self, run: usize) -> Option<(u64, u64)> {
+        self.entries.chunks.get(run).map(|c| c.span())
+    }
     fn len(&self) -> usize {
         self.entries.len
     }

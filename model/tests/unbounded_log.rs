@@ -149,3 +149,129 @@ fn a_log_that_keeps_its_runs_past_a_truncation_is_caught() {
     assert!(differs::<UnboundedLog>(&ops).is_none());
     assert!(differs::<StaleRuns>(&ops).is_some());
 }
+
+// --- Chunk spans ------------------------------------------------------------------
+
+/// Each run of the log (`LogStore::RUN` entries) says the least and
+/// greatest record id it holds (`ids_in_run`) as the list does.
+fn spans_differ(log: &UnboundedLog, list: &[Entry<Unbounded>]) -> Option<String> {
+    let run = <UnboundedLog as LogStore<Unbounded>>::RUN;
+    for (r, chunk) in list.chunks(run).enumerate() {
+        let lo = chunk.iter().map(|e| e.id as u64).min();
+        let hi = chunk.iter().map(|e| e.id as u64).max();
+        if log.ids_in_run(r) != lo.zip(hi) {
+            return Some(format!(
+                "run {r}: ids {:?}, the list's {:?}",
+                log.ids_in_run(r),
+                lo.zip(hi)
+            ));
+        }
+    }
+    None
+}
+
+/// Random appends and truncations, on a log and a copy sharing its chunks,
+/// the spans read after every step (so that each is worked out, then
+/// written over).
+fn span_ops_differ(ops: &[Op]) -> Option<String> {
+    let (mut log, mut list) = (UnboundedLog::default(), Vec::new());
+    let mut kept = Vec::new();
+    for (step, op) in ops.iter().enumerate() {
+        match *op {
+            Op::Append { epoch, id } => {
+                log.append(Entry { id, epoch });
+                list.push(Entry { id, epoch });
+            }
+            Op::Truncate(offset) => {
+                log.truncate(offset);
+                list.truncate(offset as usize);
+            }
+            Op::Fork => kept.push((log.clone(), list.clone())),
+        }
+        if let Some(why) = spans_differ(&log, &list) {
+            return Some(format!("step {step}: {why}"));
+        }
+        for (other, other_list) in &kept {
+            if let Some(why) = spans_differ(other, other_list) {
+                return Some(format!("step {step}, a kept copy: {why}"));
+            }
+        }
+    }
+    None
+}
+
+/// The records' table: each record's visible epoch set at random, on a
+/// table and a copy sharing its chunks; `keys_at_most` over random ranges
+/// must never say yes where a record in the range is not visible at or
+/// before the bound (it may say no: it reads only the chunks' spans).
+fn records_differ(writes: &[(u16, Option<u32>)], asks: &[(u16, u16, u32)]) -> Option<String> {
+    use highwater_model::shape::{RecordTable, UnboundedRecords};
+    use highwater_model::state::RecordHistory;
+    let mut table = UnboundedRecords::<RecordHistory<Unbounded>>::default();
+    let mut list: Vec<Option<u32>> = Vec::new();
+    let mut kept = Vec::new();
+    for (i, &(id, visible)) in writes.iter().enumerate() {
+        let id = id as usize;
+        if list.len() <= id {
+            list.resize(id + 1, None);
+        }
+        table.slot(id).visible = visible;
+        list[id] = visible;
+        if i % 7 == 0 {
+            kept.push((table.clone(), list.clone()));
+        }
+        let (a, b, most) = asks[i % asks.len()];
+        let (lo, hi) = (a.min(b) as usize, a.max(b) as usize);
+        for (t, l) in std::iter::once((&table, &list)).chain(kept.iter().map(|(t, l)| (t, l))) {
+            let truly = hi < l.len() && l[lo..=hi].iter().all(|v| v.is_some_and(|v| v <= most));
+            if t.keys_at_most(lo..=hi, most as u64) && !truly {
+                return Some(format!(
+                    "write {i}: ids {lo}..={hi} said visible by {most}, they are not"
+                ));
+            }
+        }
+    }
+    None
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
+
+    #[test]
+    fn chunk_spans_follow_the_entries(ops in ops()) {
+        if let Some(why) = span_ops_differ(&ops) {
+            prop_assert!(false, "{why}");
+        }
+    }
+
+    #[test]
+    fn record_spans_never_pass_an_unseen_record(
+        writes in prop::collection::vec((0..300u16, prop::option::of(0..4u32)), 1..400),
+        asks in prop::collection::vec((0..300u16, 0..300u16, 0..4u32), 1..20),
+    ) {
+        if let Some(why) = records_differ(&writes, &asks) {
+            prop_assert!(false, "{why}");
+        }
+    }
+}
+
+/// Chunks that keep their span when written (`keep_stale_spans`): the
+/// same checks catch both tables.
+#[test]
+fn chunks_that_keep_a_stale_span_are_caught() {
+    let ops = [
+        Op::Append { epoch: 0, id: 5 },
+        Op::Append { epoch: 0, id: 9 },
+        Op::Truncate(1),
+    ];
+    let writes = [(0, Some(0)), (1, Some(0)), (1, None)];
+    let asks = [(0, 1, 0)];
+    assert!(span_ops_differ(&ops).is_none());
+    assert!(records_differ(&writes, &asks).is_none());
+    highwater_model::shape::keep_stale_spans(true);
+    let (log, records) = (span_ops_differ(&ops), records_differ(&writes, &asks));
+    highwater_model::shape::keep_stale_spans(false);
+    assert!(log.is_some(), "a stale log span went unnoticed");
+    assert!(records.is_some(), "a stale record span went unnoticed");
+    eprintln!("caught: {}; {}", log.unwrap(), records.unwrap());
+}
