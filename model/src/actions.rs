@@ -835,33 +835,41 @@ fn publish_visible<S: Shape>(s: &mut State<S>, leader: ReplicaId) {
     // tried was a sixth of trace validation's time on a full-rate run.
     let run = <S::Log as LogStore<S>>::RUN;
     let produced = s.produced_records().len();
-    let mut unseen = Vec::new();
     let mut from = 0;
     while from < below {
         let to = below.min((from / run).saturating_add(1).saturating_mul(run));
-        let seen_all = l.log.ids_in_run(from / run).is_some_and(|(lo, hi)| {
-            (hi as usize) < produced
-                && crate::shape::RecordTable::keys_at_most(
-                    &s.records,
-                    lo as usize..=hi as usize,
-                    epoch.idx() as u64,
-                )
-        });
+        let seen_all = s
+            .replica(leader)
+            .log
+            .ids_in_run(from / run)
+            .is_some_and(|(lo, hi)| {
+                (hi as usize) < produced
+                    && crate::shape::RecordTable::keys_at_most(
+                        &s.records,
+                        lo as usize..=hi as usize,
+                        epoch.idx() as u64,
+                    )
+            });
         if !seen_all {
-            // Read before written: a record already visible at this epoch
-            // or before is left as it is, and a table shared between
-            // states is copied only where a record changes.
-            let records = s.produced_records();
-            unseen.extend(l.log.iter_from(from).take(to - from).filter_map(|e| {
-                let seen = records.get(e.id.idx()).and_then(|h| h.visible);
-                seen.is_none_or(|v| v > epoch).then_some(e.id)
-            }));
+            for offset in from..to {
+                let Some(entry) = s.replica(leader).log.get(S::Offset::at(offset)) else {
+                    break;
+                };
+                // Read before written: a record already visible at this
+                // epoch or before is left as it is, and a table shared
+                // between states is copied only where a record changes.
+                let seen = s
+                    .produced_records()
+                    .get(entry.id.idx())
+                    .and_then(|h| h.visible);
+                if seen.is_some_and(|v| v <= epoch) {
+                    continue;
+                }
+                let h = s.record_mut(entry.id);
+                h.visible = Some(h.visible.map_or(epoch, |v| v.min(epoch)));
+            }
         }
         from = to;
-    }
-    for id in unseen {
-        let h = s.record_mut(id);
-        h.visible = Some(h.visible.map_or(epoch, |v| v.min(epoch)));
     }
 }
 
