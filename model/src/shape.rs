@@ -296,10 +296,14 @@ impl<T> From<Vec<T>> for Chunk<T> {
     }
 }
 
-/// A copy starts with no span: it is about to be written.
+/// A copy starts with no span: it is about to be written. It has room for
+/// a whole chunk: the last chunk of a log is copied to be appended to, and
+/// growing each copy was a twentieth of trace validation's time.
 impl<T: Clone> Clone for Chunk<T> {
     fn clone(&self) -> Self {
-        Chunk::from(self.items.clone())
+        let mut items = Vec::with_capacity(CHUNK.max(self.items.len()));
+        items.extend_from_slice(&self.items);
+        Chunk::from(items)
     }
 }
 
