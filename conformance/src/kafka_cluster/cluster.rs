@@ -66,18 +66,48 @@ pub struct Cluster {
     pub started_in: Duration,
 }
 
-/// Free ports on 127.0.0.1, all held until every one is chosen so none repeats.
+/// Free ports on 127.0.0.1 for the nodes' listeners, all held until every
+/// one is chosen so none repeats. They are taken below the kernel's
+/// ephemeral range (`ip_local_port_range`): a port from that range, free
+/// when chosen, was once taken by an outgoing connection (or a proxy's
+/// listener) in the minute before the broker bound it ("Address already
+/// in use", CI). Where the range cannot be read, any free port.
 fn free_ports(n: usize) -> Result<Vec<u16>> {
-    let listeners: Vec<TcpListener> = (0..n)
-        .map(|_| {
-            TcpListener::bind("127.0.0.1:0").map_err(|e| format!("cannot bind 127.0.0.1:0: {e}"))
-        })
-        .collect::<Result<_>>()?;
+    let below = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|r| r.split_whitespace().next()?.parse::<u16>().ok());
+    let listeners: Vec<TcpListener> = match below.filter(|&b| b > LOWEST_PORT + 1_000) {
+        Some(below) => {
+            // From a point that differs between processes, so that two
+            // harnesses started together do not try the same ports first.
+            let span = below - LOWEST_PORT;
+            let first = (std::process::id() % u32::from(span)) as u16;
+            (0..span)
+                .map(|i| LOWEST_PORT + (first + i) % span)
+                .filter_map(|port| TcpListener::bind(("127.0.0.1", port)).ok())
+                .take(n)
+                .collect()
+        }
+        None => (0..n)
+            .map(|_| TcpListener::bind("127.0.0.1:0"))
+            .collect::<std::io::Result<_>>()
+            .map_err(|e| format!("cannot bind 127.0.0.1:0: {e}"))?,
+    };
+    if listeners.len() < n {
+        return Err(format!(
+            "only {} free ports on 127.0.0.1, {n} needed",
+            listeners.len()
+        ));
+    }
     listeners
         .iter()
         .map(|l| l.local_addr().map(|a| a.port()).map_err(|e| e.to_string()))
         .collect()
 }
+
+/// The lowest port `free_ports` takes (below it, well-known and
+/// registered services).
+const LOWEST_PORT: u16 = 10_000;
 
 const LOG4J: &str = "\
 status = warn
