@@ -16,7 +16,8 @@ use highwater_model::{Action, Config, PartitionModel, State};
 
 use super::rebuild::Gap;
 use super::window::{
-    behaves_alike, epochs_settled, offsets_settled, settled, shift_action, shift_state, Shift,
+    behaves_alike, epochs_settled, offsets_settled, settled, settled_at_most, shift_action,
+    shift_state, Shift,
 };
 use super::{MisfitKind, Summary};
 use crate::abstraction::{abstract_state, comparable, comparable_to, show};
@@ -47,6 +48,12 @@ pub struct Checker<S: Shape = Compact> {
     /// Records produced at which the unbounded shape next tries to drop a
     /// settled prefix (`trim`).
     next_trim: usize,
+    /// `window::settled_at_most` when the unbounded shape last tried to
+    /// drop a settled prefix (after the move, if it moved).
+    trim_bound: usize,
+    /// Whether the last try was refused while a follower's answer was
+    /// unapplied (`trim`).
+    retry_when_applied: bool,
     /// The always-properties the model's state breaks, once computed: an
     /// event that leaves the state as it was (a stutter, half of a run's
     /// events) breaks the same (the properties read nothing `comparable`
@@ -222,6 +229,8 @@ where
             visited: std::cell::RefCell::new(Visited::default()),
             hints: Vec::new(),
             next_trim: SETTLE_AT,
+            trim_bound: 0,
+            retry_when_applied: false,
             last_broken: None,
             watch: Watch::default(),
         }
@@ -622,26 +631,37 @@ impl Checker<Unbounded> {
         unapplied: &[u8],
     ) -> Option<Shift<Unbounded>> {
         let produced = self.model.produced as usize;
-        if produced < self.next_trim {
+        if produced < SETTLE_AT {
+            return None;
+        }
+        // A try reads the whole log, so it is made only where it may drop
+        // more than the last: the replicas' offsets (a few reads) allow
+        // enough more since it (at a flush, a checkpoint), or the state has
+        // grown by half again. At full rate with no flush nothing settles,
+        // and tries every 64 records were a tenth of validation on a 2 s
+        // run; a try only at growth missed the flushes of a paced run.
+        let bound = settled_at_most(&self.cfg, &self.model) as usize;
+        let rose = bound >= self.trim_bound + SETTLE_AT / 2;
+        let answered = self.retry_when_applied && unapplied.is_empty();
+        if bound < SETTLE_AT / 2 || !(rose || answered || produced >= self.next_trim) {
             return None;
         }
         // A move that drops few offsets costs more than it saves: seen
         // through a moved window, the implementation's every event is
         // renamed (`Window::view`).
-        let shift = offsets_settled(&self.cfg, &self.model).and_then(|shift| {
+        let shift = offsets_settled(&self.cfg, &self.model, limit).and_then(|shift| {
             match shift.k as usize >= SETTLE_AT / 2 {
                 true => Ok(shift),
                 false => Err(format!("only {} offsets settled", shift.k)),
             }
         });
         let moved = self.move_window_by(shift, limit, unapplied);
-        // Tried again once the state has grown by half as much again: a
-        // try costs a few states' worth of work, so it is not made at
-        // every event while nothing settles (at full rate, with no flush,
-        // nothing does: tries every 64 records were a tenth of validation
-        // on a 2 s run, now a few in all).
         let held = self.model.produced as usize;
         self.next_trim = held + (held / 2).max(SETTLE_AT / 2);
+        self.trim_bound = settled_at_most(&self.cfg, &self.model) as usize;
+        // A try refused while answers were unapplied may have been refused
+        // for them (`move_window_by`): tried again once they are applied.
+        self.retry_when_applied = moved.is_none() && !unapplied.is_empty();
         moved
     }
 }

@@ -132,14 +132,22 @@ fn pending<S: Shape>(s: &State<S>, id: S::RecordId) -> bool {
 
 /// The move the model's state `s` allows, or why none.
 pub fn settled<S: Shape>(cfg: &Config, s: &State<S>) -> Result<Shift<S>, String> {
-    settled_as(cfg, s, None)
+    settled_as(cfg, s, None, None)
 }
 
 /// The move [`settled`] allows, without moving the epochs: the unbounded
 /// shape holds every epoch, so only offsets and records are worth
-/// dropping there.
-pub fn offsets_settled<S: Shape>(cfg: &Config, s: &State<S>) -> Result<Shift<S>, String> {
-    let mut shift = settled_as(cfg, s, None)?;
+/// dropping there. `below`: an offset a served response not yet applied
+/// may take a follower back to (and that follower), where the prefix
+/// ends at the latest; the unbounded shape drops what it can below it
+/// rather than wait for the answer (a paced run's every pause found one
+/// in flight).
+pub fn offsets_settled<S: Shape>(
+    cfg: &Config,
+    s: &State<S>,
+    below: Option<(S::Offset, u32)>,
+) -> Result<Shift<S>, String> {
+    let mut shift = settled_as(cfg, s, None, below)?;
     shift.epochs = S::Epoch::ZERO;
     if shift.dropped == S::RecordId::ZERO {
         return Err("no record is settled".into());
@@ -172,6 +180,78 @@ pub fn epochs_settled<S: Shape>(cfg: &Config, s: &State<S>) -> Result<Shift<S>, 
     })
 }
 
+/// The most a prefix can settle by the replicas' own offsets alone (each
+/// LEO and HW, the recovery points and HW checkpoints where a crash can
+/// still fall back to them, the followers' LEOs as leaders know them):
+/// a few reads per replica, so the unbounded shape asks at every event
+/// whether a try at [`offsets_settled`], which reads the whole log, can
+/// drop more than it did.
+pub fn settled_at_most<S: Shape>(cfg: &Config, s: &State<S>) -> S::Offset {
+    replicas_bound(cfg, s, false).0
+}
+
+/// [`settled_at_most`], and which offset limits it.
+fn replicas_bound<S: Shape>(
+    cfg: &Config,
+    s: &State<S>,
+    ignore_recovery_point: bool,
+) -> (S::Offset, Limit) {
+    let mut k = s
+        .ids()
+        .map(|r| s.replica(r).leo())
+        .max()
+        .unwrap_or(S::Offset::ZERO);
+    let mut limit = Limit::None;
+    let mut lower = |v: S::Offset, what: Limit| {
+        if v < k {
+            k = v;
+            limit = what;
+        }
+    };
+    for r in s.ids() {
+        let x = s.replica(r);
+        lower(x.leo(), Limit::Leo(r));
+        lower(x.hw, Limit::Hw(r));
+        if recovery_matters(cfg, s) && !ignore_recovery_point {
+            lower(x.recovery_point, Limit::RecoveryPoint(r));
+        }
+        if checkpoint_matters(cfg, s) {
+            lower(x.hw_checkpoint, Limit::HwCheckpoint(r));
+        }
+        for (f, leo) in x.follower_leo.iter().enumerate() {
+            if let Some(leo) = *leo {
+                lower(leo, Limit::FollowerLeo(f, r));
+            }
+        }
+    }
+    (k, limit)
+}
+
+/// What limits a settled prefix, named only when a move is refused (no
+/// text is built at every event).
+#[derive(Debug, Clone, Copy)]
+enum Limit {
+    None,
+    Leo(u8),
+    Hw(u8),
+    RecoveryPoint(u8),
+    HwCheckpoint(u8),
+    FollowerLeo(usize, u8),
+}
+
+impl std::fmt::Display for Limit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {
+            Limit::None => write!(f, "the longest log"),
+            Limit::Leo(r) => write!(f, "replica {r}'s LEO"),
+            Limit::Hw(r) => write!(f, "replica {r}'s HW"),
+            Limit::RecoveryPoint(r) => write!(f, "replica {r}'s recovery point"),
+            Limit::HwCheckpoint(r) => write!(f, "replica {r}'s HW checkpoint"),
+            Limit::FollowerLeo(fl, r) => write!(f, "follower {fl}'s LEO as {r} knows it"),
+        }
+    }
+}
+
 /// A deliberately broken window rule, for the tests that show
 /// `behaves_alike` refusing the moves it allows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -188,6 +268,7 @@ fn settled_as<S: Shape>(
     cfg: &Config,
     s: &State<S>,
     broken: Option<Broken>,
+    below: Option<(S::Offset, u32)>,
 ) -> Result<Shift<S>, String> {
     let ignore_recovery_point = broken == Some(Broken::IgnoreRecoveryPoint);
     if !cfg.fencing {
@@ -196,45 +277,26 @@ fn settled_as<S: Shape>(
         // drop.
         return Err("no KIP-320 fencing: epochs may fall along a log".into());
     }
-    let mut k = s
-        .ids()
-        .map(|r| s.replica(r).leo())
-        .max()
-        .unwrap_or(S::Offset::ZERO);
-    let mut limit = String::new();
+    for r in s.ids() {
+        let starts: Vec<_> = s.replica(r).log.epoch_starts().collect();
+        if starts.windows(2).any(|w| w[0].0 > w[1].0) {
+            return Err(format!("replica {r}'s log has a falling epoch"));
+        }
+    }
+    let (mut k, limit) = replicas_bound(cfg, s, ignore_recovery_point);
+    let mut limit = limit.to_string();
     let mut lower = |k: &mut S::Offset, v: S::Offset, what: String| {
         if v < *k {
             *k = v;
             limit = what;
         }
     };
-    for r in s.ids() {
-        let x = s.replica(r);
-        let starts: Vec<_> = x.log.epoch_starts().collect();
-        if starts.windows(2).any(|w| w[0].0 > w[1].0) {
-            return Err(format!("replica {r}'s log has a falling epoch"));
-        }
-        lower(&mut k, x.leo(), format!("replica {r}'s LEO"));
-        lower(&mut k, x.hw, format!("replica {r}'s HW"));
-        if recovery_matters(cfg, s) && !ignore_recovery_point {
-            lower(
-                &mut k,
-                x.recovery_point,
-                format!("replica {r}'s recovery point"),
-            );
-        }
-        if checkpoint_matters(cfg, s) {
-            lower(
-                &mut k,
-                x.hw_checkpoint,
-                format!("replica {r}'s HW checkpoint"),
-            );
-        }
-        for (f, leo) in x.follower_leo.iter().enumerate() {
-            if let Some(leo) = *leo {
-                lower(&mut k, leo, format!("follower {f}'s LEO as {r} knows it"));
-            }
-        }
+    if let Some((o, f)) = below {
+        lower(
+            &mut k,
+            o,
+            format!("a response served to replica {f} and not yet applied"),
+        );
     }
     let first = &s.replica(0).log;
     for r in s.ids().skip(1) {
@@ -1167,7 +1229,7 @@ mod tests {
         walks(
             &cfg,
             100,
-            |s| settled_as(&cfg, s, Some(broken)),
+            |s| settled_as(&cfg, s, Some(broken), None),
             |_| Err("with the offsets only".into()),
             |s, shift| match behaves_alike(&cfg, s, shift, 2) {
                 Ok(()) => {
