@@ -82,7 +82,7 @@ pub fn abstract_state_with<S: Shape>(
     };
     s.controller.fenced = fenced(cfg, &s, &set(&c.alive)?);
     let mut requests = Vec::new();
-    for (&epoch, req) in &snap.requests {
+    for (&epoch, req) in snap.requests.iter() {
         let slot = usize::try_from(epoch).map_err(|_| format!("a request for epoch {epoch}"))?;
         if slot >= requests.len() {
             requests.resize(slot + 1, None);

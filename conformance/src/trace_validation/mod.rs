@@ -20,6 +20,7 @@
 
 pub mod check;
 pub mod incremental;
+pub mod read_ahead;
 pub mod reads;
 pub mod rebuild;
 pub mod window;
@@ -28,7 +29,7 @@ use std::collections::VecDeque;
 use std::fmt;
 use std::path::Path;
 
-use highwater::cluster::concurrent::{read_trace_file, ConcurrentConfig};
+use highwater::cluster::concurrent::ConcurrentConfig;
 use highwater::cluster::{Actor, Event, TraceEntry};
 use highwater::replication::ReplicaId;
 use highwater::replication::{Controller, ControllerConfig};
@@ -841,7 +842,7 @@ fn validate_path(
     mode: Mode,
     unsound: Option<Unsound>,
 ) -> Result<Summary, Box<Misfit>> {
-    match read_trace_file(path) {
+    match read_ahead::read_trace_file_ahead(path) {
         Ok(entries) => validate_as(cfg, concurrent, entries, mode, unsound),
         Err(e) => validate_as(
             cfg,

@@ -143,9 +143,9 @@ pub struct Rebuild {
     fencing: bool,
     replicas: Vec<Shadow>,
     controller: ControllerState,
-    requests: BTreeMap<LeaderEpoch, LeaderAndIsr>,
+    requests: Arc<BTreeMap<LeaderEpoch, LeaderAndIsr>>,
     /// Every ISR the controller held in each epoch, oldest first.
-    epoch_isrs: BTreeMap<LeaderEpoch, Vec<Vec<ReplicaId>>>,
+    epoch_isrs: Arc<BTreeMap<LeaderEpoch, Vec<Vec<ReplicaId>>>>,
     /// Implementation record id -> model record id (order of append).
     ids: HashMap<RecordId, u64>,
     /// Shared with the snapshots (`snapshot`), changed in place once they
@@ -259,8 +259,8 @@ impl Rebuild {
             fencing,
             replicas,
             controller,
-            requests: BTreeMap::new(),
-            epoch_isrs: BTreeMap::new(),
+            requests: Arc::default(),
+            epoch_isrs: Arc::default(),
             ids: HashMap::new(),
             records: Arc::default(),
             request_records: HashMap::new(),
@@ -429,20 +429,22 @@ impl Rebuild {
         // Every ISR an epoch had, in order: the updates its leader applies
         // one after the other, even once the epoch is left.
         if let Some(e) = after.leader_epoch {
-            let isrs = self.epoch_isrs.entry(e).or_default();
+            let isrs = Arc::make_mut(&mut self.epoch_isrs).entry(e).or_default();
             if isrs.last() != Some(&after.isr) {
                 isrs.push(after.isr.clone());
             }
         }
         if let Some(epoch) = after.leader_epoch {
-            self.requests.entry(epoch).or_insert_with(|| LeaderAndIsr {
-                leader_epoch: epoch,
-                // Not traced; the model has no partition epoch.
-                partition_epoch: 0,
-                leader: after.leader,
-                isr: after.isr.clone(),
-                replicas: Vec::new(),
-            });
+            Arc::make_mut(&mut self.requests)
+                .entry(epoch)
+                .or_insert_with(|| LeaderAndIsr {
+                    leader_epoch: epoch,
+                    // Not traced; the model has no partition epoch.
+                    partition_epoch: 0,
+                    leader: after.leader,
+                    isr: after.isr.clone(),
+                    replicas: Vec::new(),
+                });
         }
         self.controller = after;
         Ok(())
@@ -909,8 +911,8 @@ impl Rebuild {
             }
         }
         Arc::make_mut(&mut self.records).retain(|&id, _| window.keeps(id));
-        self.requests.retain(|&e, _| e >= window.epoch_base);
-        self.epoch_isrs.retain(|&e, _| e >= window.epoch_base);
+        Arc::make_mut(&mut self.requests).retain(|&e, _| e >= window.epoch_base);
+        Arc::make_mut(&mut self.epoch_isrs).retain(|&e, _| e >= window.epoch_base);
     }
 
     /// The highest leader epoch the controller has named (for
@@ -1098,8 +1100,8 @@ impl Rebuild {
                 .map(|r| self.replica_snapshot_with(r, with_log))
                 .collect(),
             controller: self.controller.clone(),
-            requests: self.requests.clone(),
-            epoch_isrs: self.epoch_isrs.clone(),
+            requests: Arc::clone(&self.requests),
+            epoch_isrs: Arc::clone(&self.epoch_isrs),
             records: Arc::clone(&self.records),
             clean_crashes: self.clean_crashes,
             unclean_crashes: self.unclean_crashes,

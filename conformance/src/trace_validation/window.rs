@@ -21,6 +21,7 @@
 //! two steps deep, before every move.
 
 use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
 
 use highwater::cluster::{ClusterSnapshot, ReplicaSnapshot};
 use highwater::replication::{LeaderEpoch, LogEntry};
@@ -798,19 +799,26 @@ impl Window {
             leader_epoch(out.controller.leader_epoch, "the controller's epoch")?;
         // Requests of dropped epochs: no replica can take them any more
         // (nor lead in them, to learn their ISRs).
-        out.requests = std::mem::take(&mut out.requests)
-            .into_iter()
-            .filter(|(e, _)| *e >= epochs)
-            .map(|(e, mut req)| {
-                req.leader_epoch = e - epochs;
-                (e - epochs, req)
-            })
-            .collect();
-        out.epoch_isrs = std::mem::take(&mut out.epoch_isrs)
-            .into_iter()
-            .filter(|(e, _)| *e >= epochs)
-            .map(|(e, isrs)| (e - epochs, isrs))
-            .collect();
+        // (Shared and left as they are where no epoch moved: the unbounded
+        // shape moves offsets alone.)
+        if epochs > 0 {
+            out.requests = Arc::new(
+                out.requests
+                    .range(epochs..)
+                    .map(|(&e, req)| {
+                        let mut req = req.clone();
+                        req.leader_epoch = e - epochs;
+                        (e - epochs, req)
+                    })
+                    .collect(),
+            );
+            out.epoch_isrs = Arc::new(
+                out.epoch_isrs
+                    .range(epochs..)
+                    .map(|(&e, isrs)| (e - epochs, isrs.clone()))
+                    .collect(),
+            );
+        }
         Ok(out)
     }
 }
@@ -1374,8 +1382,9 @@ mod tests {
                 },
             )]
             .into_iter()
-            .collect(),
-            epoch_isrs: BTreeMap::new(),
+            .collect::<BTreeMap<_, _>>()
+            .into(),
+            epoch_isrs: Arc::default(),
             records,
             clean_crashes: 0,
             unclean_crashes: 0,

@@ -111,14 +111,15 @@ pub struct RecordHistory {
 pub struct ClusterSnapshot {
     pub replicas: Vec<ReplicaSnapshot>,
     pub controller: ControllerState,
-    /// Every LeaderAndIsr the controller sent, by epoch.
-    pub requests: BTreeMap<LeaderEpoch, LeaderAndIsr>,
+    /// Every LeaderAndIsr the controller sent, by epoch. Shared, as
+    /// `records` is: both grow with a run.
+    pub requests: std::sync::Arc<BTreeMap<LeaderEpoch, LeaderAndIsr>>,
     /// Every ISR the controller held in each epoch, oldest first (the
     /// request's first): the updates the epoch's leader applies in order,
     /// from which the model's `Request::later_isrs` is read. Absent in
     /// snapshots written before it was kept.
     #[serde(default)]
-    pub epoch_isrs: BTreeMap<LeaderEpoch, Vec<Vec<ReplicaId>>>,
+    pub epoch_isrs: std::sync::Arc<BTreeMap<LeaderEpoch, Vec<Vec<ReplicaId>>>>,
     /// Records produced (appended), by id.
     /// Shared: a snapshot taken at every event of a long trace would
     /// otherwise copy every record's history each time.

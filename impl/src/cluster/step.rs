@@ -996,8 +996,8 @@ impl<L: ReplicaLog> StepCluster<L> {
         Ok(ClusterSnapshot {
             replicas,
             controller: self.controller.state(),
-            requests: self.controller.requests().clone(),
-            epoch_isrs: self.controller.epoch_isrs(),
+            requests: std::sync::Arc::new(self.controller.requests().clone()),
+            epoch_isrs: std::sync::Arc::new(self.controller.epoch_isrs()),
             records: std::sync::Arc::new(self.records.clone()),
             clean_crashes: self.clean_crashes,
             unclean_crashes: self.unclean_crashes,
