@@ -103,11 +103,7 @@ impl Summary {
     fn count_broken(&mut self, seq: u64, broken: &[String], where_: &str) {
         for b in broken {
             let name = b.split(':').next().unwrap_or(b);
-            if !self
-                .broken_properties
-                .iter()
-                .any(|(_, k)| k.starts_with(name))
-            {
+            if !self.has_broken(name) {
                 let b = match where_ {
                     "" => b.clone(),
                     w => format!("{b} ({w})"),
@@ -115,6 +111,13 @@ impl Summary {
                 self.broken_properties.push((seq, b));
             }
         }
+    }
+
+    /// Whether an event before broke property `name`.
+    pub fn has_broken(&self, name: &str) -> bool {
+        self.broken_properties
+            .iter()
+            .any(|(_, k)| k.split(':').next() == Some(name))
     }
 
     /// A consumer's read checked against the model (`reads.rs`).
