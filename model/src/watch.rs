@@ -20,8 +20,16 @@
 //!   (capped at `n`); only the entries from there up to today's bound are
 //!   compared.
 //!
-//! Anything else (another leader, an ISR change, a property broken before)
-//! is checked whole.
+//! A records property broken before keeps the records that broke it: a
+//! record's verdict reads only its history and the presumed leaders' logs
+//! at its offset, so with the frame unchanged only the changed records,
+//! and the broken ones at or past where a leader's log changed, are read
+//! again; every other keeps its verdict. (Under a historical rule set a
+//! record once lost stays lost to the run's end, and checking the whole
+//! property at every event was most of validating such a run.)
+//!
+//! Anything else (another leader, an ISR change, any other property broken
+//! before) is checked whole.
 //!
 //! In the model's own steps a property of these breaks only where its frame
 //! changes (a presumed leader's log only grows while it leads, and a record
@@ -40,6 +48,8 @@ use crate::properties::{
     ACKNOWLEDGED_RECORDS_SURVIVE, ALWAYS, COMMITTED_RECORDS_SURVIVE, NO_DIVERGENCE_BELOW_HW,
     STRONG_ISR,
 };
+use std::collections::BTreeSet;
+
 use crate::state::{LogStore, Num, RecordHistory, RecordTable, ReplicaId, Shape, State};
 
 /// Deliberately wrong ways of watching, to show the random-walk test
@@ -52,11 +62,16 @@ pub enum WatchFault {
     RecordChangesUnseen,
     /// Every log taken as unchanged, entries and length.
     LogChangesUnseen,
+    /// The records that broke a property before are forgotten.
+    BrokenRecordsUnseen,
 }
 
 /// See the module's documentation.
 pub struct Watch<S: Shape> {
     last: Option<(State<S>, Vec<&'static str>)>,
+    /// For each records property the last state broke, the records that
+    /// broke it there.
+    breaking: Vec<(&'static str, Breaking)>,
     fault: Option<WatchFault>,
 }
 
@@ -64,6 +79,7 @@ impl<S: Shape> Default for Watch<S> {
     fn default() -> Self {
         Watch {
             last: None,
+            breaking: Vec::new(),
             fault: None,
         }
     }
@@ -74,6 +90,7 @@ impl<S: Shape> Watch<S> {
     pub fn with_fault(fault: WatchFault) -> Watch<S> {
         Watch {
             last: None,
+            breaking: Vec::new(),
             fault: Some(fault),
         }
     }
@@ -81,18 +98,52 @@ impl<S: Shape> Watch<S> {
     /// The always-properties `s` breaks ([`properties::broken`]), read
     /// from what changed since the state this watch was last given.
     pub fn broken(&mut self, s: &State<S>) -> Vec<&'static str> {
+        let mut breaking = Vec::new();
+        let mut was = std::mem::take(&mut self.breaking);
         let broken: Vec<&'static str> = match &self.last {
             Some((p, before)) if p.n == s.n => {
                 let changes = Changes::between(p, s, self.fault);
-                // A property broken before is checked whole: it may heal.
-                let holds = |name| match before.contains(&name) {
-                    true => properties::holds(name, s),
-                    false => holds_since(name, p, s, &changes),
+                let mut holds = |name| {
+                    let before = before.contains(&name);
+                    match (records_marked_by(name), before) {
+                        // A records property: its breaking records kept.
+                        (Some(epoch_of), _) => {
+                            let was = was.iter_mut().find(|(n, _)| *n == name);
+                            let now = match (before, was) {
+                                (false, _) if holds_since(name, p, s, &changes) => Breaking::new(),
+                                (true, Some((_, ids))) => records_breaking_since(
+                                    p,
+                                    s,
+                                    &changes,
+                                    epoch_of,
+                                    std::mem::take(ids),
+                                ),
+                                _ => records_breaking(s, epoch_of),
+                            };
+                            let held = now.is_empty();
+                            if !held {
+                                breaking.push((name, now));
+                            }
+                            held
+                        }
+                        // Checked whole: it may heal.
+                        (None, true) => properties::holds(name, s),
+                        (None, false) => holds_since(name, p, s, &changes),
+                    }
                 };
                 ALWAYS.into_iter().filter(|&name| !holds(name)).collect()
             }
-            _ => properties::broken(s),
+            _ => {
+                let broken = properties::broken(s);
+                for &name in &broken {
+                    if let Some(epoch_of) = records_marked_by(name) {
+                        breaking.push((name, records_breaking(s, epoch_of)));
+                    }
+                }
+                broken
+            }
         };
+        self.breaking = breaking;
         self.last = Some((s.clone(), broken.clone()));
         broken
     }
@@ -158,6 +209,96 @@ fn leaders<S: Shape>(s: &State<S>) -> Vec<(ReplicaId, Option<S::Epoch>)> {
         .collect()
 }
 
+/// The history mark a records property reads, if `name` is one.
+#[allow(clippy::type_complexity)]
+fn records_marked_by<S: Shape>(name: &str) -> Option<fn(&RecordHistory<S>) -> Option<S::Epoch>> {
+    match name {
+        COMMITTED_RECORDS_SURVIVE => Some(|h| h.visible),
+        ACKNOWLEDGED_RECORDS_SURVIVE => Some(|h| h.acked),
+        _ => None,
+    }
+}
+
+/// The records that do not survive in `s` (read whole).
+fn records_breaking<S: Shape>(
+    s: &State<S>,
+    epoch_of: fn(&RecordHistory<S>) -> Option<S::Epoch>,
+) -> Breaking {
+    let set = presumed_leader_set(s);
+    s.produced_records()
+        .iter()
+        .enumerate()
+        .filter(|&(id, h)| !record_survives(s, set, id, h, epoch_of))
+        .map(|(id, h)| (h.offset.idx(), id))
+        .collect()
+}
+
+/// Records that break a property, as (offset, id): those at or past an
+/// offset are found without reading the others.
+type Breaking = BTreeSet<(usize, usize)>;
+
+/// [`records_breaking`], given that in `p` the records `before` did not
+/// survive and every other did. A record's verdict reads only its history
+/// and the presumed leaders' logs at its offset, so with the frame
+/// unchanged only the changed records and those at the offsets where a
+/// presumed leader's log changed (one too short for a record may have
+/// grown to it) are read again: a run that lost data keeps
+/// thousands lost, and reading them all at every event was most of
+/// validating it.
+fn records_breaking_since<S: Shape>(
+    p: &State<S>,
+    s: &State<S>,
+    changes: &Changes,
+    epoch_of: fn(&RecordHistory<S>) -> Option<S::Epoch>,
+    before: Breaking,
+) -> Breaking {
+    let produced = s.produced_records();
+    if !changes.same_frame(leaders(p), leaders(s)) || produced.len() < p.produced_records().len() {
+        return records_breaking(s, epoch_of);
+    }
+    let mut now = match changes.fault {
+        Some(WatchFault::BrokenRecordsUnseen) => Breaking::new(),
+        _ => before,
+    };
+    // Where a presumed leader's log changed: from the first changed offset
+    // to the end of the longer of its two logs (past both, a record missing
+    // for want of an entry still is).
+    let mut again: Vec<usize> = Vec::new();
+    for l in s.presumed_leaders() {
+        let end = p.replica(l).leo().max(s.replica(l).leo()).idx();
+        let changed = now.range((changes.kept(l), 0)..(end, 0));
+        again.extend(changed.map(|&(_, id)| id));
+    }
+    again.extend(changed_record_ids(p, s, changes));
+    let (old, set) = (p.produced_records(), presumed_leader_set(s));
+    for id in again {
+        if let Some(h) = old.get(id) {
+            now.remove(&(h.offset.idx(), id));
+        }
+        if let Some(h) = produced.get(id) {
+            now.remove(&(h.offset.idx(), id));
+            if !record_survives(s, set, id, h, epoch_of) {
+                now.insert((h.offset.idx(), id));
+            }
+        }
+    }
+    now
+}
+
+/// The records whose histories changed, and those a presumed leader's old
+/// log held from where its log changed.
+fn changed_record_ids<'a, S: Shape>(
+    p: &'a State<S>,
+    s: &'a State<S>,
+    changes: &'a Changes,
+) -> impl Iterator<Item = usize> + 'a {
+    let in_changed_logs = s.presumed_leaders().flat_map(move |l| {
+        let old = &p.replica(l).log;
+        old.iter_from(changes.kept(l)).map(|e| e.id.idx())
+    });
+    changes.records.iter().copied().chain(in_changed_logs)
+}
+
 fn records_survive_since<S: Shape>(
     p: &State<S>,
     s: &State<S>,
@@ -168,12 +309,8 @@ fn records_survive_since<S: Shape>(
     if !changes.same_frame(leaders(p), leaders(s)) || produced.len() < p.produced_records().len() {
         return properties::records_survive(s, epoch_of);
     }
-    let in_changed_logs = s.presumed_leaders().flat_map(|l| {
-        let old = &p.replica(l).log;
-        old.iter_from(changes.kept(l)).map(|e| e.id.idx())
-    });
     let set = presumed_leader_set(s);
-    let mut ids = changes.records.iter().copied().chain(in_changed_logs);
+    let mut ids = changed_record_ids(p, s, changes);
     ids.all(|id| {
         produced
             .get(id)

@@ -105,6 +105,17 @@ fn a_watch_blind_to_a_new_leader_is_caught() {
     );
 }
 
+/// The walks catch a watch that does not read again the records that
+/// broke a property before (it would see the property heal while they are
+/// still missing).
+#[test]
+fn a_watch_blind_to_records_broken_before_is_caught() {
+    assert!(
+        caught(WatchFault::BrokenRecordsUnseen).is_some(),
+        "no walk told apart a watch blind to the records broken before"
+    );
+}
+
 /// A state of a walk under today's rules where a leader holds a committed
 /// record below its HW, with that leader.
 fn a_leader_with_a_committed_record() -> (State<Unbounded>, u8) {
