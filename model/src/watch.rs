@@ -98,54 +98,65 @@ impl<S: Shape> Watch<S> {
     /// The always-properties `s` breaks ([`properties::broken`]), read
     /// from what changed since the state this watch was last given.
     pub fn broken(&mut self, s: &State<S>) -> Vec<&'static str> {
-        let mut breaking = Vec::new();
         let mut was = std::mem::take(&mut self.breaking);
-        let broken: Vec<&'static str> = match &self.last {
-            Some((p, before)) if p.n == s.n => {
-                let changes = Changes::between(p, s, self.fault);
-                let mut holds = |name| {
-                    let before = before.contains(&name);
-                    match (records_marked_by(name), before) {
-                        // A records property: its breaking records kept.
-                        (Some(epoch_of), _) => {
-                            let was = was.iter_mut().find(|(n, _)| *n == name);
-                            let now = match (before, was) {
-                                (false, _) if holds_since(name, p, s, &changes) => Breaking::new(),
-                                (true, Some((_, ids))) => records_breaking_since(
-                                    p,
-                                    s,
-                                    &changes,
-                                    epoch_of,
-                                    std::mem::take(ids),
-                                ),
-                                _ => records_breaking(s, epoch_of),
-                            };
-                            let held = now.is_empty();
-                            if !held {
-                                breaking.push((name, now));
-                            }
-                            held
-                        }
-                        // Checked whole: it may heal.
-                        (None, true) => properties::holds(name, s),
-                        (None, false) => holds_since(name, p, s, &changes),
+        let last = self.last.take().filter(|(p, _)| p.n == s.n);
+        let since = last
+            .as_ref()
+            .map(|(p, before)| (p, before, Changes::between(p, s, self.fault)));
+        let mut broken = Vec::new();
+        for name in ALWAYS {
+            let held = match (records_marked_by(name), &since) {
+                (Some(epoch_of), _) => {
+                    let was = was
+                        .iter_mut()
+                        .find(|(n, _)| *n == name)
+                        .map(|(_, ids)| std::mem::take(ids));
+                    let now = records_breaking_after(name, s, since.as_ref(), was, epoch_of);
+                    let held = now.is_empty();
+                    if !held {
+                        self.breaking.push((name, now));
                     }
-                };
-                ALWAYS.into_iter().filter(|&name| !holds(name)).collect()
-            }
-            _ => {
-                let broken = properties::broken(s);
-                for &name in &broken {
-                    if let Some(epoch_of) = records_marked_by(name) {
-                        breaking.push((name, records_breaking(s, epoch_of)));
-                    }
+                    held
                 }
-                broken
+                (None, Some((p, before, changes))) if !before.contains(&name) => {
+                    holds_since(name, p, s, changes)
+                }
+                // Checked whole: it may heal.
+                (None, _) => properties::holds(name, s),
+            };
+            if !held {
+                broken.push(name);
             }
-        };
-        self.breaking = breaking;
+        }
         self.last = Some((s.clone(), broken.clone()));
         broken
+    }
+}
+
+/// The state a watch was last given, what it broke there, and what changed
+/// since.
+type Since<'a, S> = (&'a State<S>, &'a Vec<&'static str>, Changes);
+
+/// The records that break records property `name` in `s`: where the state
+/// before met it, none unless it breaks now; where it broke there (`was`:
+/// the records that broke it), those of them still breaking it and the
+/// changed ones that do; else read whole.
+fn records_breaking_after<S: Shape>(
+    name: &'static str,
+    s: &State<S>,
+    since: Option<&Since<'_, S>>,
+    was: Option<Breaking>,
+    epoch_of: fn(&RecordHistory<S>) -> Option<S::Epoch>,
+) -> Breaking {
+    match (since, was) {
+        (Some((p, before, changes)), _) if !before.contains(&name) => {
+            match holds_since(name, p, s, changes) {
+                true => Breaking::new(),
+                false => records_breaking(s, epoch_of),
+            }
+        }
+        (Some((p, _, changes)), Some(was)) => records_breaking_since(p, s, changes, epoch_of, was),
+        _ => records_breaking(s, epoch_of),
     }
 }
 

@@ -203,10 +203,12 @@ pub fn broken_properties<S: Shape>(s: &State<S>) -> Vec<String> {
 /// Each always-property `names` says `s` breaks, with the model's
 /// explanation.
 fn described<S: Shape>(names: Vec<&'static str>, s: &State<S>) -> Vec<String> {
-    names
-        .into_iter()
-        .map(|name| format!("{name}: {}", explain(name, s).unwrap_or_default()))
-        .collect()
+    names.into_iter().map(|name| explained(name, s)).collect()
+}
+
+/// Property `name`, which `s` breaks, with the model's explanation.
+fn explained<S: Shape>(name: &str, s: &State<S>) -> String {
+    format!("{name}: {}", explain(name, s).unwrap_or_default())
 }
 
 fn action_name<S: Shape>(a: &Action<S>) -> String {
@@ -320,7 +322,7 @@ where
             .into_iter()
             .map(|name| match self.summary.has_broken(name) {
                 true => name.to_string(),
-                false => format!("{name}: {}", explain(name, s).unwrap_or_default()),
+                false => explained(name, s),
             })
             .collect()
     }
