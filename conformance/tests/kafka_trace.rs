@@ -5,8 +5,12 @@
 
 use std::path::Path;
 
-use highwater_conformance::kafka_trace::{validate, KafkaValidation, Observations};
+use highwater_conformance::kafka_trace::leaders::{self, LeaderValidation};
+use highwater_conformance::kafka_trace::{
+    partition_log, state_change, validate, KafkaValidation, Observations,
+};
 use highwater_model::properties::{ACKNOWLEDGED_RECORDS_SURVIVE, COMMITTED_RECORDS_SURVIVE};
+use highwater_model::Config;
 
 /// A kept run's files, which a test may edit before validating.
 struct Run(Observations);
@@ -204,6 +208,121 @@ fn an_hw_published_past_a_later_leaders_log_is_a_misfit_under_todays_rules() {
     let misfit = r.validate(true).misfit().expect("a misfit");
     assert!(
         misfit.contains(COMMITTED_RECORDS_SURVIVE) && misfit.contains("999999"),
+        "{misfit}"
+    );
+}
+
+impl Run {
+    /// Replaces `from` (which must be there) by `to` in broker `broker`'s
+    /// partition.log.
+    fn edit_partition_log(mut self, broker: u32, from: &str, to: &str) -> Run {
+        let logs = self.0.partition_logs.as_mut().expect("partition logs kept");
+        let (_, log) = logs
+            .iter_mut()
+            .find(|(b, _)| *b == broker)
+            .expect("the broker's log");
+        assert!(log.contains(from), "{from} not in broker {broker}'s log");
+        *log = log.replacen(from, to, 1);
+        self
+    }
+
+    fn leaders(&self, acks_all: bool) -> (KafkaValidation, LeaderValidation) {
+        let v = self.validate(acks_all);
+        let l = v.leaders.clone().expect("leader steps kept");
+        (v, l)
+    }
+}
+
+/// The kept runs with every leader step (`partition.log` whole), and
+/// whether their producer waited for acks=all.
+const LEADER_STEP_RUNS: [(&str, bool); 2] = [
+    ("today-stall-lag-kill", true),
+    ("unclean-isolate-kill", true),
+];
+
+#[test]
+fn kafkas_leaders_take_the_models_steps() {
+    for (name, acks_all) in LEADER_STEP_RUNS {
+        let (v, l) = run(name).leaders(acks_all);
+        eprintln!("{name}: {v}");
+        assert!(v.misfit().is_none(), "{name}: {v}");
+        // Not vacuous: every tenure replayed, with thousands of steps.
+        assert!(l.tenures >= 3, "{name}: {l}");
+        assert!(l.fetches >= 250 && l.hw_moves >= 190, "{name}: {l}");
+        assert!(l.expansions >= 1, "{name}: {l}");
+        assert!(l.hidden_appends >= 2_500, "{name}: {l}");
+    }
+}
+
+#[test]
+fn an_hw_moved_past_what_the_isr_holds_is_a_misfit_of_the_leaders_half() {
+    // Broker 3 moved its HW to 3,451 once both followers had fetched from
+    // 3,451; one further is more than the ISR holds.
+    let from = "High watermark updated from (offset=3449, segment=[0:56950]) to (offset=3451,";
+    let (v, l) = run("today-stall-lag-kill")
+        .edit_partition_log(3, from, &from.replace("3451,", "3452,"))
+        .leaders(true);
+    let misfit = l.misfit.expect("a misfit");
+    assert!(
+        misfit.contains("to: 3452 }") && misfit.contains("LeaderAdvanceHw"),
+        "{misfit}"
+    );
+    assert_eq!(v.misfit().as_deref(), Some(misfit.as_str()));
+}
+
+#[test]
+fn an_expansion_of_a_follower_that_never_fetched_is_a_misfit_of_the_leaders_half() {
+    // Broker 2 asked to add broker 3, which had fetched; broker 1 (cut
+    // off, then killed) had not fetched from it yet.
+    let from = "PendingExpandIsr(newInSyncReplicaId=3, sentLeaderAndIsr=LeaderAndIsr(leader=2, leaderEpoch=1";
+    let (_, l) = run("unclean-isolate-kill")
+        .edit_partition_log(2, from, &from.replace("Id=3", "Id=1"))
+        .leaders(true);
+    let misfit = l.misfit.expect("a misfit");
+    assert!(
+        misfit.contains("PendingExpand { follower: 1 }") && misfit.contains("LeaderExpandIsr"),
+        "{misfit}"
+    );
+}
+
+#[test]
+fn kafkas_leaders_under_a_higher_min_insync_replicas_do_not_fit() {
+    // The same steps asked of a model whose leaders need three in-sync
+    // replicas to write and to move the HW: the first write with two is
+    // refused.
+    let r = run("today-stall-lag-kill");
+    let v = r.validate(true);
+    let cfg = Config {
+        min_isr: 3,
+        ..leaders::model_config(v.controller.rules, true)
+    };
+    let o = &r.0;
+    let mut lines = Vec::new();
+    for (b, log) in o.partition_logs.as_ref().unwrap() {
+        lines.extend(partition_log::parse(*b, "soak-0", log).unwrap());
+    }
+    let mut learnt = Vec::new();
+    for (b, log) in &o.state_change_logs {
+        learnt.extend(state_change::parse_isr_learnt(*b, "soak-0", log).unwrap());
+    }
+    let l = leaders::validate(&cfg, &v.controller.replicas, &v.applied, &learnt, &lines);
+    let misfit = l.misfit.expect("a misfit");
+    assert!(misfit.contains("min.insync.replicas 3"), "{misfit}");
+    // Under the cluster's own min.insync.replicas the same call fits.
+    let cfg = leaders::model_config(v.controller.rules, true);
+    let l = leaders::validate(&cfg, &v.controller.replicas, &v.applied, &learnt, &lines);
+    assert!(l.misfit.is_none(), "{l}");
+}
+
+#[test]
+fn an_hw_move_from_an_hw_the_leader_never_had_is_a_misfit_of_the_leaders_half() {
+    let from = "High watermark updated from (offset=3449, segment=[0:56950]) to (offset=3451,";
+    let (_, l) = run("today-stall-lag-kill")
+        .edit_partition_log(3, from, &from.replace("=3449,", "=3448,"))
+        .leaders(true);
+    let misfit = l.misfit.expect("a misfit");
+    assert!(
+        misfit.contains("the move is from HW 3448, the model's leader is at 3449"),
         "{misfit}"
     );
 }

@@ -75,6 +75,9 @@ impl Node {
             .args(JVM_FLAGS)
             .arg(format!("-Dlog4j2.configurationFile={}", log4j.display()))
             .arg(format!("-Dkafka.logs.dir={}", self.dir.display()))
+            // state-change.log's times are log4j's local dates: in UTC, so
+            // validation can place them beside partition.log's epoch ms.
+            .arg("-Duser.timezone=UTC")
             .arg("-cp")
             .arg(classpath);
         cmd

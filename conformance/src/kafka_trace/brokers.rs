@@ -264,6 +264,7 @@ mod tests {
         Applied {
             broker,
             line: 1,
+            at_ms: 0,
             leader_epoch: epoch,
             partition_epoch: epoch,
             log_end_offset,

@@ -147,6 +147,9 @@ pub struct ControllerValidation {
     /// The partition after its creation and after each change, in order
     /// (index = partition epoch).
     pub registrations: Vec<Registration>,
+    /// The partition's replicas, in Kafka's order (the model's replica `i`
+    /// is `replicas[i]`); empty until the partition is created.
+    pub replicas: Brokers,
     pub misfit: Option<String>,
     /// The misfit batch's CreateTime (to place it on a picture's time axis).
     pub misfit_ms: Option<u64>,
@@ -183,9 +186,11 @@ pub fn validate(batches: &[Batch], topic: &str, rules: ClusterRules) -> Controll
                 v.rules,
             ));
             v.misfit_ms = Some(batch.create_ms);
+            v.replicas = walk.replicas;
             return v;
         }
     }
+    v.replicas = walk.replicas;
     v
 }
 

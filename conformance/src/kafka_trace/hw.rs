@@ -6,6 +6,7 @@
 //! the model calls visible.
 
 use super::metadata::BrokerId;
+use super::partition_log::{self, LeaderStep};
 
 /// A leader's HW move.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -22,40 +23,18 @@ pub struct HwMove {
 /// A line that says the HW moved but does not parse is an error: a
 /// skipped move would let a committed record go unchecked.
 pub fn parse(broker: BrokerId, partition: &str, log: &str) -> Result<Vec<HwMove>, String> {
-    let ident = format!("[Partition {partition} broker={broker}]");
-    let mut out = Vec::new();
-    for (n, line) in log.lines().enumerate() {
-        if !line.contains(&ident) || !line.contains("High watermark updated from ") {
-            continue;
-        }
-        let at = |why: &str| {
-            format!(
-                "broker {broker} partition.log line {}: {why}: {line}",
-                n + 1
-            )
-        };
-        let at_ms = line
-            .split_whitespace()
-            .next()
-            .and_then(|t| t.parse().ok())
-            .ok_or_else(|| at("no time in ms first"))?;
-        let to = line.rfind(" to (offset=").ok_or_else(|| at("no new HW"))? + " to (offset=".len();
-        let rest = &line[to..];
-        let end = rest
-            .find([',', ')'])
-            .ok_or_else(|| at("no end to the new HW"))?;
-        let high_watermark = rest[..end]
-            .trim()
-            .parse()
-            .map_err(|_| at("the new HW is not a number"))?;
-        out.push(HwMove {
-            broker,
-            line: n + 1,
-            at_ms,
-            high_watermark,
-        });
-    }
-    Ok(out)
+    Ok(partition_log::parse(broker, partition, log)?
+        .into_iter()
+        .filter_map(|l| match l.step {
+            LeaderStep::HighWatermark { to, .. } => Some(HwMove {
+                broker,
+                line: l.line,
+                at_ms: l.at_ms,
+                high_watermark: to,
+            }),
+            _ => None,
+        })
+        .collect())
 }
 
 #[cfg(test)]

@@ -16,19 +16,22 @@
 //! - the consumer's lines (`reads.jsonl`): every record read during the
 //!   run, with the wall-clock time of its read: a record visible then.
 //!
-//! They are validated in two halves: [`controller`] explains every
+//! They are validated in three halves: [`controller`] explains every
 //! metadata batch as a step of the model's controller (a misfit names the
 //! first batch no model step explains); [`brokers`] holds what each broker
 //! applied against those steps, and checks the model's properties where a
 //! broker's line shows its log (an election's new leader holds every record
-//! acknowledged before it). Steps the observations cannot see (fetches,
-//! appends, HW moves between lines) are not invented: what is checked is
-//! what was seen.
+//! acknowledged before it); [`leaders`] replays each leader's tenure
+//! (its recorded fetches, HW moves and ISR expansions, `partition_log`)
+//! through the model's own steps, searching the appends and fetches no
+//! line shows.
 
 pub mod brokers;
 pub mod controller;
 pub mod hw;
+pub mod leaders;
 pub mod metadata;
+pub mod partition_log;
 pub mod state_change;
 
 use std::fmt;
@@ -40,12 +43,15 @@ use crate::kafka_cluster::programs::Programs;
 use crate::kafka_cluster::Result;
 use brokers::{Ack, Broken, BrokerValidation, Visible};
 use controller::ControllerValidation;
+use leaders::LeaderValidation;
 
 /// Both halves' results for one run.
 #[derive(Clone, Debug)]
 pub struct KafkaValidation {
     pub controller: ControllerValidation,
     pub brokers: BrokerValidation,
+    /// The leaders' half; None for runs kept without their `partition.log`.
+    pub leaders: Option<LeaderValidation>,
     /// Whether the model holds every property under the run's rules (its
     /// `safe` preset: acks=all, min.insync.replicas=2, ELR, no unclean
     /// election): then a broken property is a misfit too.
@@ -62,6 +68,7 @@ impl KafkaValidation {
             .misfit
             .clone()
             .or_else(|| self.brokers.misfit.clone())
+            .or_else(|| self.leaders.as_ref().and_then(|l| l.misfit.clone()))
             .or_else(|| {
                 self.brokers
                     .broken
@@ -78,6 +85,8 @@ impl KafkaValidation {
             self.controller.misfit_ms
         } else if self.brokers.misfit.is_some() {
             self.brokers.misfit_ms
+        } else if let Some(l) = self.leaders.as_ref().filter(|l| l.misfit.is_some()) {
+            l.misfit_ms
         } else {
             self.brokers
                 .broken
@@ -119,6 +128,10 @@ impl fmt::Display for KafkaValidation {
         }
         if let Some(n) = b.reads_before_elections {
             writeln!(f, "  and against {n} records the consumer read before them")?;
+        }
+        match &self.leaders {
+            Some(l) => writeln!(f, "  {l}")?,
+            None => writeln!(f, "  leaders' steps not replayed (no partition.log kept)")?,
         }
         for broken in &b.broken {
             writeln!(f, "  property broken at a validated step: {broken}")?;
@@ -174,6 +187,10 @@ pub struct Observations {
     pub state_change_logs: Vec<(metadata::BrokerId, String)>,
     /// Each broker's `partition.log`; None for runs made before it was kept.
     pub partition_logs: Option<Vec<(metadata::BrokerId, String)>>,
+    /// Whether `partition_logs` hold every leader step (fetches recorded,
+    /// ISR changes, HW moves), as a fresh run's do; runs kept before the
+    /// leaders' half kept only their HW moves (`broker-N.hw-moves.log`).
+    pub leader_steps: bool,
     /// The producer's lines.
     pub producer: Vec<String>,
     /// The consumer's lines (`reads.jsonl`); None for runs made before
@@ -236,6 +253,7 @@ impl Observations {
         Ok(Observations {
             metadata,
             state_change_logs,
+            leader_steps: partition_logs.is_some(),
             partition_logs,
             producer: read(&run_dir.join("producer.jsonl"))?
                 .lines()
@@ -255,7 +273,8 @@ impl Observations {
 impl Observations {
     /// Reads a run kept as a flat directory (`tests/kafka_runs/`):
     /// `metadata.txt`, `broker-N.state-change.log` and (when kept)
-    /// `broker-N.partition.log` for N = 1..=3, `producer.jsonl`,
+    /// `broker-N.partition.log` (its leader steps) or
+    /// `broker-N.hw-moves.log` (its HW moves only) for N = 1..=3, `producer.jsonl`,
     /// `controller.server.properties`.
     pub fn read_kept(dir: &Path) -> Result<Observations> {
         let read = |file: &str| {
@@ -276,7 +295,11 @@ impl Observations {
             metadata: read("metadata.txt")?,
             state_change_logs: per_broker("state-change.log")?
                 .ok_or_else(|| format!("{} holds no broker-1.state-change.log", dir.display()))?,
-            partition_logs: per_broker("partition.log")?,
+            leader_steps: dir.join("broker-1.partition.log").exists(),
+            partition_logs: match per_broker("partition.log")? {
+                Some(logs) => Some(logs),
+                None => per_broker("hw-moves.log")?,
+            },
             producer: match read("producer.jsonl") {
                 Ok(text) => text.lines().map(str::to_string).collect(),
                 Err(_) if !dir.join("producer.jsonl").exists() => Vec::new(),
@@ -325,6 +348,20 @@ pub fn validate(o: &Observations, topic: &str, acks_all: bool) -> Result<KafkaVa
         }
         None => None,
     };
+    let leader_lines = match &o.partition_logs {
+        Some(logs) if o.leader_steps => {
+            let mut lines = Vec::new();
+            for (id, log) in logs {
+                lines.extend(partition_log::parse(*id, &partition, log)?);
+            }
+            let mut learnt = Vec::new();
+            for (id, log) in &o.state_change_logs {
+                learnt.extend(state_change::parse_isr_learnt(*id, &partition, log)?);
+            }
+            Some((lines, learnt))
+        }
+        _ => None,
+    };
     let acks = acks(&o.producer)?;
     let reads = o.reads.as_deref().map(reads).transpose()?;
     let brokers = brokers::validate(
@@ -335,10 +372,15 @@ pub fn validate(o: &Observations, topic: &str, acks_all: bool) -> Result<KafkaVa
         reads.as_deref(),
     );
     let r = controller.rules;
+    let leaders = leader_lines.map(|(lines, learnt)| {
+        let cfg = leaders::model_config(r, acks_all);
+        leaders::validate(&cfg, &controller.replicas, &applied, &learnt, &lines)
+    });
     let model_holds = acks_all && r.min_isr >= 2 && r.elr && !r.unclean;
     Ok(KafkaValidation {
         controller,
         brokers,
+        leaders,
         model_holds,
         applied,
     })

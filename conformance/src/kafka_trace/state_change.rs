@@ -14,6 +14,10 @@ pub struct Applied {
     pub broker: BrokerId,
     /// The line's position in the broker's log (1-based), to name it.
     pub line: usize,
+    /// When the broker wrote the line: ms since the epoch, read from
+    /// log4j's `[yyyy-MM-dd HH:mm:ss,SSS]` in UTC (the cluster's JVMs run
+    /// with `-Duser.timezone=UTC`), on the same clock as `partition.log`'s.
+    pub at_ms: u64,
     pub leader_epoch: i64,
     pub partition_epoch: i64,
     /// The broker's log end offset when it applied the registration.
@@ -88,6 +92,7 @@ pub fn parse(broker: BrokerId, partition: &str, log: &str) -> Result<Vec<Applied
         out.push(Applied {
             broker,
             line: n + 1,
+            at_ms: log4j_ms(line).ok_or_else(|| at("no [yyyy-MM-dd HH:mm:ss,SSS] time first"))?,
             leader_epoch: num("starts at leader epoch ", &[' '])?,
             partition_epoch: num("with partition epoch ", &[' ', ','])?,
             log_end_offset: offset(" from offset ", &[' '])?,
@@ -96,6 +101,112 @@ pub fn parse(broker: BrokerId, partition: &str, log: &str) -> Result<Vec<Applied
         });
     }
     Ok(out)
+}
+
+/// A leader told of its partition's new ISR by the metadata, in a leader
+/// epoch it already had: "Skipped the become-leader state change ... since
+/// it is already the leader with leader epoch E. Current high watermark H,
+/// ISR [A,B]" (`Partition.makeLeader` returning false; the ISR is applied
+/// all the same). This is how a leader learns an ISR the controller
+/// changed on its own (a fenced follower).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IsrLearnt {
+    pub broker: BrokerId,
+    pub line: usize,
+    pub at_ms: u64,
+    pub leader_epoch: i64,
+    pub isr: Brokers,
+}
+
+/// Every [`IsrLearnt`] line of `partition` in `broker`'s state-change log.
+pub fn parse_isr_learnt(
+    broker: BrokerId,
+    partition: &str,
+    log: &str,
+) -> Result<Vec<IsrLearnt>, String> {
+    let mark = format!("Skipped the become-leader state change for {partition} ");
+    let mut out = Vec::new();
+    for (n, line) in log.lines().enumerate() {
+        if !line.contains(&mark) {
+            continue;
+        }
+        let at = |why: &str| {
+            format!(
+                "broker {broker} state-change.log line {}: {why}: {line}",
+                n + 1
+            )
+        };
+        let key = "already the leader with leader epoch ";
+        let start = line.find(key).ok_or_else(|| at("no leader epoch"))? + key.len();
+        let rest = &line[start..];
+        let leader_epoch = rest[..rest.find('.').unwrap_or(rest.len())]
+            .trim()
+            .parse()
+            .map_err(|_| at("the leader epoch is not a number"))?;
+        let start = line.rfind(", ISR [").ok_or_else(|| at("no ISR"))? + ", ISR [".len();
+        let stop = line[start..].find(']').ok_or_else(|| at("no ISR end"))?;
+        let isr = line[start..start + stop]
+            .split(',')
+            .filter(|s| !s.trim().is_empty())
+            .map(|s| {
+                s.trim()
+                    .parse()
+                    .map_err(|_| at("an ISR member is not a broker id"))
+            })
+            .collect::<Result<Brokers, String>>()?;
+        out.push(IsrLearnt {
+            broker,
+            line: n + 1,
+            at_ms: log4j_ms(line).ok_or_else(|| at("no [yyyy-MM-dd HH:mm:ss,SSS] time first"))?,
+            leader_epoch,
+            isr,
+        });
+    }
+    Ok(out)
+}
+
+/// ms since the epoch of a line that starts with log4j's default
+/// `[yyyy-MM-dd HH:mm:ss,SSS]`, read as UTC.
+pub fn log4j_ms(line: &str) -> Option<u64> {
+    let stamp = line.strip_prefix('[')?.get(..23)?;
+    let b = stamp.as_bytes();
+    let separators = [
+        (4, b'-'),
+        (7, b'-'),
+        (10, b' '),
+        (13, b':'),
+        (16, b':'),
+        (19, b','),
+    ];
+    if separators.iter().any(|&(i, c)| b[i] != c) {
+        return None;
+    }
+    let field = |r: std::ops::Range<usize>| stamp.get(r)?.parse::<u64>().ok();
+    let (year, month, day) = (field(0..4)?, field(5..7)?, field(8..10)?);
+    if !(1..=12).contains(&month) || !(1..=31).contains(&day) {
+        return None;
+    }
+    let secs = days_from_civil(year, month, day)? * 86_400
+        + field(11..13)? * 3600
+        + field(14..16)? * 60
+        + field(17..19)?;
+    Some(secs * 1000 + field(20..23)?)
+}
+
+/// Days from 1970-01-01 to a date of the proleptic Gregorian calendar
+/// (years from 1970): the usual era-based count.
+fn days_from_civil(year: u64, month: u64, day: u64) -> Option<u64> {
+    let y = if month <= 2 {
+        year.checked_sub(1)?
+    } else {
+        year
+    };
+    let era = y / 400;
+    let yoe = y - era * 400;
+    let mp = (month + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    (era * 146_097 + doe).checked_sub(719_468)
 }
 
 #[cfg(test)]
@@ -118,6 +229,7 @@ mod tests {
                 Applied {
                     broker: 2,
                     line: 2,
+                    at_ms: 1796307803438,
                     leader_epoch: 0,
                     partition_epoch: 0,
                     log_end_offset: 0,
@@ -127,6 +239,7 @@ mod tests {
                 Applied {
                     broker: 2,
                     line: 3,
+                    at_ms: 1796307807971,
                     leader_epoch: 1,
                     partition_epoch: 1,
                     log_end_offset: 578,
@@ -136,6 +249,45 @@ mod tests {
             ]
         );
         assert!(parse(2, "other-0", LOG).unwrap().is_empty());
+    }
+
+    #[test]
+    fn log4j_times_are_read_as_utc_ms() {
+        // 1796356612642 is 2026-12-04T03:56:52.642Z.
+        assert_eq!(
+            log4j_ms("[2026-12-04 03:56:52,642] INFO x"),
+            Some(1_796_356_612_642)
+        );
+        assert_eq!(log4j_ms("[1970-01-01 00:00:00,001] x"), Some(1));
+        assert_eq!(
+            log4j_ms("[2024-02-29 00:00:00,000] x"),
+            Some(1_709_164_800_000)
+        );
+        for bad in [
+            "2026-12-04 03:56:52,642",
+            "[2026-13-04 03:56:52,642]",
+            "[2026-12-04T03:56:52,642]",
+            "[2026-12",
+        ] {
+            assert_eq!(log4j_ms(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn an_isr_a_leader_learns_is_read() {
+        let log = "[2026-12-04 03:56:52,769] INFO [Broker id=2] Skipped the become-leader state change for soak-0 with topic id Some(F), partition registration PartitionRegistration(isr=[2, 3], leader=2, leaderEpoch=1, partitionEpoch=3) and isNew=false since it is already the leader with leader epoch 1. Current high watermark 462, ISR [2,3], adding replicas [] and removing replicas []. (state.change.logger)";
+        assert_eq!(
+            parse_isr_learnt(2, "soak-0", log).unwrap(),
+            vec![IsrLearnt {
+                broker: 2,
+                line: 1,
+                at_ms: 1_796_356_612_769,
+                leader_epoch: 1,
+                isr: vec![2, 3]
+            }]
+        );
+        assert!(parse_isr_learnt(2, "soak-0", &log.replace("ISR [2,3]", "ISR [2,x]")).is_err());
+        assert!(parse_isr_learnt(2, "other-0", log).unwrap().is_empty());
     }
 
     #[test]
