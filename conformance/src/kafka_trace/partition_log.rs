@@ -24,6 +24,7 @@
 //! does not parse is an error: a skipped step would go unchecked.
 
 use super::metadata::BrokerId;
+use super::state_change::broker_list;
 
 /// One line of a leader's steps.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -117,15 +118,8 @@ pub fn parse(broker: BrokerId, partition: &str, log: &str) -> Result<Vec<Partiti
             let rest = &line[at_reset + RESET.len()..];
             let end = rest.find(']').ok_or_else(|| at("no end to the ISR"))?;
             LeaderStep::IsrUpdated {
-                isr: rest[..end]
-                    .split(',')
-                    .map(str::trim)
-                    .filter(|s| !s.is_empty())
-                    .map(|s| {
-                        s.parse()
-                            .map_err(|_| at("an ISR member is not a broker id"))
-                    })
-                    .collect::<Result<Vec<BrokerId>, String>>()?,
+                isr: broker_list(&rest[..end])
+                    .ok_or_else(|| at("an ISR member is not a broker id"))?,
             }
         } else if line.contains("] ISR updated to ") {
             let start =
@@ -134,14 +128,8 @@ pub fn parse(broker: BrokerId, partition: &str, log: &str) -> Result<Vec<Partiti
             let end = rest
                 .find([' ', '('])
                 .ok_or_else(|| at("no end to the ISR"))?;
-            let isr = rest[..end]
-                .split(',')
-                .filter(|s| !s.is_empty())
-                .map(|s| {
-                    s.parse()
-                        .map_err(|_| at("an ISR member is not a broker id"))
-                })
-                .collect::<Result<Vec<BrokerId>, String>>()?;
+            let isr =
+                broker_list(&rest[..end]).ok_or_else(|| at("an ISR member is not a broker id"))?;
             LeaderStep::IsrUpdated { isr }
         } else {
             continue;

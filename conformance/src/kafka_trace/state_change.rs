@@ -73,15 +73,8 @@ pub fn parse(broker: BrokerId, partition: &str, log: &str) -> Result<Vec<Applied
         let role = if leader {
             let start = line.find(", ISR [").ok_or_else(|| at("no ISR"))? + ", ISR [".len();
             let stop = line[start..].find(']').ok_or_else(|| at("no ISR end"))?;
-            let isr = line[start..start + stop]
-                .split(',')
-                .filter(|s| !s.trim().is_empty())
-                .map(|s| {
-                    s.trim()
-                        .parse()
-                        .map_err(|_| at("an ISR member is not a broker id"))
-                })
-                .collect::<Result<Vec<BrokerId>, String>>()?;
+            let isr = broker_list(&line[start..start + stop])
+                .ok_or_else(|| at("an ISR member is not a broker id"))?;
             Role::Leader { isr }
         } else {
             let leader = num("Current leader is ", &['.'])?;
@@ -145,15 +138,8 @@ pub fn parse_isr_learnt(
             .map_err(|_| at("the leader epoch is not a number"))?;
         let start = line.rfind(", ISR [").ok_or_else(|| at("no ISR"))? + ", ISR [".len();
         let stop = line[start..].find(']').ok_or_else(|| at("no ISR end"))?;
-        let isr = line[start..start + stop]
-            .split(',')
-            .filter(|s| !s.trim().is_empty())
-            .map(|s| {
-                s.trim()
-                    .parse()
-                    .map_err(|_| at("an ISR member is not a broker id"))
-            })
-            .collect::<Result<Brokers, String>>()?;
+        let isr = broker_list(&line[start..start + stop])
+            .ok_or_else(|| at("an ISR member is not a broker id"))?;
         out.push(IsrLearnt {
             broker,
             line: n + 1,
@@ -163,6 +149,15 @@ pub fn parse_isr_learnt(
         });
     }
     Ok(out)
+}
+
+/// Broker ids as Kafka prints a list: "2,3", "2, 3" or "" (none).
+pub fn broker_list(list: &str) -> Option<Brokers> {
+    list.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|s| s.parse().ok())
+        .collect()
 }
 
 /// ms since the epoch of a line that starts with log4j's default
