@@ -24,7 +24,7 @@ use clap::Parser;
 use highwater_conformance::kafka_cluster::nemesis::Schedule;
 use highwater_conformance::kafka_cluster::programs::{Programs, Setup};
 use highwater_conformance::kafka_cluster::soak::{self, SoakConfig};
-use highwater_conformance::kafka_cluster::{pids, Rules};
+use highwater_conformance::kafka_cluster::{pids, summary, Rules};
 use highwater_conformance::kafka_trace::KafkaValidation;
 use highwater_conformance::pictures;
 
@@ -40,9 +40,10 @@ struct Cli {
     #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(5..=3600))]
     seconds: u64,
     /// today (acks=all, min.insync.replicas=2, no unclean election), acks1,
-    /// min-isr-1 or unclean.
-    #[arg(long, default_value = "today", value_parser = parse_rules)]
-    rules: Rules,
+    /// min-isr-1 or unclean [default: today; with --validate, the rules the
+    /// run's summary.txt names]
+    #[arg(long, value_parser = parse_rules)]
+    rules: Option<Rules>,
     /// Keep every run directory (kept anyway when a run fails or loses data).
     #[arg(long)]
     keep: bool,
@@ -95,13 +96,26 @@ fn main() -> ExitCode {
                 None
             }
         };
-        return validate_kept(
-            programs.as_ref(),
-            run_dir,
-            cli.rules,
-            cli.pictures.as_deref(),
-        );
+        let rules = match cli.rules {
+            Some(r) => r,
+            None => match std::fs::read_to_string(run_dir.join("summary.txt"))
+                .ok()
+                .as_deref()
+                .and_then(summary::rules_named)
+            {
+                Some(r) => {
+                    eprintln!("rules {}, as the run's summary.txt names them", r.name());
+                    r
+                }
+                None => {
+                    eprintln!("the run's summary.txt names no rules: validating under today's (--rules to choose)");
+                    Rules::Today
+                }
+            },
+        };
+        return validate_kept(programs.as_ref(), run_dir, rules, cli.pictures.as_deref());
     }
+    let rules = cli.rules.unwrap_or(Rules::Today);
     let programs = match Programs::setup() {
         Ok(Setup::Ready(p)) => p,
         Ok(Setup::Missing(why)) => {
@@ -121,9 +135,9 @@ fn main() -> ExitCode {
     for seed in cli.first_seed..cli.first_seed + cli.seeds {
         let schedule = Schedule::from_seed(seed, cli.seconds);
         print!("{schedule}");
-        let run_dir = soak::run_dir(&cli.dir, cli.rules, Some(seed));
+        let run_dir = soak::run_dir(&cli.dir, rules, Some(seed));
         let config = SoakConfig {
-            rules: cli.rules,
+            rules,
             seconds: cli.seconds,
             schedule,
             run_dir: run_dir.clone(),
@@ -140,7 +154,7 @@ fn main() -> ExitCode {
                 totals[4] += summary.faults.len() as u64;
                 totals[5] += v.reads.as_ref().map_or(0, |r| r.reads);
                 totals[6] += v.vanished() as u64;
-                if summary.lost() && cli.rules == Rules::Today {
+                if summary.lost() && rules == Rules::Today {
                     if v.vanished() > 0 {
                         println!(
                             "  FAIL: records read by the consumer vanished under today's rules"
@@ -172,10 +186,10 @@ fn main() -> ExitCode {
                     println!("  note: the cluster did not heal within the bound");
                 }
                 if let Some(to) = &cli.pictures {
-                    let dir = to.join(format!("{}-seed-{seed}", cli.rules.name()));
+                    let dir = to.join(format!("{}-seed-{seed}", rules.name()));
                     let title = format!(
                         "highwater-kafka-soak --rules {} seed {seed}, {} s",
-                        cli.rules.name(),
+                        rules.name(),
                         cli.seconds,
                     );
                     draw(
@@ -183,7 +197,7 @@ fn main() -> ExitCode {
                         &title,
                         &run_dir,
                         summary.validation.as_ref().ok(),
-                        cli.rules,
+                        rules,
                     );
                 }
                 cli.keep || summary.lost() || !summary.healed || summary.misfit().is_some()
@@ -203,7 +217,7 @@ fn main() -> ExitCode {
     println!(
         "total over {} seeds ({}): sent {} acknowledged {} indeterminate {} lost {} read {} vanished {} faults {}",
         cli.seeds,
-        cli.rules.name(),
+        rules.name(),
         totals[0],
         totals[1],
         totals[2],

@@ -49,6 +49,15 @@ impl Summary {
     }
 }
 
+/// The rule set a run's `summary.txt` (this summary, as printed) names on
+/// its first line ("seed 3 rules acks1: sent ..."); None when it names
+/// none this binary knows.
+pub fn rules_named(summary_txt: &str) -> Option<Rules> {
+    let first = summary_txt.lines().next()?;
+    let after = &first[first.find(" rules ")? + " rules ".len()..];
+    Rules::parse(&after[..after.find(':')?]).ok()
+}
+
 impl fmt::Display for Summary {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let v = &self.verdict;
@@ -149,5 +158,22 @@ impl fmt::Display for Summary {
             Ok(validation) => write!(f, "  {validation}"),
             Err(e) => writeln!(f, "  NOT VALIDATED: {e}"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_runs_rules_are_read_from_its_summary() {
+        let first = "seed fixed rules acks1: sent 4150 acknowledged 4150 lost 1621\n  faults 1\n";
+        assert_eq!(rules_named(first), Some(Rules::Acks1));
+        assert_eq!(
+            rules_named("seed 3 rules min-isr-1: sent 1"),
+            Some(Rules::MinIsr1)
+        );
+        assert_eq!(rules_named("seed 3 rules sloppy: sent 1"), None);
+        assert_eq!(rules_named(""), None);
     }
 }
