@@ -6,7 +6,7 @@
 //! the model calls visible.
 
 use super::metadata::BrokerId;
-use super::partition_log::{self, LeaderStep};
+use super::partition_log::{LeaderStep, PartitionLine};
 
 /// A leader's HW move.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -19,27 +19,32 @@ pub struct HwMove {
     pub high_watermark: u64,
 }
 
-/// The HW moves of `partition` (e.g. `soak-0`) in `broker`'s partition.log.
-/// A line that says the HW moved but does not parse is an error: a
-/// skipped move would let a committed record go unchecked.
-pub fn parse(broker: BrokerId, partition: &str, log: &str) -> Result<Vec<HwMove>, String> {
-    Ok(partition_log::parse(broker, partition, log)?
-        .into_iter()
+/// The HW moves among a broker's leader steps (`partition_log::parse`,
+/// which refuses a line that says the HW moved but does not parse: a
+/// skipped move would let a committed record go unchecked).
+pub fn moves(lines: &[PartitionLine]) -> Vec<HwMove> {
+    lines
+        .iter()
         .filter_map(|l| match l.step {
             LeaderStep::HighWatermark { to, .. } => Some(HwMove {
-                broker,
+                broker: l.broker,
                 line: l.line,
                 at_ms: l.at_ms,
                 high_watermark: to,
             }),
             _ => None,
         })
-        .collect())
+        .collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kafka_trace::partition_log;
+
+    fn parse(broker: BrokerId, partition: &str, log: &str) -> Result<Vec<HwMove>, String> {
+        Ok(moves(&partition_log::parse(broker, partition, log)?))
+    }
 
     const LOG: &str = "\
 1796308001000 DEBUG [Partition soak-0 broker=2] Recorded replica 3 log end offset (LEO) position 12 and log start offset 0. (kafka.cluster.Partition)

@@ -262,6 +262,9 @@ struct Tenure<'c> {
     s: Model,
     /// Followers the replay has placed in this tenure.
     placed: Vec<bool>,
+    /// For each observation that is a recorded fetch, where the same
+    /// follower's next recorded fetch is from (what this one copied up to).
+    next_fetch: Vec<Option<u64>>,
 }
 
 fn offset(o: u64) -> Result<u32, String> {
@@ -336,6 +339,7 @@ impl<'c> Tenure<'c> {
             replicas,
             leader,
             placed: vec![false; replicas.len()],
+            next_fetch: Vec::new(),
             s,
         })
     }
@@ -345,6 +349,19 @@ impl<'c> Tenure<'c> {
         observed: &[Observed],
         v: &mut LeaderValidation,
     ) -> Result<(), (String, u64)> {
+        // One pass from the end: each fetch's successor by the same follower.
+        let mut later: Vec<(BrokerId, u64)> = Vec::new();
+        self.next_fetch = vec![None; observed.len()];
+        for (i, o) in observed.iter().enumerate().rev() {
+            if let Some((follower, at)) = o.recorded() {
+                self.next_fetch[i] = later
+                    .iter()
+                    .find(|(f, _)| *f == follower)
+                    .map(|&(_, at)| at);
+                later.retain(|(f, _)| *f != follower);
+                later.push((follower, at));
+            }
+        }
         let mut taken = vec![false; observed.len()];
         for i in 0..observed.len() {
             if taken[i] {
@@ -404,14 +421,7 @@ impl<'c> Tenure<'c> {
             LeaderStep::Recorded {
                 follower,
                 offset: at,
-            } => {
-                let next = observed[i + 1..]
-                    .iter()
-                    .filter_map(Observed::recorded)
-                    .find(|&(f, _)| f == *follower)
-                    .map(|(_, o)| o);
-                self.fetch(*follower, *at, next, v)
-            }
+            } => self.fetch(*follower, *at, self.next_fetch[i], v),
             LeaderStep::HighWatermark { from, to } => {
                 // Each move names the HW it moved from: the one before it.
                 let hw = self.s.replica(self.leader).hw;

@@ -338,22 +338,21 @@ pub fn validate(o: &Observations, topic: &str, acks_all: bool) -> Result<KafkaVa
     for (id, log) in &o.state_change_logs {
         applied.extend(state_change::parse(*id, &partition, log)?);
     }
-    let hw_moves = match &o.partition_logs {
+    // Each broker's leader steps, read once: the brokers' half takes their
+    // HW moves, the leaders' half all of them.
+    let partition_lines = match &o.partition_logs {
         Some(logs) => {
-            let mut moves = Vec::new();
-            for (id, log) in logs {
-                moves.extend(hw::parse(*id, &partition, log)?);
-            }
-            Some(moves)
-        }
-        None => None,
-    };
-    let leader_lines = match &o.partition_logs {
-        Some(logs) if o.leader_steps => {
             let mut lines = Vec::new();
             for (id, log) in logs {
                 lines.extend(partition_log::parse(*id, &partition, log)?);
             }
+            Some(lines)
+        }
+        None => None,
+    };
+    let hw_moves = partition_lines.as_deref().map(hw::moves);
+    let leader_lines = match partition_lines {
+        Some(lines) if o.leader_steps => {
             let mut learnt = Vec::new();
             for (id, log) in &o.state_change_logs {
                 learnt.extend(state_change::parse_isr_learnt(*id, &partition, log)?);
