@@ -24,6 +24,10 @@
 //!   the evidence of visibility: a record the consumer read before the
 //!   election (it was below some leader's HW then) sits below the new
 //!   leader's log end offset.
+//! - Each loss is reported once: once an election has cut the log at its
+//!   leader's log end offset, what stood at or above that cut before it is
+//!   known lost, and a later election is held only against what was
+//!   committed, read or acknowledged since, or below the cut ([`Cuts`]).
 
 use std::fmt;
 
@@ -111,13 +115,16 @@ pub fn validate(
     by_time.sort_by_key(|a| a.at_ms);
     let mut reads_by_time: Vec<Visible> = reads.unwrap_or_default().to_vec();
     reads_by_time.sort_by_key(|r| r.at_ms);
+    let cuts = Cuts(
+        applied
+            .iter()
+            .filter(|a| matches!(a.role, Role::Leader { .. }))
+            .filter_map(|a| Some((election(a, registrations)?.create_ms, a.log_end_offset)))
+            .collect(),
+    );
     for a in applied {
         v.applied += 1;
-        let Some(r) = usize::try_from(a.partition_epoch)
-            .ok()
-            .and_then(|e| registrations.get(e))
-            .filter(|r| r.partition_epoch == a.partition_epoch)
-        else {
+        let Some(r) = registration(a, registrations) else {
             v.misfit = Some(format!(
                 "broker {} (state-change.log line {}) applied partition epoch {}, which the controller never wrote (it wrote {})",
                 a.broker,
@@ -153,17 +160,17 @@ pub fn validate(
         if !matches!(a.role, Role::Leader { .. }) {
             continue;
         }
-        // The registration that first named this leader epoch: the election.
-        let elected = registrations
-            .iter()
-            .find(|e| e.leader_epoch == r.leader_epoch)
-            .unwrap_or(r);
+        let elected = election(a, registrations).unwrap_or(r);
+        let at = elected.create_ms;
         v.elections_checked += 1;
         if hw_moves.is_some() {
             let before = &moves[..moves.partition_point(|m| m.at_ms < elected.create_ms)];
             v.hw_moves_before_elections = v.hw_moves_before_elections.map(|n| n + before.len());
-            if let Some(top) = before.iter().max_by_key(|m| m.high_watermark) {
-                if top.high_watermark > a.log_end_offset {
+            if let Some(top) = before
+                .iter()
+                .max_by_key(|m| cuts.surviving(m.at_ms, at, m.high_watermark))
+            {
+                if cuts.surviving(top.at_ms, at, top.high_watermark) > a.log_end_offset {
                     v.broken.push(Broken {
                         property: COMMITTED_RECORDS_SURVIVE,
                         at_ms: elected.create_ms,
@@ -186,7 +193,7 @@ pub fn validate(
             v.reads_before_elections = v.reads_before_elections.map(|n| n + before);
             let gone: Vec<&Visible> = reads_by_time[..before]
                 .iter()
-                .filter(|r| r.offset >= a.log_end_offset)
+                .filter(|r| r.offset >= a.log_end_offset && !cuts.lost(r.at_ms, at, r.offset))
                 .collect();
             if let Some(first) = gone.iter().min_by_key(|r| r.offset) {
                 v.broken.push(Broken {
@@ -211,7 +218,9 @@ pub fn validate(
             v.acks_before_elections = v.acks_before_elections.map(|n| n + before);
             let missing: Vec<&Ack> = by_time[..before]
                 .iter()
-                .filter(|ack| ack.offset >= a.log_end_offset)
+                .filter(|ack| {
+                    ack.offset >= a.log_end_offset && !cuts.lost(ack.at_ms, at, ack.offset)
+                })
                 .collect();
             if let Some(first) = missing.iter().min_by_key(|ack| ack.offset) {
                 v.broken.push(Broken {
@@ -232,6 +241,46 @@ pub fn validate(
         }
     }
     v
+}
+
+/// The controller's registration a broker's line applied.
+fn registration<'r>(a: &Applied, registrations: &'r [Registration]) -> Option<&'r Registration> {
+    usize::try_from(a.partition_epoch)
+        .ok()
+        .and_then(|e| registrations.get(e))
+        .filter(|r| r.partition_epoch == a.partition_epoch)
+}
+
+/// The registration that first named the leader epoch of a broker's line:
+/// the election.
+fn election<'r>(a: &Applied, registrations: &'r [Registration]) -> Option<&'r Registration> {
+    let r = registration(a, registrations)?;
+    registrations
+        .iter()
+        .find(|e| e.leader_epoch == r.leader_epoch)
+}
+
+/// Every election, with when the controller wrote it and where it cut the
+/// log (its new leader's log end offset): what stood at or above a cut
+/// before that election is gone and was reported there, so a later
+/// election does not report it again.
+struct Cuts(Vec<(u64, u64)>);
+
+impl Cuts {
+    /// How much of a HW published at `at_ms` survived the elections after
+    /// it and before the one at `election_ms`.
+    fn surviving(&self, at_ms: u64, election_ms: u64, high_watermark: u64) -> u64 {
+        self.0
+            .iter()
+            .filter(|&&(t, _)| at_ms < t && t < election_ms)
+            .fold(high_watermark, |hw, &(_, cut)| hw.min(cut))
+    }
+
+    /// Whether the record at `offset`, seen at `at_ms`, was cut by an
+    /// election between then and the one at `election_ms`.
+    fn lost(&self, at_ms: u64, election_ms: u64, offset: u64) -> bool {
+        self.surviving(at_ms, election_ms, offset + 1) <= offset
+    }
 }
 
 fn same_set(a: &[u32], b: &[u32]) -> bool {
@@ -310,5 +359,33 @@ mod tests {
         // No reads kept: not checked.
         let v = validate(&applied, &registrations, None, None, None);
         assert_eq!(v.reads_before_elections, None);
+    }
+
+    #[test]
+    fn a_loss_is_reported_at_the_election_that_cut_it_and_not_again() {
+        // Broker 1 leads from 1000 ms; broker 2 is elected at 2000 ms with
+        // a log ending at 5, broker 3 at 3000 ms with one ending at 5 too,
+        // broker 1 at 4000 ms with one ending at 3.
+        let registrations = [
+            registration(1, 0, 0, 1000),
+            registration(2, 1, 1, 2000),
+            registration(3, 2, 2, 3000),
+            registration(1, 3, 3, 4000),
+        ];
+        let applied = [
+            leader(1, 0, 0),
+            leader(2, 1, 5),
+            leader(3, 2, 5),
+            leader(1, 3, 3),
+        ];
+        // Offsets 0-6 read before the first election: 5 and 6 are lost
+        // there and only there; 3 and 4 are lost at the last.
+        let reads: Vec<Visible> = (0..7).map(|o| visible(o, 1500)).collect();
+        let v = validate(&applied, &registrations, None, None, Some(&reads));
+        let whys: Vec<String> = v.broken.iter().map(|b| b.why.clone()).collect();
+        assert_eq!(v.broken.len(), 2, "{whys:?}");
+        assert!(whys[0].contains("epoch 1") && whys[0].contains("read 2 records"));
+        assert!(whys[1].contains("epoch 3") && whys[1].contains("read 2 records"));
+        assert!(whys[1].contains("offset 3"), "{}", whys[1]);
     }
 }
