@@ -198,6 +198,18 @@ fn assert_leaders_replayed(summary: &Summary) {
         l.tenures >= 1 && l.fetches > 0 && l.hw_moves > 0 && l.hidden_appends > 0,
         "the leaders' steps were replayed:\n{summary}"
     );
+    // Every follower's start truncates (to its HW, or at its leader's
+    // diverging epoch), and each was checked against its next fetch.
+    let t = summary
+        .validation
+        .as_ref()
+        .ok()
+        .and_then(|v| v.truncations.as_ref())
+        .expect("a fresh run keeps every server.log");
+    assert!(
+        t.truncations >= 1 && t.resumed_checked >= 1,
+        "the followers' truncations were checked:\n{summary}"
+    );
 }
 
 #[test]

@@ -326,3 +326,126 @@ fn an_hw_move_from_an_hw_the_leader_never_had_is_a_misfit_of_the_leaders_half() 
         "{misfit}"
     );
 }
+
+impl Run {
+    /// Replaces `from` (which must be there) by `to` in broker `broker`'s
+    /// kept server.log lines.
+    fn edit_server_log(mut self, broker: u32, from: &str, to: &str) -> Run {
+        let logs = self.0.server_logs.as_mut().expect("server.log lines kept");
+        let (_, log) = logs
+            .iter_mut()
+            .find(|(b, _)| *b == broker)
+            .expect("the broker's log");
+        assert!(log.contains(from), "{from} not in broker {broker}'s log");
+        *log = log.replacen(from, to, 1);
+        self
+    }
+
+    /// Replaces `from` (which must be there) by `to` in broker `broker`'s
+    /// state-change.log.
+    fn edit_state_change(mut self, broker: u32, from: &str, to: &str) -> Run {
+        let (_, log) = self
+            .0
+            .state_change_logs
+            .iter_mut()
+            .find(|(b, _)| *b == broker)
+            .expect("the broker's log");
+        assert!(log.contains(from), "{from} not in broker {broker}'s log");
+        *log = log.replacen(from, to, 1);
+        self
+    }
+}
+
+/// The kept run with its brokers' server.log lines: broker 1, the leader,
+/// stranded, wrote past what the others had, lost its unflushed tail to a
+/// power loss, came back with a log ending at 485 and truncated to 473,
+/// where broker 3's epoch began.
+const SERVER_LOG_RUN: &str = "today-strand-power-loss";
+
+#[test]
+fn kafkas_followers_truncate_and_keep_their_logs_as_the_model_says() {
+    let v = run(SERVER_LOG_RUN).validate(true);
+    eprintln!("{SERVER_LOG_RUN}: {v}");
+    assert!(v.misfit().is_none(), "{v}");
+    let t = v.truncations.as_ref().expect("server.log lines kept");
+    // Not vacuous: the leader's diverging answer was held against the
+    // epochs' starts, and every cut against the next fetch.
+    assert_eq!((t.truncations, t.answers_checked), (3, 1), "{t}");
+    assert_eq!(t.resumed_checked, 3, "{t}");
+    let e = v.log_ends.as_ref().expect("server.log lines kept");
+    assert_eq!((e.cuts, e.loads), (1, 1), "{e}");
+    assert!(e.registrations >= 7 && e.leader_bounds >= 800, "{e}");
+}
+
+/// Broker 1's truncation at broker 3's diverging answer.
+const DIVERGED: &str = "TruncationState(offset=473, completed=true) due to leader epoch and offset EpochEndOffset(errorCode=0, partition=0, leaderEpoch=0, endOffset=473)";
+
+#[test]
+fn a_leaders_answer_ending_where_no_epoch_began_is_a_misfit() {
+    let v = run(SERVER_LOG_RUN)
+        .edit_server_log(
+            1,
+            DIVERGED,
+            &DIVERGED.replace("endOffset=473", "endOffset=471"),
+        )
+        .validate(true);
+    let misfit = v.misfit().expect("a misfit");
+    assert!(
+        misfit.contains("epoch 0 ending at 471, is not in a cache"),
+        "{misfit}"
+    );
+}
+
+#[test]
+fn a_cut_past_the_leaders_end_offset_is_a_misfit() {
+    let v = run(SERVER_LOG_RUN)
+        .edit_server_log(1, DIVERGED, &DIVERGED.replace("offset=473,", "offset=480,"))
+        .validate(true);
+    let misfit = v.misfit().expect("a misfit");
+    assert!(
+        misfit.contains("past the leader's end offset 473"),
+        "{misfit}"
+    );
+}
+
+#[test]
+fn a_follower_fetching_from_elsewhere_than_its_cut_is_a_misfit() {
+    let v = run(SERVER_LOG_RUN)
+        .edit_server_log(1, DIVERGED, &DIVERGED.replace("offset=473,", "offset=470,"))
+        .validate(true);
+    let misfit = v.misfit().expect("a misfit");
+    assert!(misfit.contains("is from 473, not from the cut"), "{misfit}");
+}
+
+#[test]
+fn a_log_end_below_what_the_broker_loaded_is_a_misfit() {
+    // Broker 1 loaded its log at 485 and registered at 485.
+    let v = run(SERVER_LOG_RUN)
+        .edit_server_log(1, "logEndOffset=485)", "logEndOffset=490)")
+        .validate(true);
+    let misfit = v.misfit().expect("a misfit");
+    assert!(
+        misfit.contains("log end offset 485, below the 490 it held before (loaded at start-up"),
+        "{misfit}"
+    );
+}
+
+#[test]
+fn a_deposed_leaders_log_below_its_own_hw_is_a_misfit() {
+    // Broker 3 led epoch 1 and moved its HW to 3,991; it then followed at
+    // 3,991. Had it followed at 3,900 with no cut, its log lost records.
+    let line = "from offset 3991 with partition epoch 8";
+    let v = run(SERVER_LOG_RUN)
+        .edit_state_change(3, line, &line.replace("3991", "3900"))
+        .validate(true);
+    let misfit = v
+        .log_ends
+        .as_ref()
+        .and_then(|e| e.misfit.clone())
+        .expect("a misfit");
+    assert!(
+        misfit.contains("log end offset 3900, below the 3991")
+            && misfit.contains("partition.log line"),
+        "{misfit}"
+    );
+}

@@ -13,6 +13,8 @@
 //! - the producer's lines: every acknowledged offset, with the host's
 //!   wall-clock time of the acknowledgement, which the metadata log's batch
 //!   times share;
+//! - each broker's `server.log`: its fetcher's truncations, its log's cuts
+//!   and its loads at start-up;
 //! - the consumer's lines (`reads.jsonl`): every record read during the
 //!   run, with the wall-clock time of its read: a record visible then.
 //!
@@ -24,15 +26,20 @@
 //! acknowledged before it); [`leaders`] replays each leader's tenure
 //! (its recorded fetches, HW moves and ISR expansions, `partition_log`)
 //! through the model's own steps, searching the appends and fetches no
-//! line shows.
+//! line shows; [`truncations`] holds each follower's truncation (its
+//! `server.log`) against the leader epochs' starts and its next fetch; and
+//! [`log_ends`] follows each broker's log end offset across its tenures,
+//! down only where a cut or a load at start-up says so.
 
 pub mod brokers;
 pub mod controller;
 pub mod hw;
 pub mod leaders;
+pub mod log_ends;
 pub mod metadata;
 pub mod partition_log;
 pub mod state_change;
+pub mod truncations;
 
 use std::fmt;
 use std::path::Path;
@@ -44,6 +51,8 @@ use crate::kafka_cluster::Result;
 use brokers::{Ack, Broken, BrokerValidation, Visible};
 use controller::ControllerValidation;
 use leaders::LeaderValidation;
+use log_ends::LogEndValidation;
+use truncations::TruncationValidation;
 
 /// Both halves' results for one run.
 #[derive(Clone, Debug)]
@@ -52,6 +61,12 @@ pub struct KafkaValidation {
     pub brokers: BrokerValidation,
     /// The leaders' half; None for runs kept without their `partition.log`.
     pub leaders: Option<LeaderValidation>,
+    /// The followers' truncations; None for runs kept without their
+    /// `server.log` lines or their leaders' steps.
+    pub truncations: Option<TruncationValidation>,
+    /// The brokers' log end offsets followed; None for runs kept without
+    /// their `server.log` lines.
+    pub log_ends: Option<LogEndValidation>,
     /// Whether the model holds every property under the run's rules (its
     /// `safe` preset: acks=all, min.insync.replicas=2, ELR, no unclean
     /// election): then a broken property is a misfit too.
@@ -69,6 +84,8 @@ impl KafkaValidation {
             .clone()
             .or_else(|| self.brokers.misfit.clone())
             .or_else(|| self.leaders.as_ref().and_then(|l| l.misfit.clone()))
+            .or_else(|| self.truncations.as_ref().and_then(|t| t.misfit.clone()))
+            .or_else(|| self.log_ends.as_ref().and_then(|e| e.misfit.clone()))
             .or_else(|| {
                 self.brokers
                     .broken
@@ -87,6 +104,10 @@ impl KafkaValidation {
             self.brokers.misfit_ms
         } else if let Some(l) = self.leaders.as_ref().filter(|l| l.misfit.is_some()) {
             l.misfit_ms
+        } else if let Some(t) = self.truncations.as_ref().filter(|t| t.misfit.is_some()) {
+            t.misfit_ms
+        } else if let Some(e) = self.log_ends.as_ref().filter(|e| e.misfit.is_some()) {
+            e.misfit_ms
         } else {
             self.brokers
                 .broken
@@ -132,6 +153,16 @@ impl fmt::Display for KafkaValidation {
         match &self.leaders {
             Some(l) => writeln!(f, "  {l}")?,
             None => writeln!(f, "  leaders' steps not replayed (no partition.log kept)")?,
+        }
+        match &self.truncations {
+            Some(t) => writeln!(f, "  {t}")?,
+            None => writeln!(
+                f,
+                "  followers' truncations not checked (no server.log kept)"
+            )?,
+        }
+        if let Some(e) = &self.log_ends {
+            writeln!(f, "  {e}")?;
         }
         for broken in &b.broken {
             writeln!(f, "  property broken at a validated step: {broken}")?;
@@ -191,6 +222,9 @@ pub struct Observations {
     /// ISR changes, HW moves), as a fresh run's do; runs kept before the
     /// leaders' half kept only their HW moves (`broker-N.hw-moves.log`).
     pub leader_steps: bool,
+    /// Each broker's `server.log`, or the lines kept of it (truncations,
+    /// loads); None for runs kept without them.
+    pub server_logs: Option<Vec<(metadata::BrokerId, String)>>,
     /// The producer's lines.
     pub producer: Vec<String>,
     /// The consumer's lines (`reads.jsonl`); None for runs made before
@@ -242,8 +276,10 @@ impl Observations {
         brokers.sort();
         let mut state_change_logs = Vec::new();
         let mut partition_logs = Some(Vec::new());
+        let mut server_logs = Vec::new();
         for (id, path) in &brokers {
             state_change_logs.push((*id, read(&path.join("state-change.log"))?));
+            server_logs.push((*id, read(&path.join("server.log"))?));
             let partition = path.join("partition.log");
             match (&mut partition_logs, partition.exists()) {
                 (Some(logs), true) => logs.push((*id, read(&partition)?)),
@@ -255,6 +291,7 @@ impl Observations {
             state_change_logs,
             leader_steps: partition_logs.is_some(),
             partition_logs,
+            server_logs: Some(server_logs),
             producer: read(&run_dir.join("producer.jsonl"))?
                 .lines()
                 .map(str::to_string)
@@ -274,7 +311,9 @@ impl Observations {
     /// Reads a run kept as a flat directory (`tests/kafka_runs/`):
     /// `metadata.txt`, `broker-N.state-change.log` and (when kept)
     /// `broker-N.partition.log` (its leader steps) or
-    /// `broker-N.hw-moves.log` (its HW moves only) for N = 1..=3, `producer.jsonl`,
+    /// `broker-N.hw-moves.log` (its HW moves only), and (when kept)
+    /// `broker-N.server.log` (its truncation and load lines) for
+    /// N = 1..=3, `producer.jsonl`,
     /// `controller.server.properties`.
     pub fn read_kept(dir: &Path) -> Result<Observations> {
         let read = |file: &str| {
@@ -300,6 +339,7 @@ impl Observations {
                 Some(logs) => Some(logs),
                 None => per_broker("hw-moves.log")?,
             },
+            server_logs: per_broker("server.log")?,
             producer: match read("producer.jsonl") {
                 Ok(text) => text.lines().map(str::to_string).collect(),
                 Err(_) if !dir.join("producer.jsonl").exists() => Vec::new(),
@@ -371,6 +411,21 @@ pub fn validate(o: &Observations, topic: &str, acks_all: bool) -> Result<KafkaVa
         reads.as_deref(),
     );
     let r = controller.rules;
+    let (mut truncations, mut log_ends) = (None, None);
+    if let Some(logs) = &o.server_logs {
+        let (mut cuts, mut resets) = (Vec::new(), Vec::new());
+        for (id, log) in logs {
+            cuts.extend(truncations::parse(*id, &partition, log)?);
+            resets.extend(log_ends::parse(*id, &partition, log)?);
+        }
+        if let Some((lines, _)) = &leader_lines {
+            truncations = Some(truncations::validate(&cuts, &applied, lines));
+        }
+        let lines = leader_lines
+            .as_ref()
+            .map_or(&[][..], |(lines, _)| &lines[..]);
+        log_ends = Some(log_ends::validate(&applied, &resets, lines));
+    }
     let leaders = leader_lines.map(|(lines, learnt)| {
         let cfg = leaders::model_config(r, acks_all);
         leaders::validate(&cfg, &controller.replicas, &applied, &learnt, &lines)
@@ -380,6 +435,8 @@ pub fn validate(o: &Observations, topic: &str, acks_all: bool) -> Result<KafkaVa
         controller,
         brokers,
         leaders,
+        truncations,
+        log_ends,
         model_holds,
         applied,
     })
