@@ -217,12 +217,7 @@ impl Run {
     /// partition.log.
     fn edit_partition_log(mut self, broker: u32, from: &str, to: &str) -> Run {
         let logs = self.0.partition_logs.as_mut().expect("partition logs kept");
-        let (_, log) = logs
-            .iter_mut()
-            .find(|(b, _)| *b == broker)
-            .expect("the broker's log");
-        assert!(log.contains(from), "{from} not in broker {broker}'s log");
-        *log = log.replacen(from, to, 1);
+        edit(logs, broker, from, to);
         self
     }
 
@@ -332,28 +327,26 @@ impl Run {
     /// kept server.log lines.
     fn edit_server_log(mut self, broker: u32, from: &str, to: &str) -> Run {
         let logs = self.0.server_logs.as_mut().expect("server.log lines kept");
-        let (_, log) = logs
-            .iter_mut()
-            .find(|(b, _)| *b == broker)
-            .expect("the broker's log");
-        assert!(log.contains(from), "{from} not in broker {broker}'s log");
-        *log = log.replacen(from, to, 1);
+        edit(logs, broker, from, to);
         self
     }
 
     /// Replaces `from` (which must be there) by `to` in broker `broker`'s
     /// state-change.log.
     fn edit_state_change(mut self, broker: u32, from: &str, to: &str) -> Run {
-        let (_, log) = self
-            .0
-            .state_change_logs
-            .iter_mut()
-            .find(|(b, _)| *b == broker)
-            .expect("the broker's log");
-        assert!(log.contains(from), "{from} not in broker {broker}'s log");
-        *log = log.replacen(from, to, 1);
+        edit(&mut self.0.state_change_logs, broker, from, to);
         self
     }
+}
+
+/// Replaces `from` (which must be there) by `to` in broker `broker`'s log.
+fn edit(logs: &mut [(u32, String)], broker: u32, from: &str, to: &str) {
+    let (_, log) = logs
+        .iter_mut()
+        .find(|(b, _)| *b == broker)
+        .expect("the broker's log");
+    assert!(log.contains(from), "{from} not in broker {broker}'s log");
+    *log = log.replacen(from, to, 1);
 }
 
 /// The kept run with its brokers' server.log lines: broker 1, the leader,
@@ -381,40 +374,33 @@ fn kafkas_followers_truncate_and_keep_their_logs_as_the_model_says() {
 const DIVERGED: &str = "TruncationState(offset=473, completed=true) due to leader epoch and offset EpochEndOffset(errorCode=0, partition=0, leaderEpoch=0, endOffset=473)";
 
 #[test]
-fn a_leaders_answer_ending_where_no_epoch_began_is_a_misfit() {
-    let v = run(SERVER_LOG_RUN)
-        .edit_server_log(
-            1,
-            DIVERGED,
-            &DIVERGED.replace("endOffset=473", "endOffset=471"),
-        )
-        .validate(true);
-    let misfit = v.misfit().expect("a misfit");
-    assert!(
-        misfit.contains("epoch 0 ending at 471, is not in a cache"),
-        "{misfit}"
-    );
-}
-
-#[test]
-fn a_cut_past_the_leaders_end_offset_is_a_misfit() {
-    let v = run(SERVER_LOG_RUN)
-        .edit_server_log(1, DIVERGED, &DIVERGED.replace("offset=473,", "offset=480,"))
-        .validate(true);
-    let misfit = v.misfit().expect("a misfit");
-    assert!(
-        misfit.contains("past the leader's end offset 473"),
-        "{misfit}"
-    );
-}
-
-#[test]
-fn a_follower_fetching_from_elsewhere_than_its_cut_is_a_misfit() {
-    let v = run(SERVER_LOG_RUN)
-        .edit_server_log(1, DIVERGED, &DIVERGED.replace("offset=473,", "offset=470,"))
-        .validate(true);
-    let misfit = v.misfit().expect("a misfit");
-    assert!(misfit.contains("is from 473, not from the cut"), "{misfit}");
+fn an_edited_truncation_is_a_misfit() {
+    for (what, from, to, said) in [
+        (
+            "the leader's answer ending where no epoch began",
+            "endOffset=473",
+            "endOffset=471",
+            "epoch 0 ending at 471, is not in a cache",
+        ),
+        (
+            "a cut past the leader's end offset",
+            "offset=473,",
+            "offset=480,",
+            "past the leader's end offset 473",
+        ),
+        (
+            "a cut below where the follower then fetched from",
+            "offset=473,",
+            "offset=470,",
+            "is from 473, not from the cut",
+        ),
+    ] {
+        let v = run(SERVER_LOG_RUN)
+            .edit_server_log(1, DIVERGED, &DIVERGED.replace(from, to))
+            .validate(true);
+        let misfit = v.misfit().unwrap_or_else(|| panic!("{what}: no misfit"));
+        assert!(misfit.contains(said), "{what}: {misfit}");
+    }
 }
 
 #[test]
