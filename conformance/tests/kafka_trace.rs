@@ -300,12 +300,26 @@ fn kafkas_leaders_under_a_higher_min_insync_replicas_do_not_fit() {
     for (b, log) in &o.state_change_logs {
         learnt.extend(state_change::parse_isr_learnt(*b, "soak-0", log).unwrap());
     }
-    let l = leaders::validate(&cfg, &v.controller.replicas, &v.applied, &learnt, &lines);
+    let l = leaders::validate(
+        &cfg,
+        &v.controller.replicas,
+        &v.applied,
+        &learnt,
+        &lines,
+        &[],
+    );
     let misfit = l.misfit.expect("a misfit");
     assert!(misfit.contains("min.insync.replicas 3"), "{misfit}");
     // Under the cluster's own min.insync.replicas the same call fits.
     let cfg = leaders::model_config(v.controller.rules, true);
-    let l = leaders::validate(&cfg, &v.controller.replicas, &v.applied, &learnt, &lines);
+    let l = leaders::validate(
+        &cfg,
+        &v.controller.replicas,
+        &v.applied,
+        &learnt,
+        &lines,
+        &[],
+    );
     assert!(l.misfit.is_none(), "{l}");
 }
 
@@ -432,6 +446,30 @@ fn a_deposed_leaders_log_below_its_own_hw_is_a_misfit() {
     assert!(
         misfit.contains("log end offset 3900, below the 3991")
             && misfit.contains("partition.log line"),
+        "{misfit}"
+    );
+}
+
+#[test]
+fn a_leader_stopped_between_its_hw_move_and_the_fetch_that_moved_it_fits_only_as_stopped() {
+    // Broker 1 moved its HW to 3,134 at broker 3's fetch from 3,134 and was
+    // stopped (pause-short, `faults.jsonl`) 1 ms later, before it logged
+    // the fetch: the two lines are 6 s apart on the wall clock, 1 ms apart
+    // in the JVM's running time.
+    let name = "today-pause-mid-fetch";
+    let (v, l) = run(name).leaders(true);
+    eprintln!("{name}: {v}");
+    assert!(v.misfit().is_none(), "{v}");
+    assert!(l.tenures >= 3 && l.fetches >= 1_000, "{l}");
+    // Without the nemesis's record of the pause, the HW move stands 6 s
+    // before any fetch that allows it: a misfit at that line.
+    let mut r = run(name);
+    r.0.faults = None;
+    let (_, l) = r.leaders(true);
+    let misfit = l.misfit.expect("a misfit");
+    assert!(
+        misfit.contains("HighWatermark { from: 3126, to: 3134 }")
+            && misfit.contains("LeaderAdvanceHw"),
         "{misfit}"
     );
 }

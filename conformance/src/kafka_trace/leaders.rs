@@ -170,7 +170,10 @@ const MAX_BEFORE: usize = 3;
 /// in `state-change.log` that it applied it. Between a fetch's HW move and
 /// its "Recorded" line the thread also answers the produce requests the
 /// move completed (`tryCompleteDelayedRequests`): 23 ms apart in one run on
-/// this 2-core machine running four JVMs, so the bound is wide.
+/// this 2-core machine running four JVMs, so the bound is wide. It counts
+/// the JVM's running time only: a leader stopped by SIGSTOP between its HW
+/// move and the "Recorded" line (6 s, seed 17) logs them that far apart
+/// ([`Frozen`]).
 const SAME_MOMENT_MS: u64 = 250;
 
 /// Every ordered choice of up to `most` of `items`, the shorter first,
@@ -194,15 +197,37 @@ fn arrangements(items: &[usize], most: usize) -> Vec<Vec<usize>> {
     out
 }
 
+/// A time a broker's JVM was stopped (SIGSTOP to SIGCONT, the nemesis's
+/// pauses, `faults.jsonl`): it logged nothing then, whatever it was in the
+/// middle of, so that time does not separate its lines.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Frozen {
+    pub broker: BrokerId,
+    pub from_ms: u64,
+    pub to_ms: u64,
+}
+
+/// The ms from `a` to `b` (`a <= b`) that `broker`'s JVM ran.
+fn running_ms(frozen: &[Frozen], broker: BrokerId, a: u64, b: u64) -> u64 {
+    let stopped: u64 = frozen
+        .iter()
+        .filter(|f| f.broker == broker)
+        .map(|f| f.to_ms.min(b).saturating_sub(f.from_ms.max(a)))
+        .sum();
+    b.saturating_sub(a).saturating_sub(stopped)
+}
+
 /// Replays every leader tenure the brokers' lines show. `replicas` is the
 /// partition's assignment (the model's replica `i` is `replicas[i]`);
-/// `applied`, `learnt` and `lines` are every broker's.
+/// `applied`, `learnt` and `lines` are every broker's; `frozen`, the times
+/// brokers were stopped, when known.
 pub fn validate(
     cfg: &Config,
     replicas: &[BrokerId],
     applied: &[Applied],
     learnt: &[IsrLearnt],
     lines: &[PartitionLine],
+    frozen: &[Frozen],
 ) -> LeaderValidation {
     let mut v = LeaderValidation::default();
     for &broker in replicas {
@@ -240,7 +265,7 @@ pub fn validate(
             v.tenures += 1;
             let replayed = Tenure::start(cfg, replicas, start, isr)
                 .map_err(|why| (why, start.at_ms))
-                .and_then(|mut t| t.replay(&observed, &mut v));
+                .and_then(|mut t| t.replay(&observed, frozen, &mut v));
             if let Err((why, at_ms)) = replayed {
                 v.misfit = Some(format!(
                     "broker {broker}'s tenure as leader in epoch {} (state-change.log line {}) does not fit the model: {why}",
@@ -347,6 +372,7 @@ impl<'c> Tenure<'c> {
     fn replay(
         &mut self,
         observed: &[Observed],
+        frozen: &[Frozen],
         v: &mut LeaderValidation,
     ) -> Result<(), (String, u64)> {
         // One pass from the end: each fetch's successor by the same follower.
@@ -372,11 +398,15 @@ impl<'c> Tenure<'c> {
                 continue;
             };
             // Lines the leader's request threads log within a few ms of
-            // each other may have happened in another order: the next few
-            // are tried before this one, in every order, up to MAX_BEFORE.
+            // each other (of the JVM's running time) may have happened in
+            // another order: the next few are tried before this one, in
+            // every order, up to MAX_BEFORE.
+            let leader = self.replicas[self.leader as usize];
             let later: Vec<usize> = (i + 1..observed.len().min(i + 1 + REORDER_WINDOW))
                 .filter(|&j| {
-                    !taken[j] && observed[j].at_ms() <= observed[i].at_ms() + SAME_MOMENT_MS
+                    !taken[j]
+                        && running_ms(frozen, leader, observed[i].at_ms(), observed[j].at_ms())
+                            <= SAME_MOMENT_MS
                 })
                 .collect();
             let mut fitted = false;
@@ -618,6 +648,10 @@ mod tests {
     const START: &str = "[2026-12-04 03:56:52,000] INFO [Broker id=1] Leader soak-0 with topic id Some(F) starts at leader epoch 1 from offset 10 with partition epoch 2, high watermark 8, ISR [1,2,3], adding replicas [] and removing replicas [] . Previous leader Some(2) and previous leader epoch was 0. (state.change.logger)";
 
     fn replay(partition_log: &str, min_isr: u8) -> LeaderValidation {
+        replay_frozen(partition_log, min_isr, &[])
+    }
+
+    fn replay_frozen(partition_log: &str, min_isr: u8, frozen: &[Frozen]) -> LeaderValidation {
         let applied = state_change::parse(1, "soak-0", START).unwrap();
         let lines = partition_log::parse(1, "soak-0", partition_log).unwrap();
         let rules = ClusterRules {
@@ -631,6 +665,7 @@ mod tests {
             &applied,
             &[],
             &lines,
+            frozen,
         )
     }
 
@@ -671,6 +706,42 @@ mod tests {
         // 4 records appended (10 -> 14), no line shows them.
         assert_eq!(v.hidden_appends, 4, "{v:?}");
         assert_eq!(v.placed, 2, "{v:?}");
+    }
+
+    #[test]
+    fn an_hw_and_its_fetch_logged_apart_fit_only_if_the_leader_was_stopped_between() {
+        // The leader moved its HW to 14 at broker 3's fetch from 14, and was
+        // stopped for 6 s before it logged the fetch.
+        let log = [
+            recorded(T + 1, 2, 10),
+            recorded(T + 2, 3, 10),
+            hw(T + 3, 8, 10),
+            recorded(T + 4, 2, 14),
+            hw(T + 5, 10, 14),
+            recorded(T + 6_005, 3, 14),
+        ]
+        .concat();
+        let stopped = Frozen {
+            broker: 1,
+            from_ms: T + 6,
+            to_ms: T + 6_000,
+        };
+        let v = replay_frozen(&log, 2, &[stopped]);
+        assert!(v.misfit.is_none(), "{v:?}");
+        assert_eq!(v.reordered, 1, "{v:?}");
+        // Not stopped (or another broker stopped): 6 s apart is not the
+        // same moment, and the HW passed broker 3.
+        for frozen in [
+            vec![],
+            vec![Frozen {
+                broker: 2,
+                ..stopped
+            }],
+        ] {
+            let v = replay_frozen(&log, 2, &frozen);
+            let misfit = v.misfit.expect("a misfit");
+            assert!(misfit.contains("LeaderAdvanceHw"), "{misfit}");
+        }
     }
 
     #[test]

@@ -46,6 +46,7 @@ use std::path::Path;
 
 use crate::kafka_cluster::checker::Outcome;
 use crate::kafka_cluster::client::{self, Produced};
+use crate::kafka_cluster::nemesis::{FaultKind, FaultSpan};
 use crate::kafka_cluster::programs::Programs;
 use crate::kafka_cluster::Result;
 use brokers::{Ack, Broken, BrokerValidation, Visible};
@@ -174,6 +175,22 @@ impl fmt::Display for KafkaValidation {
     }
 }
 
+/// The times the nemesis stopped a broker's JVM: its pauses (SIGSTOP to
+/// SIGCONT, `FaultKind::PauseShort` and `PauseLong`). Other faults stop
+/// followers, not the leader whose lines are replayed, or kill the broker.
+fn frozen(faults: &[FaultSpan]) -> Vec<leaders::Frozen> {
+    let pauses = [FaultKind::PauseShort.name(), FaultKind::PauseLong.name()];
+    faults
+        .iter()
+        .filter(|f| pauses.contains(&f.kind.as_str()))
+        .map(|f| leaders::Frozen {
+            broker: f.broker,
+            from_ms: f.began_ms,
+            to_ms: f.ended_ms,
+        })
+        .collect()
+}
+
 /// The acknowledged records in the producer's lines, with their times;
 /// None when a line has no times (a producer from before they were
 /// printed): then no acknowledgement can be placed before an election.
@@ -232,6 +249,9 @@ pub struct Observations {
     pub reads: Option<Vec<String>>,
     /// The controller's rules from its `server.properties`.
     pub rules: controller::ClusterRules,
+    /// The faults the nemesis applied (`faults.jsonl`); None for runs kept
+    /// without it.
+    pub faults: Option<Vec<FaultSpan>>,
 }
 
 impl Observations {
@@ -303,6 +323,10 @@ impl Observations {
             rules: controller::ClusterRules::from_properties(&read(
                 &cluster.join("controller/server.properties"),
             )?)?,
+            faults: match run_dir.join("faults.jsonl") {
+                p if p.exists() => Some(FaultSpan::parse_lines(&read(&p)?)?),
+                _ => None,
+            },
         })
     }
 }
@@ -353,6 +377,11 @@ impl Observations {
             rules: controller::ClusterRules::from_properties(&read(
                 "controller.server.properties",
             )?)?,
+            faults: match read("faults.jsonl") {
+                Ok(text) => Some(FaultSpan::parse_lines(&text)?),
+                Err(_) if !dir.join("faults.jsonl").exists() => None,
+                Err(e) => return Err(e),
+            },
         })
     }
 }
@@ -428,7 +457,15 @@ pub fn validate(o: &Observations, topic: &str, acks_all: bool) -> Result<KafkaVa
     }
     let leaders = leader_lines.map(|(lines, learnt)| {
         let cfg = leaders::model_config(r, acks_all);
-        leaders::validate(&cfg, &controller.replicas, &applied, &learnt, &lines)
+        let frozen = o.faults.as_deref().map(frozen).unwrap_or_default();
+        leaders::validate(
+            &cfg,
+            &controller.replicas,
+            &applied,
+            &learnt,
+            &lines,
+            &frozen,
+        )
     });
     let model_holds = acks_all && r.min_isr >= 2 && r.elr && !r.unclean;
     Ok(KafkaValidation {
