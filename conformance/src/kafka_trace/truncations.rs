@@ -110,7 +110,8 @@ pub fn parse(follower: BrokerId, partition: &str, log: &str) -> Result<Vec<Trunc
         };
         out.push(Truncation {
             follower,
-            leader: number("leaderId=")? as BrokerId,
+            leader: BrokerId::try_from(number("leaderId=")?)
+                .map_err(|_| at("the leader is not a broker id"))?,
             line: n + 1,
             at_ms: log4j_ms(line).ok_or_else(|| at("no log4j time"))?,
             offset: number("(offset=")?,
