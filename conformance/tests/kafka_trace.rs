@@ -36,6 +36,15 @@ impl Run {
     }
 }
 
+/// The misfit, which must be there and name every one of `parts`.
+fn misfit_naming(misfit: Option<String>, parts: &[&str]) -> String {
+    let misfit = misfit.expect("a misfit");
+    for part in parts {
+        assert!(misfit.contains(part), "{part:?} not in: {misfit}");
+    }
+    misfit
+}
+
 #[test]
 fn kafka_runs_under_todays_rules_fit_the_model() {
     for name in ["today-clean-restart-kill", "today-elr-at-shutdown"] {
@@ -101,8 +110,7 @@ fn a_controller_without_the_elr_does_not_explain_kafkas_decisions() {
             r#""name":"eligible.leader.replicas.version","featureLevel":0"#,
         )
         .validate(true);
-    let misfit = v.misfit().expect("a misfit");
-    assert!(misfit.contains("offset 129"), "{misfit}");
+    misfit_naming(v.misfit(), &["offset 129"]);
 }
 
 #[test]
@@ -111,18 +119,12 @@ fn an_edited_partition_change_is_a_misfit() {
     let v = run("today-elr-at-shutdown")
         .edit_metadata(r#""isr":[3],"eligibleLeaderReplicas":[2]"#, r#""isr":[3]"#)
         .validate(true);
-    let misfit = v.misfit().expect("a misfit");
-    assert!(misfit.contains("offset 129"), "{misfit}");
+    misfit_naming(v.misfit(), &["offset 129"]);
     // An election of a replica outside the ISR.
     let v = run("today-elr-at-shutdown")
         .edit_metadata(r#""isr":[1,3],"leader":3"#, r#""isr":[1,3],"leader":2"#)
         .validate(true);
-    assert!(
-        v.misfit()
-            .expect("a misfit")
-            .contains("batch at offset 101"),
-        "{v}"
-    );
+    misfit_naming(v.misfit(), &["batch at offset 101"]);
 }
 
 #[test]
@@ -135,8 +137,7 @@ fn a_fence_whose_partition_change_is_missing_is_a_misfit() {
             .expect("the fence of broker 1")
             .to_string();
     r.0.metadata = r.0.metadata.replace(&(line + "\n"), "");
-    let misfit = r.validate(true).misfit().expect("a misfit");
-    assert!(misfit.contains("changes nothing in the batch"), "{misfit}");
+    misfit_naming(r.validate(true).misfit(), &["changes nothing in the batch"]);
 }
 
 #[test]
@@ -146,11 +147,7 @@ fn a_broker_applying_an_epoch_the_controller_never_wrote_is_a_misfit() {
     let from = "starts at leader epoch 2 from offset 2930";
     assert!(log.contains(from));
     *log = log.replace(from, "starts at leader epoch 3 from offset 2930");
-    let misfit = r.validate(true).misfit().expect("a misfit");
-    assert!(
-        misfit.contains("broker 3") && misfit.contains("leader epoch 3"),
-        "{misfit}"
-    );
+    misfit_naming(r.validate(true).misfit(), &["broker 3", "leader epoch 3"]);
 }
 
 #[test]
@@ -186,11 +183,7 @@ fn a_last_known_leader_elected_as_recovered_is_a_misfit() {
     let v = run("today-lag-kill-recovering")
         .edit_metadata(r#""leader":1,"leaderRecoveryState":1,"#, r#""leader":1,"#)
         .validate(true);
-    let misfit = v.misfit().expect("a misfit");
-    assert!(
-        misfit.contains("does not fit the model's controller"),
-        "{misfit}"
-    );
+    misfit_naming(v.misfit(), &["does not fit the model's controller"]);
 }
 
 #[test]
@@ -205,10 +198,9 @@ fn an_hw_published_past_a_later_leaders_log_is_a_misfit_under_todays_rules() {
     log.push_str(&format!(
         "{ms} DEBUG [Partition soak-0 broker=3] High watermark updated from (offset=1, segment=[0:1]) to (offset=999999, segment=[0:1]) (kafka.cluster.Partition)\n"
     ));
-    let misfit = r.validate(true).misfit().expect("a misfit");
-    assert!(
-        misfit.contains(COMMITTED_RECORDS_SURVIVE) && misfit.contains("999999"),
-        "{misfit}"
+    misfit_naming(
+        r.validate(true).misfit(),
+        &[COMMITTED_RECORDS_SURVIVE, "999999"],
     );
 }
 
@@ -257,11 +249,7 @@ fn an_hw_moved_past_what_the_isr_holds_is_a_misfit_of_the_leaders_half() {
     let (v, l) = run("today-stall-lag-kill")
         .edit_partition_log(3, from, &from.replace("3451,", "3452,"))
         .leaders(true);
-    let misfit = l.misfit.expect("a misfit");
-    assert!(
-        misfit.contains("to: 3452 }") && misfit.contains("LeaderAdvanceHw"),
-        "{misfit}"
-    );
+    let misfit = misfit_naming(l.misfit, &["to: 3452 }", "LeaderAdvanceHw"]);
     assert_eq!(v.misfit().as_deref(), Some(misfit.as_str()));
 }
 
@@ -273,10 +261,9 @@ fn an_expansion_of_a_follower_that_never_fetched_is_a_misfit_of_the_leaders_half
     let (_, l) = run("unclean-isolate-kill")
         .edit_partition_log(2, from, &from.replace("Id=3", "Id=1"))
         .leaders(true);
-    let misfit = l.misfit.expect("a misfit");
-    assert!(
-        misfit.contains("PendingExpand { follower: 1 }") && misfit.contains("LeaderExpandIsr"),
-        "{misfit}"
+    misfit_naming(
+        l.misfit,
+        &["PendingExpand { follower: 1 }", "LeaderExpandIsr"],
     );
 }
 
@@ -308,8 +295,7 @@ fn kafkas_leaders_under_a_higher_min_insync_replicas_do_not_fit() {
         &lines,
         &[],
     );
-    let misfit = l.misfit.expect("a misfit");
-    assert!(misfit.contains("min.insync.replicas 3"), "{misfit}");
+    misfit_naming(l.misfit, &["min.insync.replicas 3"]);
     // Under the cluster's own min.insync.replicas the same call fits.
     let cfg = leaders::model_config(v.controller.rules, true);
     let l = leaders::validate(
@@ -329,10 +315,9 @@ fn an_hw_move_from_an_hw_the_leader_never_had_is_a_misfit_of_the_leaders_half() 
     let (_, l) = run("today-stall-lag-kill")
         .edit_partition_log(3, from, &from.replace("=3449,", "=3448,"))
         .leaders(true);
-    let misfit = l.misfit.expect("a misfit");
-    assert!(
-        misfit.contains("the move is from HW 3448, the model's leader is at 3449"),
-        "{misfit}"
+    misfit_naming(
+        l.misfit,
+        &["the move is from HW 3448, the model's leader is at 3449"],
     );
 }
 
@@ -423,10 +408,9 @@ fn a_log_end_below_what_the_broker_loaded_is_a_misfit() {
     let v = run(SERVER_LOG_RUN)
         .edit_server_log(1, "logEndOffset=485)", "logEndOffset=490)")
         .validate(true);
-    let misfit = v.misfit().expect("a misfit");
-    assert!(
-        misfit.contains("log end offset 485, below the 490 it held before (loaded at start-up"),
-        "{misfit}"
+    misfit_naming(
+        v.misfit(),
+        &["log end offset 485, below the 490 it held before (loaded at start-up"],
     );
 }
 
@@ -438,15 +422,10 @@ fn a_deposed_leaders_log_below_its_own_hw_is_a_misfit() {
     let v = run(SERVER_LOG_RUN)
         .edit_state_change(3, line, &line.replace("3991", "3900"))
         .validate(true);
-    let misfit = v
-        .log_ends
-        .as_ref()
-        .and_then(|e| e.misfit.clone())
-        .expect("a misfit");
-    assert!(
-        misfit.contains("log end offset 3900, below the 3991")
-            && misfit.contains("partition.log line"),
-        "{misfit}"
+    let log_ends = v.log_ends.as_ref().and_then(|e| e.misfit.clone());
+    misfit_naming(
+        log_ends,
+        &["log end offset 3900, below the 3991", "partition.log line"],
     );
 }
 
@@ -466,10 +445,8 @@ fn a_leader_stopped_between_its_hw_move_and_the_fetch_that_moved_it_fits_only_as
     let mut r = run(name);
     r.0.faults = None;
     let (_, l) = r.leaders(true);
-    let misfit = l.misfit.expect("a misfit");
-    assert!(
-        misfit.contains("HighWatermark { from: 3126, to: 3134 }")
-            && misfit.contains("LeaderAdvanceHw"),
-        "{misfit}"
+    misfit_naming(
+        l.misfit,
+        &["HighWatermark { from: 3126, to: 3134 }", "LeaderAdvanceHw"],
     );
 }
