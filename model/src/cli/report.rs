@@ -19,9 +19,12 @@ pub fn print_report(r: &Report, style: Style) {
         }
         Ended::OverBudget => "NOT EXHAUSTIVE: stopped by its memory budget",
     };
+    // The whole run's time, as TLC's "Finished in": the search's (which
+    // its states/s are of) and the progress check's, printed on its own
+    // line below.
+    let seconds = p.seconds + r.progress_check.as_ref().map_or(0.0, |pc| pc.seconds);
     println!(
-        "{how} after {:.1}s: {} states, {} unique, depth {}, {:.0} states/s{}",
-        p.seconds,
+        "{how} after {seconds:.1}s: {} states, {} unique, depth {}, {:.0} states/s{}",
         p.states,
         p.unique_states,
         p.max_depth,
