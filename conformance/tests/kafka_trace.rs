@@ -287,25 +287,19 @@ fn kafkas_leaders_under_a_higher_min_insync_replicas_do_not_fit() {
     for (b, log) in &o.state_change_logs {
         learnt.extend(state_change::parse_isr_learnt(*b, "soak-0", log).unwrap());
     }
-    let l = leaders::validate(
-        &cfg,
-        &v.controller.replicas,
-        &v.applied,
-        &learnt,
-        &lines,
-        &[],
-    );
-    misfit_naming(l.misfit, &["min.insync.replicas 3"]);
+    let validate = |cfg: &Config| {
+        leaders::validate(
+            cfg,
+            &v.controller.replicas,
+            &v.applied,
+            &learnt,
+            &lines,
+            &[],
+        )
+    };
+    misfit_naming(validate(&cfg).misfit, &["min.insync.replicas 3"]);
     // Under the cluster's own min.insync.replicas the same call fits.
-    let cfg = leaders::model_config(v.controller.rules, true);
-    let l = leaders::validate(
-        &cfg,
-        &v.controller.replicas,
-        &v.applied,
-        &learnt,
-        &lines,
-        &[],
-    );
+    let l = validate(&leaders::model_config(v.controller.rules, true));
     assert!(l.misfit.is_none(), "{l}");
 }
 

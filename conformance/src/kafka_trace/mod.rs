@@ -80,42 +80,41 @@ pub struct KafkaValidation {
 impl KafkaValidation {
     /// The first observation no model behaviour explains, if any.
     pub fn misfit(&self) -> Option<String> {
-        self.controller
-            .misfit
-            .clone()
-            .or_else(|| self.brokers.misfit.clone())
-            .or_else(|| self.leaders.as_ref().and_then(|l| l.misfit.clone()))
-            .or_else(|| self.truncations.as_ref().and_then(|t| t.misfit.clone()))
-            .or_else(|| self.log_ends.as_ref().and_then(|e| e.misfit.clone()))
-            .or_else(|| {
-                self.brokers
-                    .broken
-                    .first()
-                    .filter(|_| self.model_holds)
-                    .map(|b| format!("{b}; under these rules the model never breaks it"))
-            })
+        self.first_misfit().map(|(why, _)| why)
     }
 
     /// When the misfit [`Self::misfit`] names was written (ms since the
     /// epoch), if the observations say.
     pub fn misfit_ms(&self) -> Option<u64> {
-        if self.controller.misfit.is_some() {
-            self.controller.misfit_ms
-        } else if self.brokers.misfit.is_some() {
-            self.brokers.misfit_ms
-        } else if let Some(l) = self.leaders.as_ref().filter(|l| l.misfit.is_some()) {
-            l.misfit_ms
-        } else if let Some(t) = self.truncations.as_ref().filter(|t| t.misfit.is_some()) {
-            t.misfit_ms
-        } else if let Some(e) = self.log_ends.as_ref().filter(|e| e.misfit.is_some()) {
-            e.misfit_ms
-        } else {
-            self.brokers
-                .broken
-                .first()
-                .filter(|_| self.model_holds)
-                .map(|b| b.at_ms)
+        self.first_misfit().and_then(|(_, ms)| ms)
+    }
+
+    /// The first misfit and when it was written, the halves asked in this
+    /// order; then a property broken where the model never breaks it.
+    fn first_misfit(&self) -> Option<(String, Option<u64>)> {
+        let halves = [
+            (&self.controller.misfit, self.controller.misfit_ms),
+            (&self.brokers.misfit, self.brokers.misfit_ms),
+        ]
+        .into_iter()
+        .chain(self.leaders.as_ref().map(|l| (&l.misfit, l.misfit_ms)))
+        .chain(self.truncations.as_ref().map(|t| (&t.misfit, t.misfit_ms)))
+        .chain(self.log_ends.as_ref().map(|e| (&e.misfit, e.misfit_ms)));
+        for (misfit, ms) in halves {
+            if let Some(why) = misfit {
+                return Some((why.clone(), ms));
+            }
         }
+        self.brokers
+            .broken
+            .first()
+            .filter(|_| self.model_holds)
+            .map(|b| {
+                (
+                    format!("{b}; under these rules the model never breaks it"),
+                    Some(b.at_ms),
+                )
+            })
     }
 
     pub fn broken(&self) -> &[Broken] {
