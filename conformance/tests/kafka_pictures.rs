@@ -240,6 +240,7 @@ fn bad_kafka_input_is_an_error() {
         broker: 2,
         began_ms: 5_000,
         ended_ms: 1_000,
+        kills: Vec::new(),
     };
     std::fs::write(run.join("faults.jsonl"), span.to_line() + "\n").unwrap();
     let [timeline, _] = kafka::of_run_dir(&out.path().join("p"), "t", &run, None, true).unwrap();

@@ -294,7 +294,7 @@ fn kafkas_leaders_under_a_higher_min_insync_replicas_do_not_fit() {
             &v.applied,
             &learnt,
             &lines,
-            &[],
+            &leaders::Jvms::default(),
         )
     };
     misfit_naming(validate(&cfg).misfit, &["min.insync.replicas 3"]);
@@ -442,5 +442,57 @@ fn a_leader_stopped_between_its_hw_move_and_the_fetch_that_moved_it_fits_only_as
     misfit_naming(
         l.misfit,
         &["HighWatermark { from: 3126, to: 3134 }", "LeaderAdvanceHw"],
+    );
+}
+
+#[test]
+fn a_leader_killed_between_its_hw_move_and_the_fetch_that_moved_it_fits_only_as_killed() {
+    // Broker 1 moved its HW 597 -> 601 at broker 3's fetch from 601, which
+    // broker 2's fetch from 601 (served by another request thread) allowed;
+    // the nemesis's kill -9 came in the same ms, before that thread logged
+    // broker 2's fetch.
+    let name = "today-kill-mid-fetch";
+    let (v, l) = run(name).leaders(true);
+    eprintln!("{name}: {v}");
+    assert!(v.misfit().is_none(), "{v}");
+    assert_eq!(l.unwritten_fetches, 1, "{l}");
+    assert!(l.tenures >= 3 && l.fetches >= 500, "{l}");
+    // Without the nemesis's record of the kill, the HW passed broker 2.
+    let mut r = run(name);
+    r.0.faults = None;
+    let (_, l) = r.leaders(true);
+    misfit_naming(
+        l.misfit,
+        &["HighWatermark { from: 597, to: 601 }", "LeaderAdvanceHw"],
+    );
+}
+
+#[test]
+fn a_registration_older_than_the_leaders_partition_epoch_is_skipped() {
+    // min.insync.replicas=1: broker 1 acknowledged alone, lost its tail to
+    // a power loss, and was elected again. Its AlterPartition answers gave
+    // it partition epoch 7 before the metadata's registration of epoch 6
+    // reached it, which Kafka logs as skipped and applies nothing of.
+    let name = "minisr1-stale-registration";
+    let v = run(name).validate(true);
+    eprintln!("{name}: {v}");
+    assert!(v.misfit().is_none(), "{v}");
+    assert!(!v.model_holds);
+    assert!(
+        v.broken()
+            .iter()
+            .any(|b| b.property == ACKNOWLEDGED_RECORDS_SURVIVE),
+        "the loss was not seen at an election: {v}"
+    );
+    // A registration skipped as older that is not older is not Kafka's.
+    let edited = run(name).edit_state_change(
+        1,
+        "partitionEpoch=6) and isNew=false since the leader is already at a newer partition epoch 7",
+        "partitionEpoch=7) and isNew=false since the leader is already at a newer partition epoch 7",
+    );
+    let err = validate(&edited.0, "soak", true).unwrap_err();
+    assert!(
+        err.contains("partition epoch 7 skipped as older than 7"),
+        "{err}"
     );
 }

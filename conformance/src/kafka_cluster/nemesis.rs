@@ -326,6 +326,8 @@ pub struct Applied {
     /// The leader once the fault was over and the brokers were back (or the wait gave up).
     pub leader_after: i64,
     pub note: String,
+    /// Each kill -9 the fault sent, when (see [`Kill`]).
+    pub kills: Vec<Kill>,
 }
 
 impl fmt::Display for Applied {
@@ -358,8 +360,19 @@ impl Applied {
             broker: self.broker,
             began_ms: self.began_ms,
             ended_ms: self.ended_ms,
+            kills: self.kills.clone(),
         }
     }
+}
+
+/// A kill -9 the nemesis sent: the broker and the host's wall clock just
+/// before the signal. A killed JVM's request threads may have moved state
+/// whose log line they had not written yet; the leaders' half reads these
+/// to allow for such a line, lost with the process.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Kill {
+    pub broker: u32,
+    pub at_ms: u64,
 }
 
 /// A fault applied, as a run directory's `faults.jsonl` keeps it (one line
@@ -373,9 +386,26 @@ pub struct FaultSpan {
     /// See [`Applied::began_ms`].
     pub began_ms: u64,
     pub ended_ms: u64,
+    /// The kills it sent (absent from runs kept before they were
+    /// recorded: see [`FaultSpan::kills`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kills: Vec<Kill>,
 }
 
 impl FaultSpan {
+    /// The kills it sent: as recorded, or for a run kept before they were,
+    /// a kill -9's or a power loss's, which kill the broker as they begin.
+    pub fn kills(&self) -> Vec<Kill> {
+        let at_start = [FaultKind::Kill.name(), FaultKind::PowerLoss.name()];
+        if self.kills.is_empty() && at_start.contains(&self.kind.as_str()) {
+            return vec![Kill {
+                broker: self.broker,
+                at_ms: self.began_ms,
+            }];
+        }
+        self.kills.clone()
+    }
+
     pub fn to_line(&self) -> String {
         serde_json::to_string(self).unwrap_or_default()
     }
@@ -448,6 +478,7 @@ pub fn spans_from_summary(
                 .map_err(|_| format!("summary.txt: broker {broker:?} in {line:?}"))?,
             began_ms,
             ended_ms: began_ms + held,
+            kills: Vec::new(),
         });
     }
     Ok(spans)
@@ -514,10 +545,11 @@ pub fn apply(
             .unwrap_or((-1, Vec::new()))
     };
     let (leader_during, isr_during);
+    let mut kills = Vec::new();
     let began_ms = now_ms();
     match step.kind {
         FaultKind::Kill => {
-            cluster.broker(broker)?.kill()?;
+            kill(cluster, broker, &mut kills)?;
             std::thread::sleep(step.hold);
             (leader_during, isr_during) = during(programs);
             cluster.restart(broker)?;
@@ -531,6 +563,12 @@ pub fn apply(
         FaultKind::CleanRestart => {
             let t = Instant::now();
             let clean = cluster.broker(broker)?.terminate(Duration::from_secs(30))?;
+            if !clean {
+                kills.push(Kill {
+                    broker,
+                    at_ms: now_ms(),
+                });
+            }
             note = if clean {
                 format!("stopped cleanly in {:.1}s", t.elapsed().as_secs_f64())
             } else {
@@ -547,7 +585,7 @@ pub fn apply(
                 cluster.broker(f)?.pause()?;
             }
             std::thread::sleep(step.hold);
-            cluster.broker(leader)?.kill()?;
+            kill(cluster, leader, &mut kills)?;
             for &f in &followers {
                 cluster.broker(f)?.resume()?;
             }
@@ -561,7 +599,7 @@ pub fn apply(
             cluster.broker(broker)?.pause()?;
             std::thread::sleep(step.hold);
             for &o in &others {
-                cluster.broker(o)?.kill()?;
+                kill(cluster, o, &mut kills)?;
             }
             cluster.broker(broker)?.resume()?;
             // Until the controller fences the dead brokers, unfences the
@@ -578,7 +616,7 @@ pub fn apply(
                 cluster.broker(f)?.pause()?;
             }
             std::thread::sleep(step.hold);
-            note = lose_power(cluster, broker, topic)?;
+            note = lose_power(cluster, broker, topic, &mut kills)?;
             for &f in &followers {
                 cluster.broker(f)?.resume()?;
             }
@@ -617,7 +655,7 @@ pub fn apply(
             let (links, link) = step.kind.peer_links(broker, &cluster.broker_ids());
             set_peer_links(cluster, &links, link)?;
             std::thread::sleep(step.hold);
-            cluster.broker(broker)?.kill()?;
+            kill(cluster, broker, &mut kills)?;
             set_peer_links(cluster, &links, Link::Open)?;
             // Until the controller fences the dead leader and elects (or,
             // without an eligible replica, cannot).
@@ -630,7 +668,7 @@ pub fn apply(
             );
         }
         FaultKind::PowerLoss => {
-            note = lose_power(cluster, broker, topic)?;
+            note = lose_power(cluster, broker, topic, &mut kills)?;
             std::thread::sleep(step.hold);
             (leader_during, isr_during) = during(programs);
             cluster.restart(broker)?;
@@ -661,7 +699,17 @@ pub fn apply(
         isr_during,
         leader_after,
         note,
+        kills,
     })
+}
+
+/// kill -9 of `broker`, noted in `kills`.
+fn kill(cluster: &mut Cluster, broker: u32, kills: &mut Vec<Kill>) -> Result<()> {
+    kills.push(Kill {
+        broker,
+        at_ms: now_ms(),
+    });
+    cluster.broker(broker)?.kill()
 }
 
 /// The replicas but `but` (a broker id, or -1 for none).
@@ -675,9 +723,14 @@ fn others(replicas: &[u32], but: i64) -> Vec<u32> {
 
 /// kill -9, then the partition's log cut back to its recovery point, as
 /// a power loss would leave it; says what was cut.
-fn lose_power(cluster: &mut Cluster, broker: u32, topic: &str) -> Result<String> {
+fn lose_power(
+    cluster: &mut Cluster,
+    broker: u32,
+    topic: &str,
+    kills: &mut Vec<Kill>,
+) -> Result<String> {
+    kill(cluster, broker, kills)?;
     let node = cluster.broker(broker)?;
-    node.kill()?;
     let cut = segment::cut_unflushed(&node.data_dir(), topic, 0)?;
     Ok(format!(
         "cut {} at recovery point {}: {} -> {} bytes{}",
@@ -699,6 +752,36 @@ fn lose_power(cluster: &mut Cluster, broker: u32, topic: &str) -> Result<String>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_faults_line_keeps_its_kills_and_an_older_line_without_them_reads() {
+        let span = FaultSpan {
+            kind: FaultKind::StallFollowersKillLeader.name().into(),
+            broker: 2,
+            began_ms: 1_000,
+            ended_ms: 9_000,
+            kills: vec![Kill {
+                broker: 2,
+                at_ms: 4_000,
+            }],
+        };
+        let read = FaultSpan::parse_lines(&span.to_line()).unwrap();
+        assert_eq!(read, vec![span.clone()]);
+        assert_eq!(read[0].kills(), span.kills);
+        // Kept before kills were written: a kill -9 or a power loss kills
+        // as it begins; a stall-kill's moment is not known.
+        let old = r#"{"kind":"kill-9","broker":1,"began_ms":5,"ended_ms":9}"#;
+        let read = FaultSpan::parse_lines(old).unwrap();
+        assert_eq!(
+            read[0].kills(),
+            vec![Kill {
+                broker: 1,
+                at_ms: 5
+            }]
+        );
+        let old = r#"{"kind":"stall-kill","broker":1,"began_ms":5,"ended_ms":9}"#;
+        assert_eq!(FaultSpan::parse_lines(old).unwrap()[0].kills(), vec![]);
+    }
 
     #[test]
     fn a_seed_gives_one_schedule_with_pauses_on_either_side_of_the_session() {

@@ -67,6 +67,9 @@ pub struct LeaderValidation {
     pub hidden_fetches: usize,
     /// HW moves and expansions taken after the fetch logged after them.
     pub reordered: usize,
+    /// Fetches taken before an HW move logged as the leader was killed,
+    /// whose own lines the kill lost ([`Killed`]).
+    pub unwritten_fetches: usize,
     /// Followers placed at a fetch, not reached by a step (see the module
     /// documentation).
     pub placed: usize,
@@ -82,7 +85,7 @@ impl fmt::Display for LeaderValidation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "{} leader tenures replayed through the model: {} fetches, {} HW moves, {} ISR expansions as its steps ({} taken after the fetch or ISR logged after them); searched, as no line shows them: {} appends, {} fetches finishing a copy; {} followers placed at a fetch, {} answers not applied, {} ISRs taken as given",
+            "{} leader tenures replayed through the model: {} fetches, {} HW moves, {} ISR expansions as its steps ({} taken after the fetch or ISR logged after them); searched, as no line shows them: {} appends, {} fetches finishing a copy, {} fetches whose line a kill -9 lost; {} followers placed at a fetch, {} answers not applied, {} ISRs taken as given",
             self.tenures,
             self.fetches,
             self.hw_moves,
@@ -90,6 +93,7 @@ impl fmt::Display for LeaderValidation {
             self.reordered,
             self.hidden_appends,
             self.hidden_fetches,
+            self.unwritten_fetches,
             self.placed,
             self.lost_answers,
             self.isrs_taken
@@ -207,6 +211,40 @@ pub struct Frozen {
     pub to_ms: u64,
 }
 
+/// A kill -9 of a broker's JVM (`faults.jsonl`): the host's clock just
+/// before the signal. Its request threads may have moved the HW at a
+/// follower's fetch and died before they logged that fetch, so an HW move
+/// logged within [`SAME_MOMENT_MS`] of it may stand without the fetch that
+/// allows it: the replay takes that fetch as unwritten.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Killed {
+    pub broker: BrokerId,
+    pub at_ms: u64,
+}
+
+/// What the nemesis did to the brokers' JVMs, as far as it is known: runs
+/// kept before the nemesis recorded it have none of it.
+#[derive(Clone, Debug, Default)]
+pub struct Jvms {
+    pub frozen: Vec<Frozen>,
+    pub killed: Vec<Killed>,
+}
+
+impl Jvms {
+    /// The ms from `a` to `b` (`a <= b`) that `broker`'s JVM ran.
+    fn running_ms(&self, broker: BrokerId, a: u64, b: u64) -> u64 {
+        running_ms(&self.frozen, broker, a, b)
+    }
+
+    /// Whether `broker` was killed within the same moment as `at_ms`.
+    fn killed_by(&self, broker: BrokerId, at_ms: u64) -> bool {
+        self.killed.iter().any(|k| {
+            k.broker == broker
+                && self.running_ms(broker, at_ms.min(k.at_ms), at_ms.max(k.at_ms)) <= SAME_MOMENT_MS
+        })
+    }
+}
+
 /// The ms from `a` to `b` (`a <= b`) that `broker`'s JVM ran.
 fn running_ms(frozen: &[Frozen], broker: BrokerId, a: u64, b: u64) -> u64 {
     let stopped: u64 = frozen
@@ -219,15 +257,15 @@ fn running_ms(frozen: &[Frozen], broker: BrokerId, a: u64, b: u64) -> u64 {
 
 /// Replays every leader tenure the brokers' lines show. `replicas` is the
 /// partition's assignment (the model's replica `i` is `replicas[i]`);
-/// `applied`, `learnt` and `lines` are every broker's; `frozen`, the times
-/// brokers were stopped, when known.
+/// `applied`, `learnt` and `lines` are every broker's; `jvms`, the times
+/// brokers were stopped and killed, when known.
 pub fn validate(
     cfg: &Config,
     replicas: &[BrokerId],
     applied: &[Applied],
     learnt: &[IsrLearnt],
     lines: &[PartitionLine],
-    frozen: &[Frozen],
+    jvms: &Jvms,
 ) -> LeaderValidation {
     let mut v = LeaderValidation::default();
     for &broker in replicas {
@@ -265,7 +303,7 @@ pub fn validate(
             v.tenures += 1;
             let replayed = Tenure::start(cfg, replicas, start, isr)
                 .map_err(|why| (why, start.at_ms))
-                .and_then(|mut t| t.replay(&observed, frozen, &mut v));
+                .and_then(|mut t| t.replay(&observed, jvms, &mut v));
             if let Err((why, at_ms)) = replayed {
                 v.misfit = Some(format!(
                     "broker {broker}'s tenure as leader in epoch {} (state-change.log line {}) does not fit the model: {why}",
@@ -372,7 +410,7 @@ impl<'c> Tenure<'c> {
     fn replay(
         &mut self,
         observed: &[Observed],
-        frozen: &[Frozen],
+        jvms: &Jvms,
         v: &mut LeaderValidation,
     ) -> Result<(), (String, u64)> {
         // One pass from the end: each fetch's successor by the same follower.
@@ -405,7 +443,7 @@ impl<'c> Tenure<'c> {
             let later: Vec<usize> = (i + 1..observed.len().min(i + 1 + REORDER_WINDOW))
                 .filter(|&j| {
                     !taken[j]
-                        && running_ms(frozen, leader, observed[i].at_ms(), observed[j].at_ms())
+                        && jvms.running_ms(leader, observed[i].at_ms(), observed[j].at_ms())
                             <= SAME_MOMENT_MS
                 })
                 .collect();
@@ -419,6 +457,11 @@ impl<'c> Tenure<'c> {
                     fitted = true;
                     break;
                 }
+            }
+            if !fitted && jvms.killed_by(leader, observed[i].at_ms()) {
+                (self.s, *v) = before.clone();
+                fitted = self.unwritten_fetches(&observed[i], v).is_ok()
+                    && self.step(observed, i, v).is_ok();
             }
             if !fitted {
                 (self.s, *v) = before;
@@ -480,6 +523,36 @@ impl<'c> Tenure<'c> {
             }
             LeaderStep::IsrUpdated { isr } => self.take_isr(isr, v),
         }
+    }
+
+    /// Before an HW move to B logged as its JVM was killed: the fetches
+    /// from B of every ISR follower the leader knows below B, which moved
+    /// it and whose lines died with the JVM ([`Killed`]).
+    fn unwritten_fetches(
+        &mut self,
+        observed: &Observed,
+        v: &mut LeaderValidation,
+    ) -> Result<(), String> {
+        let Observed::Line(PartitionLine {
+            step: LeaderStep::HighWatermark { to, .. },
+            ..
+        }) = observed
+        else {
+            return Err("only an HW move is explained by fetches".into());
+        };
+        let l = self.s.replica(self.leader);
+        let behind: Vec<BrokerId> = l
+            .isr
+            .iter()
+            .filter(|&f| f != self.leader)
+            .filter(|&f| l.follower_leo[f as usize].is_none_or(|at| u64::from(at) < *to))
+            .map(|f| self.replicas[f as usize])
+            .collect();
+        for follower in behind {
+            self.fetch(follower, *to, None, v)?;
+            v.unwritten_fetches += 1;
+        }
+        Ok(())
     }
 
     /// A fetch of `follower` from `at` reached the leader; its next one in
@@ -648,10 +721,18 @@ mod tests {
     const START: &str = "[2026-12-04 03:56:52,000] INFO [Broker id=1] Leader soak-0 with topic id Some(F) starts at leader epoch 1 from offset 10 with partition epoch 2, high watermark 8, ISR [1,2,3], adding replicas [] and removing replicas [] . Previous leader Some(2) and previous leader epoch was 0. (state.change.logger)";
 
     fn replay(partition_log: &str, min_isr: u8) -> LeaderValidation {
-        replay_frozen(partition_log, min_isr, &[])
+        replay_under(partition_log, min_isr, &Jvms::default())
     }
 
     fn replay_frozen(partition_log: &str, min_isr: u8, frozen: &[Frozen]) -> LeaderValidation {
+        let jvms = Jvms {
+            frozen: frozen.to_vec(),
+            killed: Vec::new(),
+        };
+        replay_under(partition_log, min_isr, &jvms)
+    }
+
+    fn replay_under(partition_log: &str, min_isr: u8, jvms: &Jvms) -> LeaderValidation {
         let applied = state_change::parse(1, "soak-0", START).unwrap();
         let lines = partition_log::parse(1, "soak-0", partition_log).unwrap();
         let rules = ClusterRules {
@@ -665,7 +746,7 @@ mod tests {
             &applied,
             &[],
             &lines,
-            frozen,
+            jvms,
         )
     }
 
@@ -739,6 +820,59 @@ mod tests {
             }],
         ] {
             let v = replay_frozen(&log, 2, &frozen);
+            let misfit = v.misfit.expect("a misfit");
+            assert!(misfit.contains("LeaderAdvanceHw"), "{misfit}");
+        }
+    }
+
+    #[test]
+    fn an_hw_move_whose_fetch_line_a_kill_lost_fits_only_if_the_leader_was_killed_then() {
+        // Broker 2's fetch from 14 and broker 3's from 14: broker 3's thread
+        // moved the HW to 14 and logged it; the leader was killed before
+        // broker 2's thread logged its fetch (seed-fixed run, CI, 2026-12-04).
+        let log = [
+            recorded(T + 1, 2, 10),
+            recorded(T + 2, 3, 10),
+            hw(T + 3, 8, 10),
+            recorded(T + 50, 3, 14),
+            hw(T + 50, 10, 14),
+        ]
+        .concat();
+        let killed = Killed {
+            broker: 1,
+            at_ms: T + 50,
+        };
+        let v = replay_under(
+            &log,
+            2,
+            &Jvms {
+                frozen: Vec::new(),
+                killed: vec![killed],
+            },
+        );
+        assert!(v.misfit.is_none(), "{v:?}");
+        assert_eq!(v.unwritten_fetches, 1, "{v:?}");
+        // Not killed, another broker killed, or killed long after: broker 2
+        // is at 10, and the HW passed it.
+        for killed in [
+            vec![],
+            vec![Killed {
+                broker: 2,
+                ..killed
+            }],
+            vec![Killed {
+                at_ms: T + 50 + SAME_MOMENT_MS + 1,
+                ..killed
+            }],
+        ] {
+            let v = replay_under(
+                &log,
+                2,
+                &Jvms {
+                    frozen: Vec::new(),
+                    killed,
+                },
+            );
             let misfit = v.misfit.expect("a misfit");
             assert!(misfit.contains("LeaderAdvanceHw"), "{misfit}");
         }

@@ -174,20 +174,30 @@ impl fmt::Display for KafkaValidation {
     }
 }
 
-/// The times the nemesis stopped a broker's JVM: its pauses (SIGSTOP to
-/// SIGCONT, `FaultKind::PauseShort` and `PauseLong`). Other faults stop
-/// followers, not the leader whose lines are replayed, or kill the broker.
-fn frozen(faults: &[FaultSpan]) -> Vec<leaders::Frozen> {
+/// What the nemesis did to the brokers' JVMs: its pauses (SIGSTOP to
+/// SIGCONT, `FaultKind::PauseShort` and `PauseLong`; other faults stop
+/// followers, not the leader whose lines are replayed) and its kills.
+fn jvms(faults: &[FaultSpan]) -> leaders::Jvms {
     let pauses = [FaultKind::PauseShort.name(), FaultKind::PauseLong.name()];
-    faults
-        .iter()
-        .filter(|f| pauses.contains(&f.kind.as_str()))
-        .map(|f| leaders::Frozen {
-            broker: f.broker,
-            from_ms: f.began_ms,
-            to_ms: f.ended_ms,
-        })
-        .collect()
+    leaders::Jvms {
+        frozen: faults
+            .iter()
+            .filter(|f| pauses.contains(&f.kind.as_str()))
+            .map(|f| leaders::Frozen {
+                broker: f.broker,
+                from_ms: f.began_ms,
+                to_ms: f.ended_ms,
+            })
+            .collect(),
+        killed: faults
+            .iter()
+            .flat_map(FaultSpan::kills)
+            .map(|k| leaders::Killed {
+                broker: k.broker,
+                at_ms: k.at_ms,
+            })
+            .collect(),
+    }
 }
 
 /// The acknowledged records in the producer's lines, with their times;
@@ -456,15 +466,8 @@ pub fn validate(o: &Observations, topic: &str, acks_all: bool) -> Result<KafkaVa
     }
     let leaders = leader_lines.map(|(lines, learnt)| {
         let cfg = leaders::model_config(r, acks_all);
-        let frozen = o.faults.as_deref().map(frozen).unwrap_or_default();
-        leaders::validate(
-            &cfg,
-            &controller.replicas,
-            &applied,
-            &learnt,
-            &lines,
-            &frozen,
-        )
+        let jvms = o.faults.as_deref().map(jvms).unwrap_or_default();
+        leaders::validate(&cfg, &controller.replicas, &applied, &learnt, &lines, &jvms)
     });
     let model_holds = acks_all && r.min_isr >= 2 && r.elr && !r.unclean;
     Ok(KafkaValidation {

@@ -129,6 +129,25 @@ pub fn parse_isr_learnt(
                 n + 1
             )
         };
+        // A registration older than the partition epoch the leader already
+        // has (an AlterPartition answer told it a newer one first) is
+        // skipped whole: nothing, not even its ISR, is applied
+        // (`Partition.makeLeader`'s first check).
+        let stale = "since the leader is already at a newer partition epoch ";
+        if let Some(start) = line.find(stale) {
+            let newer = number_before(&line[start + stale.len()..], '.')
+                .ok_or_else(|| at("the newer partition epoch is not a number"))?;
+            let skipped = line
+                .find("partitionEpoch=")
+                .and_then(|s| number_before(&line[s + "partitionEpoch=".len()..], ')'))
+                .ok_or_else(|| at("no partitionEpoch in the skipped registration"))?;
+            if skipped >= newer {
+                return Err(at(&format!(
+                    "a registration of partition epoch {skipped} skipped as older than {newer}"
+                )));
+            }
+            continue;
+        }
         let key = "already the leader with leader epoch ";
         let start = line.find(key).ok_or_else(|| at("no leader epoch"))? + key.len();
         let rest = &line[start..];
@@ -149,6 +168,11 @@ pub fn parse_isr_learnt(
         });
     }
     Ok(out)
+}
+
+/// The number `text` starts with, up to `end`.
+fn number_before(text: &str, end: char) -> Option<i64> {
+    text[..text.find(end)?].trim().parse().ok()
 }
 
 /// Broker ids as Kafka prints a list: "2,3", "2, 3" or "" (none).
@@ -283,6 +307,23 @@ mod tests {
         );
         assert!(parse_isr_learnt(2, "soak-0", &log.replace("ISR [2,3]", "ISR [2,x]")).is_err());
         assert!(parse_isr_learnt(2, "other-0", log).unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_registration_older_than_the_leaders_is_skipped_whole() {
+        let log = "[2026-12-04 23:32:20,347] INFO [Broker id=1] Skipped the become-leader state change for soak-0 with topic id Some(F), partition registration PartitionRegistration(replicas=[1, 2, 3], isr=[1, 2], elr=[], leader=1, leaderRecoveryState=RECOVERED, leaderEpoch=2, partitionEpoch=6) and isNew=false since the leader is already at a newer partition epoch 7. (state.change.logger)";
+        assert_eq!(parse_isr_learnt(1, "soak-0", log).unwrap(), vec![]);
+        // Kafka skips only an older one: one that is not is not Kafka's line.
+        let err = parse_isr_learnt(
+            1,
+            "soak-0",
+            &log.replace("partitionEpoch=6", "partitionEpoch=7"),
+        )
+        .unwrap_err();
+        assert!(
+            err.contains("line 1") && err.contains("partition epoch 7 skipped as older than 7"),
+            "{err}"
+        );
     }
 
     #[test]
