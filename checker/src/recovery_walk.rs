@@ -14,6 +14,14 @@
 //! reachable. A state whose walk falls short is expanded as before: the
 //! check's verdicts do not depend on how well the walk does, only its
 //! time does.
+//!
+//! Walks from neighbouring recovery states run into each other. Every
+//! state on a walk reaches, by the walk's own steps, the goals met from it
+//! on, so a [`WalkMemo`] keeps those goals for each state walked, and a
+//! later walk that steps onto one of them adds its goals and stops there.
+
+use std::collections::HashMap;
+use std::hash::Hash;
 
 use crate::graph::{all_goals, flag};
 use crate::{Checkable, Goal};
@@ -31,6 +39,52 @@ pub enum RecoveryWalk {
     /// without a walk. A test shows that it hides a state that cannot
     /// reach its goal, so the walk's goals are load-bearing.
     ClaimsEveryGoal,
+    /// Broken on purpose: the memo keeps, for every state of a walk, every
+    /// goal the walk met, those met before the state too. A test shows
+    /// that it hides a state that cannot reach its goal, so the memo must
+    /// keep only what is met from each state on.
+    MemoOfWholeWalk,
+}
+
+/// The goals met from each state of earlier walks on (`flag::GOAL` bits),
+/// by the state's 64-bit hash: a later walk reaching one of these states
+/// reaches them too. A search keeps one per expansion thread, across
+/// batches. Like the search's own fingerprints, two states whose hashes
+/// collide are taken for one (a chance of about n^2 / 2^65 for n states).
+pub struct WalkMemo {
+    goals: HashMap<u64, u8, ahash::RandomState>,
+}
+
+impl WalkMemo {
+    /// Entries kept before the memo starts again empty (about 9 MiB of
+    /// table; each expansion part has its own): walks that meet are mostly
+    /// of states expanded together. On `safe`, 2^20 saved no more time
+    /// and took 150 MiB more.
+    pub const MAX_ENTRIES: usize = 1 << 18;
+
+    /// The bytes its table takes (a hashbrown table: the entry and one
+    /// control byte per bucket).
+    pub fn bytes(&self) -> u64 {
+        self.goals.capacity() as u64 * (std::mem::size_of::<(u64, u8)>() as u64 + 1)
+    }
+
+    fn key<S: Hash>(&self, s: &S) -> u64 {
+        self.goals.hasher().hash_one(s)
+    }
+}
+
+impl Default for WalkMemo {
+    fn default() -> Self {
+        WalkMemo {
+            // Fixed seeds: a run's walks, and so its timing, replay.
+            goals: HashMap::with_hasher(ahash::RandomState::with_seeds(
+                0x6869_6768,
+                0x7761_7465,
+                0x725f_7761,
+                0x6c6b_6d65,
+            )),
+        }
+    }
 }
 
 /// The longest walk tried: a walk that falls short costs only the
@@ -50,14 +104,28 @@ pub fn goals_of<M: Checkable>(model: &M, goals: &[Goal<M>], s: &M::State) -> u8 
 }
 
 /// The goals a greedy fault-free walk from recovery state `s` meets (as
-/// `flag::GOAL` bits), `s`'s own included. `model` is the bounded model
-/// (goals and views are its), `recovery` the one recovery states run under.
-pub fn goals_reached<M: Checkable>(model: &M, recovery: &M, goals: &[Goal<M>], s: &M::State) -> u8 {
+/// `flag::GOAL` bits), `s`'s own included, and those `memo` knows to be
+/// met from a state the walk reaches. `model` is the bounded model (goals
+/// and views are its), `recovery` the one recovery states run under.
+pub fn goals_reached<M: Checkable>(
+    model: &M,
+    recovery: &M,
+    goals: &[Goal<M>],
+    s: &M::State,
+    memo: &mut WalkMemo,
+    walk_kind: RecoveryWalk,
+) -> u8 {
     let all = all_goals(goals.len());
-    let mut met = goals_of(model, goals, s);
     let mut walk: Vec<M::State> = vec![s.clone()];
+    // Each walk state's own goals and its key in the memo.
+    let mut own = vec![goals_of(model, goals, s)];
+    let mut keys = vec![memo.key(s)];
+    let mut met = own[0];
+    // The goals met past the walk's last state, from the memo.
+    let mut beyond = memo.goals.get(&keys[0]).copied().unwrap_or(0);
+    met |= beyond;
     let mut enabled = Vec::new();
-    while met != all && walk.len() <= MAX_STEPS {
+    while met != all && beyond == 0 && walk.len() <= MAX_STEPS {
         let here = walk.last().expect("the walk starts with a state");
         enabled.clear();
         recovery.actions(here, &mut enabled);
@@ -71,8 +139,31 @@ pub fn goals_reached<M: Checkable>(model: &M, recovery: &M, goals: &[Goal<M>], s
         let Some(next) = step else {
             break;
         };
-        met |= goals_of(model, goals, &next);
+        let key = memo.key(&next);
+        if let Some(&known) = memo.goals.get(&key) {
+            // Walked before: what is met from it on is known.
+            beyond = known | goals_of(model, goals, &next);
+            met |= beyond;
+            break;
+        }
+        own.push(goals_of(model, goals, &next));
+        met |= own[own.len() - 1];
+        keys.push(key);
         walk.push(next);
+    }
+    if memo.goals.len() + keys.len() > WalkMemo::MAX_ENTRIES {
+        memo.goals.clear();
+    }
+    // Each state reaches what is met from it on: its suffix's goals.
+    let mut from_here = beyond;
+    for (key, goals) in keys.iter().zip(&own).rev() {
+        from_here |= goals;
+        let kept = if walk_kind == RecoveryWalk::MemoOfWholeWalk {
+            met
+        } else {
+            from_here
+        };
+        memo.goals.insert(*key, kept);
     }
     met
 }

@@ -32,7 +32,7 @@ use crate::fingerprint_table::FingerprintTable;
 use crate::graph::{self, flag, index_value, Graph, NodeId, IN_BOUNDS_TAG, MAX_GOALS, NODE_BYTES};
 use crate::memory::{bytes_of, Budget, Footprint, OverBudget, Step};
 use crate::queue::{Queue, Slice, States};
-use crate::recovery_walk::{self, RecoveryWalk};
+use crate::recovery_walk::{self, RecoveryWalk, WalkMemo};
 use crate::{fingerprint_of_representative, Checkable, Goal};
 use stateright::{Expectation, Property};
 use std::time::Instant;
@@ -166,6 +166,9 @@ struct Expanded<S> {
     expansions: Vec<Expansion>,
     successors: Vec<Successor>,
     states: States<S>,
+    /// What this part's thread learnt from its walks, kept across batches
+    /// (`clear` leaves it).
+    memo: WalkMemo,
 }
 
 impl<S> Default for Expanded<S> {
@@ -175,6 +178,7 @@ impl<S> Default for Expanded<S> {
             expansions: Vec::new(),
             successors: Vec::new(),
             states: States::default(),
+            memo: WalkMemo::default(),
         }
     }
 }
@@ -184,6 +188,7 @@ impl<S> Expanded<S> {
         bytes_of::<Expansion>(self.expansions.capacity())
             + bytes_of::<Successor>(self.successors.capacity())
             + self.states.capacity_bytes()
+            + self.memo.bytes()
     }
 
     /// Empty, with its buffers kept for the next batch.
@@ -639,8 +644,15 @@ fn expand_chunk<M: Checkable>(
         if phase == Phase::Recovery {
             // A walk that meets every goal spares the expansion.
             let goals = match ctx.walk {
-                RecoveryWalk::Greedy => {
-                    recovery_walk::goals_reached(model, ctx.recovery, ctx.goals, s)
+                RecoveryWalk::Greedy | RecoveryWalk::MemoOfWholeWalk => {
+                    recovery_walk::goals_reached(
+                        model,
+                        ctx.recovery,
+                        ctx.goals,
+                        s,
+                        &mut out.memo,
+                        ctx.walk,
+                    )
                 }
                 RecoveryWalk::Off => 0,
                 RecoveryWalk::ClaimsEveryGoal => every,

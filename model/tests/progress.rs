@@ -299,7 +299,9 @@ fn progress_under(cfg: Config, walk: RecoveryWalk) -> UnderWalk {
 }
 
 /// A recovery state a walk takes to every goal is not expanded
-/// (`checker/src/recovery_walk.rs`). The verdicts must be those of expanding every recovery
+/// (`checker/src/recovery_walk.rs`), and walks stop at a state an earlier
+/// walk passed (its memo; `checker/tests/recovery_walk.rs` shows a memo
+/// keeping too much failing). The verdicts must be those of expanding every recovery
 /// state: the same stuck states, the same first one, the same offline
 /// count, on configurations where walks succeed for some recovery states
 /// and fall short for others (the stall under the old ISR rule; two unclean

@@ -7,7 +7,7 @@ use super::{Flaw, Shared};
 use crate::graph::{self, all_goals, flag, replay_chain};
 use crate::outcome::Outcome;
 use crate::progress::{self, ProgressReport, ProgressResult, Stuck};
-use crate::recovery_walk::{self, RecoveryWalk};
+use crate::recovery_walk::{self, RecoveryWalk, WalkMemo};
 use crate::search::{noteworthy_properties, progress_flags, Completion, SearchProgress};
 use crate::{fingerprint, fingerprint_of_representative, verdict, Checkable, Trace};
 use serde::de::DeserializeOwned;
@@ -25,7 +25,7 @@ mod progress_check;
 mod recovery;
 mod store;
 
-use expand::{expand, Phase, Successor};
+use expand::{expand, Phase, Scratch, Successor};
 use progress_check::stuck_report;
 use store::Store;
 
@@ -343,7 +343,7 @@ where
         let mut recovery_states: Vec<(u32, M::State)> = Vec::new();
         let mut stop_depth: Option<u8> = None;
         let mut depth: u8 = 0;
-        let mut enabled = Vec::new();
+        let mut scratch = Scratch::default();
         while level_size > 0 {
             if stop_depth.is_some_and(|d| depth > d) {
                 completion = Completion::StoppedAtCounterexample;
@@ -364,7 +364,7 @@ where
                 for (n, rank, at) in level.by_ref().take(sh.slices.states) {
                     let fp = self.store.fps[n as usize];
                     let s = &states[at as usize];
-                    let e = expand(sh, Phase::Bounded, s, true, &mut enabled);
+                    let e = expand(sh, Phase::Bounded, s, true, &mut scratch);
                     self.store.flags[n as usize] |= e.flags | flag::EXPANDED;
                     for (i, f) in first.iter_mut().enumerate() {
                         if e.properties & (1 << i) != 0 && f.is_none() {

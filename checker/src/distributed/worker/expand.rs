@@ -26,6 +26,22 @@ pub(super) struct Expansion<S> {
     pub(super) successors: Vec<Successor<S>>,
 }
 
+/// What a worker's expansions reuse: the enabled actions' buffer, and
+/// what its recovery walks learnt.
+pub(super) struct Scratch<A> {
+    pub(super) enabled: Vec<A>,
+    pub(super) memo: WalkMemo,
+}
+
+impl<A> Default for Scratch<A> {
+    fn default() -> Self {
+        Scratch {
+            enabled: Vec::new(),
+            memo: WalkMemo::default(),
+        }
+    }
+}
+
 /// Expands `s` as `search.rs`'s `expand_chunk` does (`walk`: whether a
 /// recovery state may be walked instead).
 pub(super) fn expand<M: Checkable>(
@@ -33,8 +49,9 @@ pub(super) fn expand<M: Checkable>(
     phase: Phase,
     s: &M::State,
     walk: bool,
-    enabled: &mut Vec<M::Action>,
+    scratch: &mut Scratch<M::Action>,
 ) -> Expansion<M::State> {
+    let Scratch { enabled, memo } = scratch;
     let model = &sh.model;
     let lister = if sh.keeps_progress {
         &sh.recovery
@@ -59,7 +76,9 @@ pub(super) fn expand<M: Checkable>(
     if phase == Phase::Recovery && walk {
         let every = all_goals(sh.goals.len());
         let goals = match sh.walk {
-            RecoveryWalk::Greedy => recovery_walk::goals_reached(model, &sh.recovery, &sh.goals, s),
+            RecoveryWalk::Greedy | RecoveryWalk::MemoOfWholeWalk => {
+                recovery_walk::goals_reached(model, &sh.recovery, &sh.goals, s, memo, sh.walk)
+            }
             RecoveryWalk::Off => 0,
             RecoveryWalk::ClaimsEveryGoal => every,
         };

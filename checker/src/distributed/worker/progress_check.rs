@@ -168,7 +168,7 @@ pub(super) fn stuck_report<M: Checkable>(sh: &Shared<M>, trace: Trace<M>) -> Stu
         vec![(fingerprint_of_representative(&root), Phase::Bounded, root)];
     let mut index: HashMap<u64, u32> = HashMap::from([(nodes[0].0, 0)]);
     let mut edges: Vec<Vec<u32>> = Vec::new();
-    let mut buf = Vec::new();
+    let mut buf = Scratch::default();
     let mut i = 0;
     while i < nodes.len() {
         let (_, phase, s) = &nodes[i];

@@ -16,7 +16,7 @@ where
         mut level: Vec<(u32, M::State)>,
     ) -> bool {
         let sh = self.sh;
-        let mut enabled = Vec::new();
+        let mut scratch = Scratch::default();
         self.fig.progress.recovery_phase = true;
         let sizes = self.all_gather(
             worker,
@@ -32,7 +32,7 @@ where
             let mut states = std::mem::take(&mut level).into_iter();
             for _ in 0..rounds(widest, sh.slices.states) {
                 for (n, s) in states.by_ref().take(sh.slices.states) {
-                    let e = expand(sh, Phase::Recovery, &s, true, &mut enabled);
+                    let e = expand(sh, Phase::Recovery, &s, true, &mut scratch);
                     self.store.flags[n as usize] |= e.flags | flag::EXPANDED;
                     if e.walked {
                         walked += 1;
