@@ -842,14 +842,14 @@ mod tests {
             broker: 1,
             at_ms: T + 50,
         };
-        let v = replay_under(
-            &log,
-            2,
-            &Jvms {
+        let replay_killed = |killed: Vec<Killed>| {
+            let jvms = Jvms {
                 frozen: Vec::new(),
-                killed: vec![killed],
-            },
-        );
+                killed,
+            };
+            replay_under(&log, 2, &jvms)
+        };
+        let v = replay_killed(vec![killed]);
         assert!(v.misfit.is_none(), "{v:?}");
         assert_eq!(v.unwritten_fetches, 1, "{v:?}");
         // Not killed, another broker killed, or killed long after: broker 2
@@ -865,15 +865,7 @@ mod tests {
                 ..killed
             }],
         ] {
-            let v = replay_under(
-                &log,
-                2,
-                &Jvms {
-                    frozen: Vec::new(),
-                    killed,
-                },
-            );
-            let misfit = v.misfit.expect("a misfit");
+            let misfit = replay_killed(killed).misfit.expect("a misfit");
             assert!(misfit.contains("LeaderAdvanceHw"), "{misfit}");
         }
     }
