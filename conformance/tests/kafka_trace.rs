@@ -496,3 +496,29 @@ fn a_registration_older_than_the_leaders_partition_epoch_is_skipped() {
         "{err}"
     );
 }
+
+#[test]
+fn an_hw_move_logged_before_a_burst_of_the_other_followers_fetches_fits() {
+    // Broker 2 moved its HW 2,805 -> 2,807 at broker 1's fetch from 2,807
+    // (broker 1 caught up, not yet in the ISR, holds the HW back), and
+    // logged that fetch 24 ms later, after six other lines.
+    let name = "acks1-fetch-burst";
+    let (v, l) = run(name).leaders(false);
+    eprintln!("{name}: {v}");
+    assert!(v.misfit().is_none(), "{v}");
+    assert!(
+        l.tenures >= 2 && l.fetches >= 500 && l.reordered >= 300,
+        "{l}"
+    );
+    // That fetch edited to stop one record short: nothing allows the move.
+    let edited = run(name).edit_partition_log(
+        2,
+        "Recorded replica 1 log end offset (LEO) position 2807 ",
+        "Recorded replica 1 log end offset (LEO) position 2806 ",
+    );
+    let (_, l) = edited.leaders(false);
+    misfit_naming(
+        l.misfit,
+        &["HighWatermark { from: 2805, to: 2807 }", "LeaderAdvanceHw"],
+    );
+}

@@ -161,8 +161,10 @@ impl fmt::Display for Observed<'_> {
 }
 
 /// How many observations ahead are looked at when one does not fit where
-/// it was logged.
-const REORDER_WINDOW: usize = 6;
+/// it was logged. A burst of one follower's fetches can come between an HW
+/// move and the other follower's fetch that allowed it: seven lines in 24 ms
+/// in a CI run (kept as `acks1-fetch-burst`), so the bound is wide.
+const REORDER_WINDOW: usize = 12;
 /// How many of them may be taken before it.
 const MAX_BEFORE: usize = 3;
 /// Lines logged this close may be in another order than they happened:
