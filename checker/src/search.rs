@@ -35,6 +35,8 @@ use crate::queue::{Queue, Slice, States};
 use crate::recovery_walk::{self, RecoveryWalk, WalkMemo};
 use crate::{fingerprint_of_representative, Checkable, Goal};
 use stateright::{Expectation, Property};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
 use std::time::Instant;
 
 /// What to search, and when to stop.
@@ -201,6 +203,9 @@ impl<S> Expanded<S> {
 }
 
 const BATCH: usize = 4096;
+
+/// The parts each thread's batch is cut into in the bounded phase.
+const PARTS_PER_THREAD: usize = 16;
 
 /// Searches `model`.
 pub fn search<M: Checkable>(model: &M, opts: SearchOptions<'_, M>) -> Graph<M> {
@@ -563,7 +568,48 @@ impl Run<'_> {
                 );
                 let out = spare.pop().unwrap_or_default();
                 vec![expand_chunk(ctx, index, phase, batch, out)]
+            } else if phase == Phase::Bounded {
+                // Small parts, taken in turn by the threads and by this
+                // one once its merge is done, so that no core waits for
+                // the slowest of a few large parts. Parts are merged in
+                // batch order, whoever expanded them.
+                let size = batch.len().div_ceil(self.threads * PARTS_PER_THREAD);
+                let parts = batch.chunks(size);
+                let outs: Vec<_> = parts
+                    .iter()
+                    .map(|_| Mutex::new(spare.pop().unwrap_or_default()))
+                    .collect();
+                let taken = AtomicUsize::new(0);
+                let work = || loop {
+                    let i = taken.fetch_add(1, Ordering::Relaxed);
+                    let Some(part) = parts.get(i) else {
+                        break;
+                    };
+                    let mut out = outs[i].lock().expect("no expansion thread panicked");
+                    *out = expand_chunk(ctx, index, phase, part.clone(), std::mem::take(&mut *out));
+                };
+                std::thread::scope(|scope| {
+                    let workers: Vec<_> = (1..self.threads).map(|_| scope.spawn(work)).collect();
+                    merge(
+                        g,
+                        index,
+                        std::mem::take(&mut pending),
+                        &mut spare,
+                        next,
+                        recovery,
+                    );
+                    work();
+                    for w in workers {
+                        w.join().expect("an expansion thread panicked");
+                    }
+                });
+                outs.into_iter()
+                    .map(|m| m.into_inner().expect("no expansion thread panicked"))
+                    .collect()
             } else {
+                // Recovery states: a part per thread, so that each walk
+                // memo (kept by its part) meets the same states whatever
+                // the timing, and the walks' answers do not depend on it.
                 let chunk = batch.len().div_ceil(self.threads).max(1);
                 std::thread::scope(|scope| {
                     let workers: Vec<_> = batch
@@ -625,9 +671,12 @@ fn expand_chunk<M: Checkable>(
     let every = graph::all_goals(ctx.goals.len());
     let mut enabled = Vec::new();
     // A state's successors: fingerprint, fault, in bounds; and their
-    // representatives, packed when the model packs.
-    let mut local: Vec<(u64, bool, bool)> = Vec::new();
-    let mut reps: States<M::State> = States::default();
+    // representatives, packed when the model packs. They are looked up in
+    // the index one state later, once the next state's successors are
+    // built: their prefetches have had that long to arrive (looked up
+    // at once, the index's cache misses were a tenth of the search's time).
+    let mut built = Built::default();
+    let mut waiting: Option<(Expansion, Built<M::State>)> = None;
     let mut known: Vec<NodeId> = Vec::new();
     for (node, s) in chunk.iter(model) {
         let s: &M::State = &s;
@@ -640,7 +689,6 @@ fn expand_chunk<M: Checkable>(
         if ctx.keeps_progress {
             flags = progress_flags(model, ctx.goals, s);
         }
-        let first = out.successors.len();
         if phase == Phase::Recovery {
             // A walk that meets every goal spares the expansion.
             let goals = match ctx.walk {
@@ -659,7 +707,11 @@ fn expand_chunk<M: Checkable>(
             };
             flags |= goals;
             if goals == every {
+                if let Some((e, b)) = waiting.take() {
+                    built = look_up(index, &mut out, &mut known, e, b);
+                }
                 out.walked += 1;
+                let first = out.successors.len();
                 out.expansions.push(Expansion {
                     node,
                     properties,
@@ -691,51 +743,97 @@ fn expand_chunk<M: Checkable>(
                 continue;
             }
             let fp = if in_bounds {
-                reps.push_representative(model, next)
+                built.reps.push_representative(model, next)
             } else {
-                reps.push_representative(model, &model.recovery_view(next.clone()))
+                built
+                    .reps
+                    .push_representative(model, &model.recovery_view(next.clone()))
             };
             index.prefetch(fp);
-            local.push((fp, fault, in_bounds));
+            built.local.push((fp, fault, in_bounds));
         }
-        // Looked up together, so that the memory accesses overlap.
-        known.clear();
-        known.extend(
-            local
-                .iter()
-                .map(|(fp, ..)| index.get(*fp).unwrap_or(UNKNOWN)),
-        );
-        let successors = local.drain(..).zip(&known).zip(reps.drain());
-        for (((fp, fault, in_bounds), &node), rep) in successors {
-            let needs_state = node == UNKNOWN || (in_bounds && node & IN_BOUNDS_TAG == 0);
-            let node = if node == UNKNOWN {
-                node
-            } else {
-                node & !IN_BOUNDS_TAG
-            };
-            let state = if needs_state {
-                out.states.push(rep);
-                out.states.len() as u32 - 1
-            } else {
-                UNKNOWN
-            };
-            out.successors.push(Successor {
-                fp,
-                node,
-                state,
-                fault,
-                in_bounds,
-            });
-        }
-        reps.clear();
-        out.expansions.push(Expansion {
+        let expansion = Expansion {
             node,
             properties,
             flags,
-            successors: first..out.successors.len(),
-        });
+            successors: 0..0,
+        };
+        let spare = match waiting.replace((expansion, built)) {
+            Some((e, b)) => look_up(index, &mut out, &mut known, e, b),
+            None => Built::default(),
+        };
+        built = spare;
+    }
+    if let Some((e, b)) = waiting.take() {
+        look_up(index, &mut out, &mut known, e, b);
     }
     out
+}
+
+/// One state's successors, built and prefetched, not yet looked up.
+struct Built<S> {
+    /// Fingerprint, fault, in bounds.
+    local: Vec<(u64, bool, bool)>,
+    reps: States<S>,
+}
+
+impl<S> Default for Built<S> {
+    fn default() -> Self {
+        Built {
+            local: Vec::new(),
+            reps: States::default(),
+        }
+    }
+}
+
+/// Looks one state's successors up and appends them, and its expansion,
+/// to `out`; gives back `built`, emptied, for reuse.
+fn look_up<S>(
+    index: &FingerprintTable,
+    out: &mut Expanded<S>,
+    known: &mut Vec<NodeId>,
+    mut e: Expansion,
+    mut built: Built<S>,
+) -> Built<S> {
+    let first = out.successors.len();
+    // Looked up together, so that the memory accesses overlap.
+    known.clear();
+    known.extend(
+        built
+            .local
+            .iter()
+            .map(|(fp, ..)| index.get(*fp).unwrap_or(UNKNOWN)),
+    );
+    let successors = built
+        .local
+        .drain(..)
+        .zip(known.iter())
+        .zip(built.reps.drain());
+    for (((fp, fault, in_bounds), &node), rep) in successors {
+        let needs_state = node == UNKNOWN || (in_bounds && node & IN_BOUNDS_TAG == 0);
+        let node = if node == UNKNOWN {
+            node
+        } else {
+            node & !IN_BOUNDS_TAG
+        };
+        let state = if needs_state {
+            out.states.push(rep);
+            out.states.len() as u32 - 1
+        } else {
+            UNKNOWN
+        };
+        out.successors.push(Successor {
+            fp,
+            node,
+            state,
+            fault,
+            in_bounds,
+        });
+    }
+    built.reps.clear();
+    e.successors = first..out.successors.len();
+    out.expansions.push(e);
+    built
 }
 
 /// Merges one expanded part into the graph, in batch order.
