@@ -380,7 +380,13 @@ pub fn apply<S: Shape>(cfg: &Config, s: &State<S>, action: Action<S>) -> Option<
 /// one not to, the search would see a step to the same state, which adds
 /// no state and heals nothing.
 pub fn successor<S: Shape>(cfg: &Config, s: &State<S>, action: Action<S>) -> State<S> {
-    let mut next = s.clone();
+    successor_of(cfg, s.clone(), action)
+}
+
+/// [`successor`], given the state to change: the checker's states are
+/// `Copy`, and a copy is one block move where the derived `clone` went
+/// field by field (a thirtieth of the search's time).
+pub fn successor_of<S: Shape>(cfg: &Config, mut next: State<S>, action: Action<S>) -> State<S> {
     let n = &mut next;
     match action {
         Action::ControllerElectLeader { replica, election } => {

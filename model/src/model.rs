@@ -95,7 +95,7 @@ impl Checkable for PartitionModel {
     /// and the comparison was a twentieth of the search's time.
     #[inline]
     fn successor(&self, state: &State, action: Action) -> Option<State> {
-        Some(actions::successor(&self.cfg, state, action))
+        Some(actions::successor_of(&self.cfg, *state, action))
     }
 
     #[inline]
