@@ -110,19 +110,7 @@ fn without_the_check_the_search_runs_past_its_budget() {
 fn a_progress_check_that_does_not_fit_beside_the_graph_is_not_run() {
     let model = TwoPhase::new(5);
     let whole = run(&model, None);
-    let mut g = search::search(
-        &model,
-        SearchOptions {
-            threads: 2,
-            progress: Some(ProgressOptions::of(&model)),
-            properties: None,
-            until: Until::Exhausted,
-            stop: &|_| false,
-            on_progress: &mut |_| {},
-            budget: None,
-            expected_states: None,
-        },
-    );
+    let mut g = common::search_whole(&model, 2, Some(ProgressOptions::of(&model)));
     // The search ran without a budget: what is held against it here is
     // the check's buffers beside the complete graph (its index released:
     // the check needs none).

@@ -6,7 +6,7 @@
 use highwater_checker::lasso::progress_lasso;
 use highwater_checker::progress::{self, ProgressReport};
 use highwater_checker::recovery_walk::RecoveryWalk;
-use highwater_checker::search::{self, ProgressOptions, SearchOptions, Until};
+use highwater_checker::search::{ProgressOptions, Until};
 use highwater_checker::{Checkable, Goal, Verdict};
 use serde::{Deserialize, Serialize};
 use stateright::Model;
@@ -126,20 +126,7 @@ impl Checkable for Retries {
 }
 
 fn check_with(model: &Retries, opts: ProgressOptions<Retries>) -> ProgressReport<Retries> {
-    let g = search::search(
-        model,
-        SearchOptions {
-            threads: 2,
-            progress: Some(opts),
-            properties: None,
-            until: Until::Exhausted,
-            stop: &|_| false,
-            on_progress: &mut |_| {},
-            budget: None,
-            expected_states: None,
-        },
-    );
-    progress::check(&g)
+    progress::check(&common::search_whole(model, 2, Some(opts)))
 }
 
 fn check(model: &Retries) -> ProgressReport<Retries> {

@@ -15,9 +15,10 @@
 //! ```
 
 use highwater_checker::progress::{self, ProgressReport, Reach, MAX_SWEEPS};
-use highwater_checker::search::{self, ProgressOptions, SearchOptions, Until};
+use highwater_checker::search::ProgressOptions;
 use highwater_checker::{Checkable, Goal};
 use stateright::Model;
+mod common;
 
 #[derive(Clone, Debug)]
 struct Ladder {
@@ -68,19 +69,7 @@ impl Checkable for Ladder {
 
 fn check(rungs: u16, how: Reach) -> ProgressReport<Ladder> {
     let model = Ladder { rungs };
-    let g = search::search(
-        &model,
-        SearchOptions {
-            threads: 1,
-            progress: Some(ProgressOptions::of(&model)),
-            properties: None,
-            until: Until::Exhausted,
-            stop: &|_| false,
-            on_progress: &mut |_| {},
-            budget: None,
-            expected_states: None,
-        },
-    );
+    let g = common::search_whole(&model, 1, Some(ProgressOptions::of(&model)));
     progress::check_as(&g, how)
 }
 

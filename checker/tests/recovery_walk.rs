@@ -20,9 +20,10 @@
 
 use highwater_checker::progress::{self, ProgressReport};
 use highwater_checker::recovery_walk::RecoveryWalk;
-use highwater_checker::search::{self, ProgressOptions, SearchOptions, Until};
+use highwater_checker::search::ProgressOptions;
 use highwater_checker::{Checkable, Goal};
 use stateright::Model;
+mod common;
 
 #[derive(Clone, Debug)]
 struct Graph;
@@ -80,24 +81,12 @@ impl Checkable for Graph {
 }
 
 fn check(walk: RecoveryWalk) -> ProgressReport<Graph> {
-    let g = search::search(
-        &Graph,
-        SearchOptions {
-            // One thread: one memo, and 1 walked before 5.
-            threads: 1,
-            progress: Some(ProgressOptions {
-                walk,
-                ..ProgressOptions::of(&Graph)
-            }),
-            properties: None,
-            until: Until::Exhausted,
-            stop: &|_| false,
-            on_progress: &mut |_| {},
-            budget: None,
-            expected_states: None,
-        },
-    );
-    progress::check(&g)
+    let progress = ProgressOptions {
+        walk,
+        ..ProgressOptions::of(&Graph)
+    };
+    // One thread: one memo, and 1 walked before 5.
+    progress::check(&common::search_whole(&Graph, 1, Some(progress)))
 }
 
 fn stuck(r: &ProgressReport<Graph>) -> Vec<(&'static str, u64)> {

@@ -13,26 +13,13 @@
 //! a representative that merges states that are not symmetric, and a fast
 //! successor that loses an action.
 
-use highwater_checker::search::{self, SearchOptions, Until};
 use highwater_checker::{verdict, Checkable, Completion, Graph, Verdict};
 use stateright::{Checker, Expectation, Model, Property};
 mod common;
 use common::two_phase::{sorted, Flaw, TwoPhase};
 
 fn search_all<M: Checkable>(model: &M) -> Graph<M> {
-    search::search(
-        model,
-        SearchOptions {
-            threads: 2,
-            progress: None,
-            properties: None,
-            until: Until::Exhausted,
-            stop: &|_| false,
-            on_progress: &mut |_| {},
-            budget: None,
-            expected_states: None,
-        },
-    )
+    common::search_whole(model, 2, None)
 }
 
 /// Whether stateright's breadth-first search, looking at states at most

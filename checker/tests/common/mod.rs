@@ -6,7 +6,7 @@ pub mod two_phase;
 
 use highwater_checker::distributed::{self, Cluster, DistributedOptions, Flaw};
 use highwater_checker::search::{self, ProgressOptions, SearchOptions, Until};
-use highwater_checker::{Checkable, Outcome};
+use highwater_checker::{Checkable, Graph, Outcome};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::fmt::Write;
@@ -113,4 +113,26 @@ where
     )
     .expect("the distributed search runs")
     .expect("one process: it has the outcome")
+}
+
+/// A whole search of `model` on `threads` threads, keeping what the
+/// progress check needs when `progress` is given: no limit, no budget.
+pub fn search_whole<M: Checkable>(
+    model: &M,
+    threads: usize,
+    progress: Option<ProgressOptions<M>>,
+) -> Graph<M> {
+    search::search(
+        model,
+        SearchOptions {
+            threads,
+            progress,
+            properties: None,
+            until: Until::Exhausted,
+            stop: &|_| false,
+            on_progress: &mut |_| {},
+            budget: None,
+            expected_states: None,
+        },
+    )
 }
