@@ -568,28 +568,43 @@ impl Run<'_> {
                 );
                 let out = spare.pop().unwrap_or_default();
                 vec![expand_chunk(ctx, index, phase, batch, out)]
-            } else if phase == Phase::Bounded {
-                // Small parts, taken in turn by the threads and by this
-                // one once its merge is done, so that no core waits for
-                // the slowest of a few large parts. Parts are merged in
-                // batch order, whoever expanded them.
-                let size = batch.len().div_ceil(self.threads * PARTS_PER_THREAD);
+            } else {
+                // Bounded states: small parts, taken in turn by the threads
+                // and by this one once its merge is done, so that no core
+                // waits for the slowest of a few large parts. Recovery
+                // states: a part per thread, so that each walk memo (kept
+                // by its part) meets the same states whatever the timing,
+                // and the walks' answers do not depend on it. Parts are
+                // merged in batch order, whoever expanded them.
+                let taken_in_turn = phase == Phase::Bounded;
+                let per_thread = if taken_in_turn { PARTS_PER_THREAD } else { 1 };
+                let size = batch.len().div_ceil(self.threads * per_thread);
                 let parts = batch.chunks(size);
                 let outs: Vec<_> = parts
                     .iter()
                     .map(|_| Mutex::new(spare.pop().unwrap_or_default()))
                     .collect();
+                let expand_part = |i: usize| {
+                    let mut out = outs[i].lock().expect("no expansion thread panicked");
+                    let part = parts[i].clone();
+                    *out = expand_chunk(ctx, index, phase, part, std::mem::take(&mut *out));
+                };
                 let taken = AtomicUsize::new(0);
                 let work = || loop {
                     let i = taken.fetch_add(1, Ordering::Relaxed);
-                    let Some(part) = parts.get(i) else {
+                    if i >= parts.len() {
                         break;
-                    };
-                    let mut out = outs[i].lock().expect("no expansion thread panicked");
-                    *out = expand_chunk(ctx, index, phase, part.clone(), std::mem::take(&mut *out));
+                    }
+                    expand_part(i);
                 };
                 std::thread::scope(|scope| {
-                    let workers: Vec<_> = (1..self.threads).map(|_| scope.spawn(work)).collect();
+                    let workers: Vec<_> = if taken_in_turn {
+                        (1..self.threads).map(|_| scope.spawn(work)).collect()
+                    } else {
+                        (0..parts.len())
+                            .map(|i| scope.spawn(move || expand_part(i)))
+                            .collect()
+                    };
                     merge(
                         g,
                         index,
@@ -598,7 +613,9 @@ impl Run<'_> {
                         next,
                         recovery,
                     );
-                    work();
+                    if taken_in_turn {
+                        work();
+                    }
                     for w in workers {
                         w.join().expect("an expansion thread panicked");
                     }
@@ -606,33 +623,6 @@ impl Run<'_> {
                 outs.into_iter()
                     .map(|m| m.into_inner().expect("no expansion thread panicked"))
                     .collect()
-            } else {
-                // Recovery states: a part per thread, so that each walk
-                // memo (kept by its part) meets the same states whatever
-                // the timing, and the walks' answers do not depend on it.
-                let chunk = batch.len().div_ceil(self.threads).max(1);
-                std::thread::scope(|scope| {
-                    let workers: Vec<_> = batch
-                        .chunks(chunk)
-                        .into_iter()
-                        .map(|c| {
-                            let out = spare.pop().unwrap_or_default();
-                            scope.spawn(move || expand_chunk(ctx, index, phase, c, out))
-                        })
-                        .collect();
-                    merge(
-                        g,
-                        index,
-                        std::mem::take(&mut pending),
-                        &mut spare,
-                        next,
-                        recovery,
-                    );
-                    workers
-                        .into_iter()
-                        .map(|w| w.join().expect("an expansion thread panicked"))
-                        .collect()
-                })
             };
             // Expanded: what the merge needs is in `pending`.
             level.pop_front();
