@@ -663,8 +663,8 @@ fn expand_chunk<M: Checkable>(
     // A state's successors: fingerprint, fault, in bounds; and their
     // representatives, packed when the model packs. They are looked up in
     // the index one state later, once the next state's successors are
-    // built: their prefetches have had that long to arrive (looked up
-    // at once, the index's cache misses were a tenth of the search's time).
+    // built, so that their prefetches have had that long to arrive (on one
+    // thread, `safe` in 75.1 and 68.8 s against 78.7 and 71.6 s).
     let mut built = Built::default();
     let mut waiting: Option<(Expansion, Built<M::State>)> = None;
     let mut known: Vec<NodeId> = Vec::new();

@@ -220,6 +220,14 @@ impl Run {
     }
 }
 
+/// The leaders' half of kept run `name`, which must fit the model.
+fn fitting_leaders(name: &str, acks_all: bool) -> LeaderValidation {
+    let (v, l) = run(name).leaders(acks_all);
+    eprintln!("{name}: {v}");
+    assert!(v.misfit().is_none(), "{name}: {v}");
+    l
+}
+
 /// The kept runs with every leader step (`partition.log` whole), and
 /// whether their producer waited for acks=all.
 const LEADER_STEP_RUNS: [(&str, bool); 2] = [
@@ -230,9 +238,7 @@ const LEADER_STEP_RUNS: [(&str, bool); 2] = [
 #[test]
 fn kafkas_leaders_take_the_models_steps() {
     for (name, acks_all) in LEADER_STEP_RUNS {
-        let (v, l) = run(name).leaders(acks_all);
-        eprintln!("{name}: {v}");
-        assert!(v.misfit().is_none(), "{name}: {v}");
+        let l = fitting_leaders(name, acks_all);
         // Not vacuous: every tenure replayed, with thousands of steps.
         assert!(l.tenures >= 3, "{name}: {l}");
         assert!(l.fetches >= 250 && l.hw_moves >= 190, "{name}: {l}");
@@ -430,9 +436,7 @@ fn a_leader_stopped_between_its_hw_move_and_the_fetch_that_moved_it_fits_only_as
     // the fetch: the two lines are 6 s apart on the wall clock, 1 ms apart
     // in the JVM's running time.
     let name = "today-pause-mid-fetch";
-    let (v, l) = run(name).leaders(true);
-    eprintln!("{name}: {v}");
-    assert!(v.misfit().is_none(), "{v}");
+    let l = fitting_leaders(name, true);
     assert!(l.tenures >= 3 && l.fetches >= 1_000, "{l}");
     // Without the nemesis's record of the pause, the HW move stands 6 s
     // before any fetch that allows it: a misfit at that line.
@@ -452,9 +456,7 @@ fn a_leader_killed_between_its_hw_move_and_the_fetch_that_moved_it_fits_only_as_
     // the nemesis's kill -9 came in the same ms, before that thread logged
     // broker 2's fetch.
     let name = "today-kill-mid-fetch";
-    let (v, l) = run(name).leaders(true);
-    eprintln!("{name}: {v}");
-    assert!(v.misfit().is_none(), "{v}");
+    let l = fitting_leaders(name, true);
     assert_eq!(l.unwritten_fetches, 1, "{l}");
     assert!(l.tenures >= 3 && l.fetches >= 500, "{l}");
     // Without the nemesis's record of the kill, the HW passed broker 2.
@@ -503,9 +505,7 @@ fn an_hw_move_logged_before_a_burst_of_the_other_followers_fetches_fits() {
     // (broker 1 caught up, not yet in the ISR, holds the HW back), and
     // logged that fetch 24 ms later, after six other lines.
     let name = "acks1-fetch-burst";
-    let (v, l) = run(name).leaders(false);
-    eprintln!("{name}: {v}");
-    assert!(v.misfit().is_none(), "{v}");
+    let l = fitting_leaders(name, false);
     assert!(
         l.tenures >= 2 && l.fetches >= 500 && l.reordered >= 300,
         "{l}"
