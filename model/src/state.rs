@@ -8,6 +8,7 @@
 //! `Offset`, ...) are the compact ones.
 
 use serde::{Deserialize, Serialize};
+use std::mem::MaybeUninit;
 
 pub use crate::shape::{Compact, IdSet, LogStore, Num, RecordTable, Shape, Table, Unbounded};
 
@@ -581,9 +582,7 @@ pub enum Renaming {
 impl State {
     /// Appends the state's encoding to `out`: the bytes its `Hash` writes.
     pub fn encode_into(&self, out: &mut Vec<u8>) {
-        let mut buf = [0u8; ENCODED_MAX];
-        let n = self.encode(&mut buf);
-        out.extend_from_slice(&buf[..n]);
+        append_encoded(out, |buf| self.encode(buf));
     }
 
     /// The state whose encoding `bytes` is ([`encode_into`](Self::encode_into)'s
@@ -712,7 +711,7 @@ impl State {
         }
     }
 
-    fn encode(&self, buf: &mut [u8; ENCODED_MAX]) -> usize {
+    fn encode(&self, buf: &mut Unwritten) -> usize {
         self.encode_as::<false, false>(&IDENTITY, buf)
     }
 
@@ -728,12 +727,10 @@ impl State {
         out: &mut Vec<u8>,
         how: Renaming,
     ) {
-        let mut buf = [0u8; ENCODED_MAX];
-        let n = match how {
-            Renaming::Exact => self.encode_as::<true, false>(order, &mut buf),
-            Renaming::KeepsFollowerSlots => self.encode_as::<true, true>(order, &mut buf),
-        };
-        out.extend_from_slice(&buf[..n]);
+        append_encoded(out, |buf| match how {
+            Renaming::Exact => self.encode_as::<true, false>(order, buf),
+            Renaming::KeepsFollowerSlots => self.encode_as::<true, true>(order, buf),
+        });
     }
 
     // Every struct is destructured without `..`: a field added to the state
@@ -746,7 +743,7 @@ impl State {
     fn encode_as<const RENAME: bool, const FLAWED: bool>(
         &self,
         order: &[ReplicaId; MAX_REPLICAS],
-        buf: &mut [u8; ENCODED_MAX],
+        buf: &mut Unwritten,
     ) -> usize {
         let map = if RENAME {
             renaming(self.n, order)
@@ -786,7 +783,7 @@ impl State {
             } = r;
             // A block of fixed size: every index in it is known when
             // compiled, so its writes need no bounds checks.
-            let mut block = [0u8; REPLICA_BYTES];
+            let mut block = [MaybeUninit::uninit(); REPLICA_BYTES];
             let mut b = Cursor {
                 buf: &mut block,
                 n: 0,
@@ -822,7 +819,7 @@ impl State {
             b.put(set(*stale_fetch).0);
             b.put(*pending_acks);
             b.put(u8::from(*unclean_down));
-            debug_assert_eq!(b.n, REPLICA_BYTES);
+            assert_eq!(b.n, REPLICA_BYTES, "a replica's block is written whole");
             w.put_all(&block);
         }
         let Controller {
@@ -883,31 +880,53 @@ impl State {
 /// Bytes of one replica's encoding.
 const REPLICA_BYTES: usize = 2 * MAX_RECORDS + MAX_REPLICAS + 11;
 
-/// Writes bytes one after another into an array.
+/// Room for one encoding, not yet written.
+type Unwritten = [MaybeUninit<u8>; ENCODED_MAX];
+
+/// Appends what `encode` writes (it returns how many bytes) to `out`,
+/// written in place: neither zeroed first nor copied from a buffer (both
+/// showed in the search's time, which encodes every successor).
+#[inline(always)]
+fn append_encoded(out: &mut Vec<u8>, encode: impl FnOnce(&mut Unwritten) -> usize) {
+    out.reserve(ENCODED_MAX);
+    let start = out.len();
+    let room: &mut Unwritten = (&mut out.spare_capacity_mut()[..ENCODED_MAX])
+        .try_into()
+        .expect("room for one encoding was reserved");
+    let n = encode(room);
+    // SAFETY: `encode` wrote its `n` bytes through a `Cursor`, which writes
+    // every byte from the first up to the count it returns.
+    unsafe { out.set_len(start + n) };
+}
+
+/// Writes bytes one after another into an array; `n` bytes from the first
+/// are written.
 struct Cursor<'a, const N: usize> {
-    buf: &'a mut [u8; N],
+    buf: &'a mut [MaybeUninit<u8>; N],
     n: usize,
 }
 
 impl<const N: usize> Cursor<'_, N> {
     #[inline(always)]
     fn put(&mut self, b: u8) {
-        self.buf[self.n] = b;
+        self.buf[self.n] = MaybeUninit::new(b);
         self.n += 1;
     }
 
+    /// Puts the first `bytes.len()` bytes, all written.
     #[inline(always)]
-    fn put_all(&mut self, bytes: &[u8]) {
-        self.buf[self.n..self.n + bytes.len()].copy_from_slice(bytes);
-        self.n += bytes.len();
+    fn put_all<const M: usize>(&mut self, bytes: &[MaybeUninit<u8>; M]) {
+        self.buf[self.n..self.n + M].copy_from_slice(bytes);
+        self.n += M;
     }
 }
 
 impl std::hash::Hash for State<Compact> {
     fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
-        let mut buf = [0u8; ENCODED_MAX];
+        let mut buf = [MaybeUninit::uninit(); ENCODED_MAX];
         let n = self.encode(&mut buf);
-        h.write(&buf[..n]);
+        // SAFETY: as in `append_encoded`, the first `n` bytes are written.
+        h.write(unsafe { std::slice::from_raw_parts(buf.as_ptr().cast::<u8>(), n) });
     }
 }
 
