@@ -7,7 +7,7 @@
 //! So before a recovery state is expanded, a greedy walk tries: from the
 //! state, take the first healing step ([`Checkable::heals`], in the order
 //! the recovery model lists actions) that leads to a state not yet on the
-//! walk, and stop when every goal has been met, when no step leads anywhere
+//! walk (told by its memo key, below), and stop when every goal has been met, when no step leads anywhere
 //! new, or after [`MAX_STEPS`]. The walk takes the same steps, under the
 //! same model and through the same [`Checkable::recovery_view`], as the
 //! expansion would, so the goals it meets are ones the search would find
@@ -53,6 +53,9 @@ pub enum RecoveryWalk {
 /// collide are taken for one (a chance of about n^2 / 2^65 for n states).
 pub struct WalkMemo {
     goals: HashMap<u64, u8, ahash::RandomState>,
+    /// A walk's states' own goals and keys, kept for the next walk.
+    own: Vec<u8>,
+    keys: Vec<u64>,
 }
 
 impl WalkMemo {
@@ -83,6 +86,8 @@ impl Default for WalkMemo {
                 0x725f_7761,
                 0x6c6b_6d65,
             )),
+            own: Vec::new(),
+            keys: Vec::new(),
         }
     }
 }
@@ -116,30 +121,36 @@ pub fn goals_reached<M: Checkable>(
     walk_kind: RecoveryWalk,
 ) -> u8 {
     let all = all_goals(goals.len());
-    let mut walk: Vec<M::State> = vec![s.clone()];
-    // Each walk state's own goals and its key in the memo.
-    let mut own = vec![goals_of(model, goals, s)];
-    let mut keys = vec![memo.key(s)];
+    // Each walk state's own goals and its key in the memo, in buffers kept
+    // from walk to walk (allocating them was a tenth of the recovery
+    // phase's time). A state is on the walk when its key is: keys stand
+    // for states here as they do in the memo.
+    let mut own = std::mem::take(&mut memo.own);
+    let mut keys = std::mem::take(&mut memo.keys);
+    own.clear();
+    keys.clear();
+    own.push(goals_of(model, goals, s));
+    keys.push(memo.key(s));
     let mut met = own[0];
     // The goals met past the walk's last state, from the memo.
     let mut beyond = memo.goals.get(&keys[0]).copied().unwrap_or(0);
     met |= beyond;
+    let mut here = s.clone();
     let mut enabled = Vec::new();
-    while met != all && beyond == 0 && walk.len() <= MAX_STEPS {
-        let here = walk.last().expect("the walk starts with a state");
+    while met != all && beyond == 0 && keys.len() <= MAX_STEPS {
         enabled.clear();
-        recovery.actions(here, &mut enabled);
+        recovery.actions(&here, &mut enabled);
         let step = enabled
             .iter()
-            .filter(|a| model.heals(here, a))
+            .filter(|a| model.heals(&here, a))
             .find_map(|a| {
-                let next = model.recovery_view(recovery.successor(here, a.clone())?);
-                (!walk.contains(&next)).then_some(next)
+                let next = model.recovery_view(recovery.successor(&here, a.clone())?);
+                let key = memo.key(&next);
+                (!keys.contains(&key)).then_some((next, key))
             });
-        let Some(next) = step else {
+        let Some((next, key)) = step else {
             break;
         };
-        let key = memo.key(&next);
         if let Some(&known) = memo.goals.get(&key) {
             // Walked before: what is met from it on is known.
             beyond = known | goals_of(model, goals, &next);
@@ -149,7 +160,7 @@ pub fn goals_reached<M: Checkable>(
         own.push(goals_of(model, goals, &next));
         met |= own[own.len() - 1];
         keys.push(key);
-        walk.push(next);
+        here = next;
     }
     if memo.goals.len() + keys.len() > WalkMemo::MAX_ENTRIES {
         memo.goals.clear();
@@ -165,5 +176,7 @@ pub fn goals_reached<M: Checkable>(
         };
         memo.goals.insert(*key, kept);
     }
+    memo.own = own;
+    memo.keys = keys;
     met
 }
