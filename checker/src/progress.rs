@@ -375,9 +375,15 @@ fn reachable<M: Checkable>(graph: &Graph<M>, how: Reach) -> Vec<u8> {
         .map(|m| AtomicU8::new(graph.flags(m) & !(flag::IN_BOUNDS | flag::EXPANDED)))
         .collect();
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
+    // Flags spread by OR, so a state can gain only flags some state starts
+    // with; one that has them all is passed over (after the first sweep,
+    // most states of a check that holds have every goal).
+    let every = reached
+        .iter()
+        .fold(0u8, |all, r| all | r.load(Ordering::Relaxed));
     let mut settled = false;
     for _ in 0..MAX_SWEEPS {
-        if sweep(graph, &reached, threads) == 0 {
+        if sweep(graph, &reached, every, threads) == 0 {
             settled = true;
             break;
         }
@@ -390,8 +396,8 @@ fn reachable<M: Checkable>(graph: &Graph<M>, how: Reach) -> Vec<u8> {
 }
 
 /// One sweep, blocks of states taken in turn by `threads` threads; the
-/// states whose reached flags grew.
-fn sweep<M: Checkable>(graph: &Graph<M>, reached: &[AtomicU8], threads: usize) -> u64 {
+/// states whose reached flags grew. A state holding `every` flag is skipped.
+fn sweep<M: Checkable>(graph: &Graph<M>, reached: &[AtomicU8], every: u8, threads: usize) -> u64 {
     let n = reached.len();
     let blocks = n.div_ceil(SWEEP_BLOCK);
     let taken = AtomicUsize::new(0);
@@ -408,6 +414,9 @@ fn sweep<M: Checkable>(graph: &Graph<M>, reached: &[AtomicU8], threads: usize) -
             let end = n - b * SWEEP_BLOCK;
             for m in (end.saturating_sub(SWEEP_BLOCK)..end).rev() {
                 let old = reached[m].load(Ordering::Relaxed);
+                if old == every {
+                    continue;
+                }
                 let mut now = old;
                 for &t in graph.edges(m as NodeId) {
                     now |= reached[t as usize].load(Ordering::Relaxed);
