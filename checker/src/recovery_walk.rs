@@ -111,7 +111,8 @@ pub fn goals_of<M: Checkable>(model: &M, goals: &[Goal<M>], s: &M::State) -> u8 
 /// The goals a greedy fault-free walk from recovery state `s` meets (as
 /// `flag::GOAL` bits), `s`'s own included, and those `memo` knows to be
 /// met from a state the walk reaches. `model` is the bounded model (goals
-/// and views are its), `recovery` the one recovery states run under.
+/// and views are its), `recovery` the one recovery states run under;
+/// `enabled` is the caller's buffer for action lists, left as it may be.
 pub fn goals_reached<M: Checkable>(
     model: &M,
     recovery: &M,
@@ -119,6 +120,7 @@ pub fn goals_reached<M: Checkable>(
     s: &M::State,
     memo: &mut WalkMemo,
     walk_kind: RecoveryWalk,
+    enabled: &mut Vec<M::Action>,
 ) -> u8 {
     let all = all_goals(goals.len());
     // Each walk state's own goals and its key in the memo, in buffers kept
@@ -136,10 +138,9 @@ pub fn goals_reached<M: Checkable>(
     let mut beyond = memo.goals.get(&keys[0]).copied().unwrap_or(0);
     met |= beyond;
     let mut here = s.clone();
-    let mut enabled = Vec::new();
     while met != all && beyond == 0 && keys.len() <= MAX_STEPS {
         enabled.clear();
-        recovery.actions(&here, &mut enabled);
+        recovery.actions(&here, enabled);
         let step = enabled
             .iter()
             .filter(|a| model.heals(&here, a))

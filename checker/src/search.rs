@@ -690,6 +690,7 @@ fn expand_chunk<M: Checkable>(
                         s,
                         &mut out.memo,
                         ctx.walk,
+                        &mut enabled,
                     )
                 }
                 RecoveryWalk::Off => 0,

@@ -76,9 +76,15 @@ pub(super) fn expand<M: Checkable>(
     if phase == Phase::Recovery && walk {
         let every = all_goals(sh.goals.len());
         let goals = match sh.walk {
-            RecoveryWalk::Greedy | RecoveryWalk::MemoOfWholeWalk => {
-                recovery_walk::goals_reached(model, &sh.recovery, &sh.goals, s, memo, sh.walk)
-            }
+            RecoveryWalk::Greedy | RecoveryWalk::MemoOfWholeWalk => recovery_walk::goals_reached(
+                model,
+                &sh.recovery,
+                &sh.goals,
+                s,
+                memo,
+                sh.walk,
+                enabled,
+            ),
             RecoveryWalk::Off => 0,
             RecoveryWalk::ClaimsEveryGoal => every,
         };
