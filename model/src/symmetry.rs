@@ -83,14 +83,18 @@ impl State {
 }
 
 /// What replica `r` holds, packed so that comparing keys compares, in order:
-/// liveness, role, whether it went down uncleanly, and whether the
-/// controller names it leader and has it in its ISR, ELR, LastKnownElr and
-/// fenced set (one byte); its LEO, HW, recovery point, epoch, waiting
-/// producers and the size of its ISR copy; then its log's entries. None of
-/// it names a replica, so renaming replicas permutes keys and changes none.
-/// Whole bytes, two words: the log's eight bytes are one load, and no value
-/// is cut to fewer bits (a cut only makes keys tie, which costs time; the
-/// bit-packed key this replaced was a twelfth of the search's time).
+/// liveness, log, HW, recovery point, epoch and role; whether it went down
+/// uncleanly, its waiting producers and the size of its ISR copy; whether
+/// the controller names it leader, and whether it is in the controller's
+/// ISR, ELR, LastKnownElr and fenced set. None of it names a replica, so
+/// renaming replicas permutes keys and changes none. Two words of whole
+/// bytes (the bit-packed key this replaced, each field shifted in one by
+/// one, was a twelfth of the search's time); the small fields share the
+/// last byte and the role's, most significant first, so that the order is
+/// the old key's, and with it every representative and the order the
+/// search meets states in. A value too large for its bits (no state the
+/// model reaches has one) only makes keys tie or misorder, which costs
+/// time, never a wrong representative: ties are all tried.
 fn sort_key(s: &State, r: ReplicaId) -> (u64, u64) {
     let x = s.replica(r);
     let c = &s.controller;
@@ -101,30 +105,35 @@ fn sort_key(s: &State, r: ReplicaId) -> (u64, u64) {
         LeaderView::Replica(_) => 3,
     };
     let bit = |b: bool, at: u32| u8::from(b) << at;
-    let flags = bit(x.alive, 7)
-        | role << 5
-        | bit(x.unclean_down, 4)
-        | bit(c.leader == Some(r), 3)
-        | bit(c.isr.contains(r), 2)
-        | bit(c.elr.contains(r), 1)
-        | bit(c.lke.contains(r), 0);
-    let head = u64::from_be_bytes([
-        flags,
-        u8::from(c.fenced.contains(r)),
-        x.log.leo(),
-        x.hw,
-        x.recovery_point,
-        x.epoch.map_or(0, |e| e.saturating_add(1)),
-        x.pending_acks,
-        x.isr.len(),
-    ]);
     // Four entries of two bytes (MAX_RECORDS): this fails to compile if
     // that changes.
     let [e0, e1, e2, e3] = *x.log.padded_entries();
-    let log = u64::from_be_bytes([
-        e0.id, e0.epoch, e1.id, e1.epoch, e2.id, e2.epoch, e3.id, e3.epoch,
+    let head = u64::from_be_bytes([
+        u8::from(x.alive),
+        x.log.leo(),
+        e0.id,
+        e0.epoch,
+        e1.id,
+        e1.epoch,
+        e2.id,
+        e2.epoch,
     ]);
-    (head, log)
+    let tail = u64::from_be_bytes([
+        e3.id,
+        e3.epoch,
+        x.hw,
+        x.recovery_point,
+        x.epoch.map_or(0, |e| e.saturating_add(1)),
+        role << 1 | u8::from(x.unclean_down),
+        x.pending_acks,
+        x.isr.len() << 5
+            | bit(c.leader == Some(r), 4)
+            | bit(c.isr.contains(r), 3)
+            | bit(c.elr.contains(r), 2)
+            | bit(c.lke.contains(r), 1)
+            | bit(c.fenced.contains(r), 0),
+    ]);
+    (head, tail)
 }
 
 /// Calls `visit` with every order obtained by permuting each run in place.
