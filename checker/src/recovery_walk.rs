@@ -7,13 +7,13 @@
 //! So before a recovery state is expanded, a greedy walk tries: from the
 //! state, take the first healing step ([`Checkable::heals`], in the order
 //! the recovery model lists actions) that leads to a state not yet on the
-//! walk (told by its memo key, below), and stop when every goal has been met, when no step leads anywhere
-//! new, or after [`MAX_STEPS`]. The walk takes the same steps, under the
-//! same model and through the same [`Checkable::recovery_view`], as the
-//! expansion would, so the goals it meets are ones the search would find
-//! reachable. A state whose walk falls short is expanded as before: the
-//! check's verdicts do not depend on how well the walk does, only its
-//! time does.
+//! walk (told by its memo key, below), and stop when every goal has been
+//! met, when no step leads anywhere new, or after [`MAX_STEPS`]. The walk
+//! takes the same steps, under the same model and through the same
+//! [`Checkable::recovery_view`], as the expansion would, so the goals it
+//! meets are ones the search would find reachable. A state whose walk
+//! falls short is expanded as before: the check's verdicts do not depend
+//! on how well the walk does, only its time does.
 //!
 //! Walks from neighbouring recovery states run into each other. Every
 //! state on a walk reaches, by the walk's own steps, the goals met from it
