@@ -446,8 +446,27 @@ pub fn successor_of<S: Shape>(cfg: &Config, mut next: State<S>, action: Action<S
 /// "a removed follower rejoins": of the current epoch's request the members
 /// still in the controller's ISR are kept (a member added later is outside
 /// them), of older requests nothing; a live broker's fence is kept only
-/// where it can unblock an election (`controller::fence_matters`).
+/// where it can unblock an election (`controller::fence_matters`). In the
+/// checker's shape a request no replica can take any more, and that no
+/// leader reads, is dropped whole (`dead_request`).
 pub fn forget_what_no_longer_matters<S: Shape>(cfg: &Config, s: &mut State<S>) {
+    forget_what_no_longer_matters_as(cfg, s, Forgetting::Exact)
+}
+
+/// How [`forget_what_no_longer_matters_as`] forgets: exactly, or with a
+/// flaw planted for the shapes test to catch.
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Forgetting {
+    Exact,
+    /// Drops every request but the controller's epoch's, even one a live
+    /// replica may still take.
+    TakeableRequests,
+}
+
+/// [`forget_what_no_longer_matters`], or with a planted flaw.
+#[doc(hidden)]
+pub fn forget_what_no_longer_matters_as<S: Shape>(cfg: &Config, s: &mut State<S>, how: Forgetting) {
     let c = s.controller;
     let kept = c
         .fenced
@@ -477,6 +496,20 @@ pub fn forget_what_no_longer_matters<S: Shape>(cfg: &Config, s: &mut State<S>) {
         };
         s.set_request(epoch, Request { isr, ..req });
     }
+    // Not in trace validation's unbounded shape, which rebuilds every
+    // request from the brokers' logs; nor with a rule knocked out, which
+    // may let a replica take an older epoch.
+    if S::BOUNDED && cfg.knock_out.is_none() {
+        for epoch in s.request_epochs() {
+            let dead = match how {
+                Forgetting::Exact => dead_request(s, epoch),
+                Forgetting::TakeableRequests => s.controller.epoch != Some(epoch),
+            };
+            if dead {
+                s.drop_request(epoch);
+            }
+        }
+    }
     // An epoch's chain of ISRs matters only to that epoch's leader, while
     // it can still learn from it: it leads in that epoch, or it may still
     // take that epoch's request. Kept for the second too, the field is a
@@ -505,6 +538,25 @@ pub fn forget_what_no_longer_matters<S: Shape>(cfg: &Config, s: &mut State<S>) {
             );
         }
     }
+}
+
+/// Whether epoch `epoch`'s request can no longer affect the run: it is not
+/// the controller's epoch (the controller's epoch only grows, and only its
+/// request is ever sent, so this one is never written again), no live
+/// replica takes it (a replica's epoch only grows, and its leader becomes
+/// unknown again only by restarting), none leads in its epoch (only such a
+/// leader reads its chain of ISRs), and a replica that is down restarts
+/// into the controller's epoch, newer than this one. Nothing else reads it
+/// but "the leader changes", a sometimes-property, which its successors in
+/// later epochs still show while they live.
+fn dead_request<S: Shape>(s: &State<S>, epoch: S::Epoch) -> bool {
+    s.controller.epoch != Some(epoch)
+        && s.request(epoch).is_some()
+        && s.ids().all(|r| {
+            let x = s.replica(r);
+            let leads = x.epoch == Some(epoch) && x.presumes_leadership(r);
+            !x.alive || !(accepts_request(s, r, epoch) || leads)
+        })
 }
 
 // --- LeaderAndIsr -----------------------------------------------------------

@@ -480,6 +480,10 @@ impl<S: Shape> State<S> {
     pub fn set_request(&mut self, epoch: S::Epoch, request: Request) {
         *self.requests.slot(epoch.idx()) = Some(request);
     }
+    /// Forgets epoch `epoch`'s request (`actions::dead_request`).
+    pub fn drop_request(&mut self, epoch: S::Epoch) {
+        *self.requests.slot(epoch.idx()) = None;
+    }
     /// Epochs that have had a request, in order (requests are sent only
     /// in the controller's epoch, and epochs only grow).
     pub fn request_epochs(&self) -> impl Iterator<Item = S::Epoch> {

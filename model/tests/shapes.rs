@@ -7,7 +7,9 @@
 //! goes on alone, hundreds of records and tens of epochs in, and today's
 //! rules still break nothing.
 
-use highwater_model::actions::{apply, enabled, forget_what_no_longer_matters, Action};
+use highwater_model::actions::{
+    apply, enabled, forget_what_no_longer_matters_as, Action, Forgetting,
+};
 use highwater_model::config::Config;
 use highwater_model::presets::{Expect, PRESETS};
 use highwater_model::properties::broken;
@@ -39,9 +41,9 @@ fn cut_by_a_bound(cfg: &Config, c: &State, a: &Action<Unbounded>) -> bool {
 
 /// The unbounded state, brought to the compact shape and reduced as the
 /// checker reduces its states (what no crash budget left can use).
-fn as_compact(cfg: &Config, u: &State<Unbounded>) -> Option<State> {
+fn as_compact(cfg: &Config, u: &State<Unbounded>, how: Forgetting) -> Option<State> {
     let mut c = u.reshape::<Compact>()?;
-    forget_what_no_longer_matters(cfg, &mut c);
+    forget_what_no_longer_matters_as(cfg, &mut c, how);
     Some(c)
 }
 
@@ -55,6 +57,18 @@ fn walk(
     cfg_u: &Config,
     choices: &[u32],
     beyond: usize,
+) -> Result<Vec<State<Unbounded>>, String> {
+    walk_as(cfg_c, cfg_u, choices, beyond, Forgetting::Exact)
+}
+
+/// [`walk`], the compact shape forgetting as `how` says (a planted flaw
+/// forgets more after each step).
+fn walk_as(
+    cfg_c: &Config,
+    cfg_u: &Config,
+    choices: &[u32],
+    beyond: usize,
+    how: Forgetting,
 ) -> Result<Vec<State<Unbounded>>, String> {
     let mut c = PartitionModel::new(*cfg_c).init_state();
     let mut u: State<Unbounded> = c.reshape().expect("the initial state fits");
@@ -88,7 +102,11 @@ fn walk(
         else {
             return Err(format!("step {step}: {a} changes nothing in one shape"));
         };
-        if as_compact(cfg_c, &un).as_ref() != Some(&cn) {
+        let mut cn = cn;
+        if how != Forgetting::Exact {
+            forget_what_no_longer_matters_as(cfg_c, &mut cn, how);
+        }
+        if as_compact(cfg_c, &un, how).as_ref() != Some(&cn) {
             return Err(format!(
                 "step {step}: after {a} the shapes differ:\ncompact\n{}unbounded {:?}",
                 state_table(&cn),
@@ -251,4 +269,24 @@ fn unbounded_states_that_differ_early_hash_alike_and_stay_apart() {
     assert!(a != b, "equality reads every entry");
     let set: HashSet<State<Unbounded>> = [a, b].into_iter().collect();
     assert_eq!(set.len(), 2);
+}
+
+/// The checker's shape forgets a request only where no replica can take it
+/// and no leader reads it (`actions::dead_request`); the walks notice a
+/// forgetting that drops one a live replica may still take: in the
+/// unbounded shape, which forgets no request, that replica can take it.
+#[test]
+fn forgetting_a_request_a_replica_may_still_take_is_found() {
+    let cfg = highwater_model::presets::SAFE;
+    let found = (0..256u32).find_map(|seed| {
+        let choices: Vec<u32> = (0..60u32)
+            .map(|i| i.wrapping_mul(2654435761) ^ seed.wrapping_mul(40503))
+            .collect();
+        walk_as(&cfg, &cfg, &choices, 0, Forgetting::TakeableRequests).err()
+    });
+    let why = found.expect("no walk noticed requests a replica may still take being forgotten");
+    assert!(
+        why.contains("not compact"),
+        "found, but not as expected: {why}"
+    );
 }
