@@ -523,12 +523,7 @@ pub fn forget_what_no_longer_matters_as<S: Shape>(cfg: &Config, s: &mut State<S>
         let Some(req) = s.request(epoch) else {
             continue;
         };
-        let kept = zombies_learn
-            && req.leader.is_some_and(|l| {
-                let r = s.replica(l);
-                let leads = r.epoch == Some(epoch) && r.presumes_leadership(l);
-                leads || accepts_request(s, l, epoch)
-            });
+        let kept = zombies_learn && req.leader.is_some_and(|l| may_read_request(s, l, epoch));
         if !kept && !req.later_isrs.is_empty() {
             s.set_request(
                 epoch,
@@ -553,11 +548,16 @@ pub fn forget_what_no_longer_matters_as<S: Shape>(cfg: &Config, s: &mut State<S>
 fn dead_request<S: Shape>(s: &State<S>, epoch: S::Epoch) -> bool {
     s.controller.epoch != Some(epoch)
         && s.request(epoch).is_some()
-        && s.ids().all(|r| {
-            let x = s.replica(r);
-            let leads = x.epoch == Some(epoch) && x.presumes_leadership(r);
-            !x.alive || !(accepts_request(s, r, epoch) || leads)
-        })
+        && s.ids().all(|r| !may_read_request(s, r, epoch))
+}
+
+/// Whether `replica` may still read epoch `epoch`'s request: it leads in
+/// that epoch (and learns from its chain of ISRs), or it takes it. Both
+/// need it alive.
+fn may_read_request<S: Shape>(s: &State<S>, replica: ReplicaId, epoch: S::Epoch) -> bool {
+    let r = s.replica(replica);
+    let leads = r.epoch == Some(epoch) && r.presumes_leadership(replica);
+    leads || accepts_request(s, replica, epoch)
 }
 
 // --- LeaderAndIsr -----------------------------------------------------------
